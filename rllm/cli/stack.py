@@ -1,0 +1,80 @@
+"""``rllm-cli up``, ``down`` and ``status``: the local stack."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from rllm.cli.common import console, reports_errors
+
+__all__ = ["down", "status", "up"]
+
+
+def _stack(home: Path | None, port: int | None, partitions: int | None = None) -> Any:
+    from rllm.settings import StackSettings
+
+    overrides: dict[str, Any] = {}
+    if home is not None:
+        overrides["home"] = home
+    if port is not None:
+        overrides["kafka_port"] = port
+    if partitions is not None:
+        overrides["partitions"] = partitions
+    return StackSettings(**overrides)
+
+
+_home = click.option("--home", type=click.Path(path_type=Path), default=None,
+                     help="Data directory of the stack [env RLLM_HOME, default ~/.rllm].")
+_port = click.option("--kafka-port", type=int, default=None,
+                     help="Port of the local broker [env RLLM_KAFKA_PORT, default 9092].")
+
+
+def _print(statuses: Any) -> None:
+    for s in statuses:
+        mark = "[green]up[/green]  " if s.running else "[red]down[/red]"
+        console.print(f"{mark} {s.name:<8} {s.address:<22} {s.detail}")
+
+
+@click.command()
+@_home
+@_port
+@click.option("--partitions", type=int, default=None, help="Partitions per event topic [3].")
+@reports_errors
+def up(home: Path | None, kafka_port: int | None, partitions: int | None) -> None:
+    """Start the local stack (Kafka broker in KRaft mode, topics) and say where it listens."""
+    from rllm.infra.stack import stack_up
+
+    stack = _stack(home, kafka_port, partitions)
+    console.print(f"starting the local stack in {stack.home} ...")
+    _print(stack_up(stack))
+    console.print(f"export RLLM_BOOTSTRAP_SERVERS={stack.bootstrap_servers}")
+
+
+@click.command()
+@_home
+@_port
+@click.option("--purge", is_flag=True, help="Also delete the broker's data.")
+@reports_errors
+def down(home: Path | None, kafka_port: int | None, purge: bool) -> None:
+    """Stop everything ``up`` started."""
+    from rllm.infra.stack import stack_down
+
+    stack = _stack(home, kafka_port)
+    stack_down(stack, purge=purge)
+    console.print("stopped" + (" and purged" if purge else ""))
+
+
+@click.command()
+@_home
+@_port
+@reports_errors
+def status(home: Path | None, kafka_port: int | None) -> None:
+    """What runs and where it listens; exit status 1 when something is down."""
+    from rllm.infra.stack import stack_status
+
+    statuses = stack_status(_stack(home, kafka_port))
+    _print(statuses)
+    if not all(s.running for s in statuses):
+        raise SystemExit(1)

@@ -1,0 +1,300 @@
+"""The one Kafka module: client factories with our defaults, topic admin, error mapping,
+and an event publisher. Components write no Kafka plumbing of their own.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from typing import Any
+
+import confluent_kafka
+from confluent_kafka import Consumer, KafkaException, Message, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from rllm.errors import (
+    KafkaError,
+    KafkaUnavailableError,
+    MessageTooLargeError,
+    TopicError,
+)
+from rllm.schemas.codec import AvroCodec
+from rllm.schemas.topics import TOPICS, TopicSpec, topic_spec
+from rllm.schemas.types import DeadLetter, _Record
+from rllm.settings import KafkaSettings
+
+__all__ = [
+    "EventPublisher",
+    "check_broker",
+    "consumer_config",
+    "dead_letter_for",
+    "delete_topics",
+    "ensure_topics",
+    "kafka_errors",
+    "make_admin",
+    "make_codec",
+    "make_consumer",
+    "make_producer",
+    "producer_config",
+]
+
+_KE = confluent_kafka.KafkaError
+_UNAVAILABLE = {
+    _KE._TRANSPORT,
+    _KE._ALL_BROKERS_DOWN,
+    _KE._TIMED_OUT,
+    _KE._MSG_TIMED_OUT,
+    _KE._RESOLVE,
+}
+_TOO_LARGE = {_KE.MSG_SIZE_TOO_LARGE, _KE.RECORD_LIST_TOO_LARGE, _KE.INVALID_MSG_SIZE}
+
+
+def translate(err: Any, context: str) -> KafkaError:
+    """Map a confluent-kafka ``KafkaError`` (or exception) to the most specific RllmError."""
+    kerr = err.args[0] if isinstance(err, KafkaException) and err.args else err
+    code = kerr.code() if isinstance(kerr, _KE) else None
+    text = kerr.str() if isinstance(kerr, _KE) else str(kerr)
+    if code in _UNAVAILABLE:
+        return KafkaUnavailableError(
+            f"{context}: Kafka unreachable ({text}); is the broker running? (rllm-cli up)"
+        )
+    if code in _TOO_LARGE:
+        return MessageTooLargeError(f"{context}: message too large for the broker ({text})")
+    if code in (_KE.UNKNOWN_TOPIC_OR_PART, _KE.TOPIC_ALREADY_EXISTS, _KE.INVALID_CONFIG):
+        return TopicError(f"{context}: {text}")
+    return KafkaError(f"{context}: {text}")
+
+
+@contextmanager
+def kafka_errors(context: str) -> Iterator[None]:
+    """Re-raise confluent-kafka errors inside the block as RllmErrors naming ``context``."""
+    try:
+        yield
+    except KafkaException as exc:
+        raise translate(exc, context) from exc
+
+
+def make_codec(settings: KafkaSettings) -> AvroCodec:
+    """The codec for these settings: Confluent framing when a registry URL is set."""
+    if settings.schema_registry_url:
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+
+        return AvroCodec(SchemaRegistryClient.new_client({"url": settings.schema_registry_url}))
+    return AvroCodec()
+
+
+def producer_config(settings: KafkaSettings, **overrides: Any) -> dict[str, Any]:
+    """Durable producer defaults: acks=all, idempotent, zstd, large messages."""
+    conf: dict[str, Any] = {
+        **settings.client_config(),
+        "acks": "all",
+        "enable.idempotence": True,
+        "compression.type": "zstd",
+        "linger.ms": 2,
+        "message.max.bytes": settings.max_message_bytes + 65536,
+        "message.timeout.ms": int(settings.request_timeout_s * 1000),
+    }
+    conf.update(overrides)
+    return conf
+
+
+def make_producer(settings: KafkaSettings, **overrides: Any) -> Producer:
+    """A confluent-kafka producer with our defaults."""
+    with kafka_errors("creating producer"):
+        return Producer(producer_config(settings, **overrides))
+
+
+def consumer_config(settings: KafkaSettings, group_id: str, **overrides: Any) -> dict[str, Any]:
+    """Consumer defaults: manual commits, read_committed, start from the beginning."""
+    conf: dict[str, Any] = {
+        **settings.client_config(),
+        "group.id": group_id,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed",
+        "fetch.max.bytes": max(settings.max_message_bytes * 2, 52428800),
+        "max.partition.fetch.bytes": settings.max_message_bytes + 65536,
+    }
+    conf.update(overrides)
+    return conf
+
+
+def make_consumer(settings: KafkaSettings, group_id: str, **overrides: Any) -> Consumer:
+    """A confluent-kafka consumer with our defaults."""
+    with kafka_errors("creating consumer"):
+        return Consumer(consumer_config(settings, group_id, **overrides))
+
+
+def make_admin(settings: KafkaSettings) -> AdminClient:
+    """A confluent-kafka admin client."""
+    return AdminClient(settings.client_config())
+
+
+def check_broker(settings: KafkaSettings, timeout_s: float = 5.0) -> int:
+    """Ask the broker for metadata; return the number of brokers that answered.
+
+    Raises:
+        KafkaUnavailableError: if no broker answers within ``timeout_s``.
+    """
+    try:
+        meta = make_admin(settings).list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        raise translate(exc, f"connecting to {settings.bootstrap_servers}") from exc
+    return len(meta.brokers)
+
+
+def ensure_topics(
+    settings: KafkaSettings,
+    specs: Iterable[TopicSpec] = TOPICS,
+    partitions: int | None = None,
+) -> list[str]:
+    """Create the topics that do not exist yet; return the names created.
+
+    Raises:
+        TopicError: if the broker refuses a topic.
+        KafkaUnavailableError: if no broker answers.
+    """
+    admin = make_admin(settings)
+    try:
+        existing = set(admin.list_topics(timeout=settings.request_timeout_s).topics)
+    except KafkaException as exc:
+        raise translate(exc, f"listing topics on {settings.bootstrap_servers}") from exc
+    wanted = [
+        NewTopic(
+            settings.topic(s.name),
+            num_partitions=partitions or s.partitions,
+            replication_factor=1,
+            config=dict(s.config),
+        )
+        for s in specs
+        if settings.topic(s.name) not in existing
+    ]
+    if not wanted:
+        return []
+    created = []
+    for name, future in admin.create_topics(wanted, request_timeout=settings.request_timeout_s).items():
+        try:
+            future.result()
+            created.append(name)
+        except KafkaException as exc:
+            if exc.args and exc.args[0].code() == _KE.TOPIC_ALREADY_EXISTS:
+                continue
+            raise translate(exc, f"creating topic {name}") from exc
+    return created
+
+
+def delete_topics(settings: KafkaSettings, names: Iterable[str]) -> None:
+    """Delete topics by full name; missing ones are ignored."""
+    admin = make_admin(settings)
+    for name, future in admin.delete_topics(list(names), request_timeout=30).items():
+        try:
+            future.result()
+        except KafkaException as exc:
+            if exc.args and exc.args[0].code() == _KE.UNKNOWN_TOPIC_OR_PART:
+                continue
+            raise translate(exc, f"deleting topic {name}") from exc
+
+
+def dead_letter_for(msg: Message, exc: BaseException, consumer: str) -> DeadLetter:
+    """The DeadLetter record for a message a consumer refused."""
+    return DeadLetter(
+        source_topic=msg.topic() or "",
+        source_partition=msg.partition() or 0,
+        source_offset=msg.offset() or 0,
+        key=msg.key(),
+        value=msg.value() or b"",
+        reason=str(exc),
+        error_type=type(exc).__name__,
+        consumer=consumer,
+    )
+
+
+class EventPublisher:
+    """Publishes events as Avro with a durable producer; a background thread serves acks.
+
+    ``publish`` returns a ``concurrent.futures.Future`` resolved with the message's
+    ``(partition, offset)`` once Kafka acknowledged it (``acks=all``), or failed with an
+    RllmError; asyncio callers ``await asyncio.wrap_future(fut)``.
+    """
+
+    def __init__(
+        self,
+        settings: KafkaSettings,
+        codec: AvroCodec | None = None,
+        **producer_overrides: Any,
+    ) -> None:
+        self.settings = settings
+        self.codec = codec or make_codec(settings)
+        self._producer = make_producer(settings, **producer_overrides)
+        self._closed = threading.Event()
+        self._poller = threading.Thread(target=self._poll, name="rllm-kafka-poll", daemon=True)
+        self._poller.start()
+
+    def _poll(self) -> None:
+        while not self._closed.is_set():
+            self._producer.poll(0.05)
+
+    def encode(self, topic: str, record: _Record) -> bytes:
+        """Encode ``record`` for ``topic`` and check it against the topic's size limit."""
+        value = self.codec.encode(record, topic=self.settings.topic(topic))
+        try:
+            limit = topic_spec(topic).max_message_bytes
+        except KeyError:
+            limit = self.settings.max_message_bytes
+        limit = min(limit, self.settings.max_message_bytes)
+        if len(value) > limit:
+            raise MessageTooLargeError(
+                f"{type(record).__name__} for topic {topic} is {len(value)} bytes, over the "
+                f"{limit}-byte limit (max.message.bytes); it was refused, not truncated"
+            )
+        return value
+
+    def publish_bytes(self, topic: str, key: str | bytes | None, value: bytes) -> Future[tuple[int, int]]:
+        """Publish already-encoded bytes (used by the spool drain and by replays)."""
+        fut: Future[tuple[int, int]] = Future()
+
+        def on_delivery(err: Any, msg: Message) -> None:
+            if err is not None:
+                fut.set_exception(translate(err, f"publishing to {topic}"))
+            else:
+                fut.set_result((msg.partition(), msg.offset()))
+
+        try:
+            self._producer.produce(
+                self.settings.topic(topic), value=value, key=key, on_delivery=on_delivery
+            )
+        except BufferError:
+            self._producer.poll(0.5)
+            self._producer.produce(
+                self.settings.topic(topic), value=value, key=key, on_delivery=on_delivery
+            )
+        except KafkaException as exc:
+            raise translate(exc, f"publishing to {topic}") from exc
+        return fut
+
+    def publish(self, topic: str, key: str | bytes | None, record: _Record) -> Future[tuple[int, int]]:
+        """Encode and publish one event; the future resolves on the broker's ack."""
+        return self.publish_bytes(topic, key, self.encode(topic, record))
+
+    def publish_sync(self, topic: str, key: str | bytes | None, record: _Record) -> tuple[int, int]:
+        """Publish and wait for the ack; return ``(partition, offset)``."""
+        return self.publish(topic, key, record).result(timeout=self.settings.request_timeout_s + 5)
+
+    def flush(self, timeout_s: float | None = None) -> int:
+        """Wait until every queued event is acknowledged; return how many are left."""
+        left: int = self._producer.flush(self.settings.request_timeout_s if timeout_s is None else timeout_s)
+        return left
+
+    def close(self) -> None:
+        """Flush and stop the poll thread."""
+        self.flush()
+        self._closed.set()
+        self._poller.join(timeout=5)
+
+    def __enter__(self) -> EventPublisher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

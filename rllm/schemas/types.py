@@ -1,0 +1,413 @@
+"""Frozen pydantic mirrors of the Avro records in ``rllm/schemas/avro/``.
+
+Field names, order and defaults follow the ``.avsc`` files one to one; a unit test checks
+that they agree. JSON-valued fields end in ``_json`` and have a parsed property beside them.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field
+
+from rllm.schemas.tokens import unpack_logprobs, unpack_tokens
+
+__all__ = [
+    "ApiKind",
+    "DeadLetter",
+    "EpisodeAssembled",
+    "Event",
+    "PolicyUpdated",
+    "RewardAssigned",
+    "SessionClosed",
+    "SessionEvent",
+    "SessionOpened",
+    "SessionPayload",
+    "SessionStatus",
+    "StepCaptured",
+    "StepError",
+    "Task",
+    "TokenStatus",
+    "TrajectoryAssembled",
+    "Usage",
+    "utcnow",
+]
+
+
+def utcnow() -> datetime:
+    """Now, timezone-aware UTC, truncated to microseconds as Avro stores it."""
+    return datetime.now(UTC)
+
+
+class ApiKind(StrEnum):
+    """Which API an agent called."""
+
+    CHAT = "chat"
+    COMPLETIONS = "completions"
+    RESPONSES = "responses"
+    ANTHROPIC_MESSAGES = "anthropic_messages"
+    GENERATE = "generate"
+
+
+class TokenStatus(StrEnum):
+    """Whether a step carries the token IDs the model sampled."""
+
+    OK = "ok"
+    MISSING = "missing"
+
+
+class SessionStatus(StrEnum):
+    """How a session ended."""
+
+    OK = "ok"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+
+
+class _Record(BaseModel):
+    """Base of every mirrored Avro record."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
+    avro_name: ClassVar[str] = ""
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+class Task(_Record):
+    """One task an agent is run on."""
+
+    avro_name: ClassVar[str] = "rllm.events.Task"
+    task_id: str
+    """Stable id of the task within its dataset."""
+    instruction: str = ""
+    """The prompt or instruction given to the agent."""
+    ground_truth_json: str | None = None
+    """Ground truth as JSON, if any."""
+    reward_fn: str | None = None
+    """Registered reward function that scores this task."""
+    benchmark: str | None = None
+    """Benchmark or dataset name."""
+    metadata_json: str = "{}"
+    """Free-form metadata as a JSON object."""
+
+    @property
+    def ground_truth(self) -> Any:
+        """The ground truth, parsed from JSON (None when absent)."""
+        return _loads(self.ground_truth_json)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The metadata object, parsed."""
+        return dict(json.loads(self.metadata_json))
+
+
+class Usage(_Record):
+    """Token usage of one call."""
+
+    avro_name: ClassVar[str] = "rllm.events.Usage"
+    prompt_tokens: int = 0
+    """Tokens in the full prompt."""
+    completion_tokens: int = 0
+    """Tokens in the response."""
+    cached_tokens: int = 0
+    """Prompt tokens served from the upstream's prefix cache."""
+
+
+class StepError(_Record):
+    """Why an LLM call failed."""
+
+    avro_name: ClassVar[str] = "rllm.events.StepError"
+    kind: str
+    """upstream_status, upstream_timeout, upstream_unreachable, invalid_response or gateway."""
+    message: str
+    """Human-readable reason, without secrets."""
+    status_code: int | None = None
+    """HTTP status the agent received."""
+
+
+class SessionOpened(_Record):
+    """A session (one agent run on one task) started."""
+
+    avro_name: ClassVar[str] = "rllm.events.SessionOpened"
+    task: Task
+    """The task this run works on."""
+    rollout_index: int = 0
+    """Index of this run within its group."""
+    group_size: int = 1
+    """How many runs of this task the episode waits for."""
+    trajectory_name: str = "default"
+    """Name of the trajectory within a multi-agent run."""
+    agent: str = ""
+    """Harness or agent name."""
+    policy_version: int = 0
+    """Policy version when the session opened."""
+    model: str | None = None
+    """Model the session was opened for."""
+    metadata_json: str = "{}"
+    """Run-level metadata as a JSON object."""
+
+
+class StepCaptured(_Record):
+    """One LLM call; token arrays are packed little-endian int32 / float32 bytes."""
+
+    avro_name: ClassVar[str] = "rllm.events.StepCaptured"
+    step_id: str
+    """Unique id of this step."""
+    step_index: int
+    """0-based order within the session."""
+    parent_step_id: str | None = None
+    """Step whose prompt+response this prompt extends, when delta-encoded."""
+    api: ApiKind
+    """API the agent called."""
+    model: str
+    """Model name as requested."""
+    request_json: str = "{}"
+    """The agent's request body as JSON."""
+    response_json: str = "{}"
+    """The response returned to the agent as JSON."""
+    prompt_token_ids: bytes = b""
+    """Packed int32 prompt IDs: full, or the suffix after ``prompt_prefix_len``."""
+    prompt_prefix_len: int = 0
+    """Tokens reused from the parent's prompt+response (0: full prompt)."""
+    response_token_ids: bytes = b""
+    """Packed int32 IDs the model sampled."""
+    response_logprobs: bytes = b""
+    """Packed float32 logprob per sampled token."""
+    finish_reason: str | None = None
+    """Why generation stopped."""
+    sampling_params_json: str = "{}"
+    """Sampling parameters sent upstream, as JSON."""
+    policy_version: int = 0
+    """Policy version at dispatch."""
+    upstream: str = ""
+    """Upstream that served the call (no credentials)."""
+    started_at: datetime = Field(default_factory=utcnow)
+    """When the gateway received the call."""
+    latency_ms: float = 0.0
+    """Upstream latency in milliseconds."""
+    ttft_ms: float | None = None
+    """Time to first token for streamed calls."""
+    overhead_ms: float = 0.0
+    """Latency the gateway added."""
+    usage: Usage = Field(default_factory=Usage)
+    """Token usage as reported by the upstream."""
+    token_status: TokenStatus = TokenStatus.OK
+    """Whether token IDs and logprobs were captured."""
+    error: StepError | None = None
+    """Set when the call failed."""
+
+    @property
+    def prompt_ids(self) -> npt.NDArray[np.int32]:
+        """Prompt token IDs as stored (the suffix when delta-encoded)."""
+        return unpack_tokens(self.prompt_token_ids)
+
+    @property
+    def response_ids(self) -> npt.NDArray[np.int32]:
+        """Sampled token IDs."""
+        return unpack_tokens(self.response_token_ids)
+
+    @property
+    def logprobs(self) -> npt.NDArray[np.float32]:
+        """Logprob of each sampled token."""
+        return unpack_logprobs(self.response_logprobs)
+
+
+class SessionClosed(_Record):
+    """A session ended."""
+
+    avro_name: ClassVar[str] = "rllm.events.SessionClosed"
+    status: SessionStatus
+    """How the run ended."""
+    output_json: str | None = None
+    """The agent's final output as JSON."""
+    error: str | None = None
+    """Why the run failed."""
+    num_steps: int
+    """Steps the gateway captured for the session."""
+
+
+class RewardAssigned(_Record):
+    """A reward for a session."""
+
+    avro_name: ClassVar[str] = "rllm.events.RewardAssigned"
+    reward: float
+    """Scalar reward."""
+    is_correct: bool | None = None
+    """Whether the answer counts as correct."""
+    signals: dict[str, float] = Field(default_factory=dict)
+    """Named reward components."""
+    evaluator: str = ""
+    """Evaluator or reward function name."""
+    metadata_json: str = "{}"
+    """Evaluator details as a JSON object."""
+
+
+SessionPayload = SessionOpened | StepCaptured | SessionClosed | RewardAssigned
+
+
+class SessionEvent(_Record):
+    """Envelope on ``rllm.session-events``, keyed by ``session_id``."""
+
+    avro_name: ClassVar[str] = "rllm.events.SessionEvent"
+    event_id: str
+    """Unique id; consumers drop duplicates by it."""
+    session_id: str
+    """Session the event belongs to; the Kafka key."""
+    run_id: str
+    """Run the session belongs to."""
+    emitted_at: datetime = Field(default_factory=utcnow)
+    """When the producer emitted it."""
+    producer: str = ""
+    """Who emitted it."""
+    payload: SessionPayload
+    """The lifecycle or step record."""
+
+
+class TrajectoryAssembled(_Record):
+    """One agent run assembled from its session's events."""
+
+    avro_name: ClassVar[str] = "rllm.events.TrajectoryAssembled"
+    event_id: str
+    """Deterministic id derived from session_id."""
+    session_id: str
+    """The session this trajectory is."""
+    run_id: str
+    """Run."""
+    task: Task
+    """The task."""
+    rollout_index: int = 0
+    """Index within the group."""
+    group_size: int = 1
+    """Declared group size."""
+    trajectory_name: str = "default"
+    """Name within a multi-agent run."""
+    agent: str = ""
+    """Harness or agent name."""
+    steps: tuple[StepCaptured, ...]
+    """Steps in order with full prompts restored."""
+    status: SessionStatus
+    """How the run ended."""
+    output_json: str | None = None
+    """Final output as JSON."""
+    error: str | None = None
+    """Why the run failed."""
+    num_steps_reported: int = 0
+    """Step count the gateway reported at close."""
+    reward: float | None = None
+    """Reward, once scored."""
+    is_correct: bool | None = None
+    """Correctness, once scored."""
+    reward_signals: dict[str, float] = Field(default_factory=dict)
+    """Named reward components."""
+    reward_error: str | None = None
+    """Why scoring failed."""
+    evaluator: str = ""
+    """Who scored it."""
+    opened_at: datetime = Field(default_factory=utcnow)
+    """When the session opened."""
+    closed_at: datetime = Field(default_factory=utcnow)
+    """When the session closed."""
+    flags: tuple[str, ...] = ()
+    """Anomalies (step_count_mismatch, missing_tokens, late_steps, ...)."""
+
+
+class EpisodeAssembled(_Record):
+    """One task in one run: the group of trajectories with advantages."""
+
+    avro_name: ClassVar[str] = "rllm.events.EpisodeAssembled"
+    event_id: str
+    """Deterministic id run_id/task_id."""
+    run_id: str
+    """Run."""
+    task: Task
+    """The task."""
+    trajectories: tuple[TrajectoryAssembled, ...]
+    """The group in rollout_index order."""
+    rewards: tuple[float, ...]
+    """rewards_G."""
+    advantages: tuple[float, ...]
+    """advantages_G."""
+    estimator: str = "grpo"
+    """Advantage estimator used."""
+    group_size: int
+    """Declared group size."""
+    is_partial: bool = False
+    """A timeout closed the group early."""
+    uniform_reward: bool = False
+    """All rewards equal."""
+    assembled_at: datetime = Field(default_factory=utcnow)
+    """When the group was completed."""
+
+
+class PolicyUpdated(_Record):
+    """A new policy version from the trainer."""
+
+    avro_name: ClassVar[str] = "rllm.events.PolicyUpdated"
+    event_id: str
+    """Unique id."""
+    run_id: str
+    """Training run."""
+    version: int
+    """New policy version."""
+    checkpoint_uri: str
+    """Where the weights are."""
+    base_model: str = ""
+    """Model the policy started from."""
+    backend: str = "local"
+    """Backend that produced it."""
+    metrics: dict[str, float] = Field(default_factory=dict)
+    """Training metrics of the update."""
+    num_episodes: int = 0
+    """Episodes in the batch."""
+    num_tokens: int = 0
+    """Trained tokens in the batch."""
+    created_at: datetime = Field(default_factory=utcnow)
+    """When the update finished."""
+
+
+class DeadLetter(_Record):
+    """An event a consumer refused, with the reason."""
+
+    avro_name: ClassVar[str] = "rllm.events.DeadLetter"
+    source_topic: str
+    """Topic it came from."""
+    source_partition: int
+    """Its partition."""
+    source_offset: int
+    """Its offset."""
+    key: bytes | None = None
+    """Its key, as it was."""
+    value: bytes
+    """Its value, as it was."""
+    reason: str
+    """Why it was refused."""
+    error_type: str = ""
+    """Class name of the error."""
+    consumer: str = ""
+    """Component that refused it."""
+    failed_at: datetime = Field(default_factory=utcnow)
+    """When it was refused."""
+
+
+Event = (
+    SessionEvent
+    | TrajectoryAssembled
+    | EpisodeAssembled
+    | PolicyUpdated
+    | DeadLetter
+    | SessionOpened
+    | StepCaptured
+    | SessionClosed
+    | RewardAssigned
+    | Task
+    | Usage
+    | StepError
+)

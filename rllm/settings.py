@@ -1,0 +1,108 @@
+"""Settings shared by every service: where Kafka is, where the local stack keeps its data.
+
+Each service has one frozen pydantic-settings class with env prefix ``RLLM_``; a CLI flag
+and an environment variable set the same field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from rllm.errors import ConfigError
+
+__all__ = ["KafkaSettings", "StackSettings", "default_home"]
+
+
+def default_home() -> Path:
+    """``$RLLM_HOME`` or ``~/.rllm``: data of the local stack."""
+    return Path.home() / ".rllm"
+
+
+class KafkaSettings(BaseSettings):
+    """How every component reaches Kafka."""
+
+    model_config = SettingsConfigDict(env_prefix="RLLM_", frozen=True, extra="ignore")
+
+    # --- broker ---------------------------------------------------------------------
+    bootstrap_servers: str = "127.0.0.1:9092"
+    """Comma-separated host:port list of Kafka brokers."""
+    client_id: str = "rllm"
+    """Client id reported to the broker."""
+    security_protocol: str = "PLAINTEXT"
+    """PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
+    sasl_mechanism: str | None = None
+    """SASL mechanism (PLAIN, SCRAM-SHA-256, ...) when SASL is used."""
+    sasl_username: str | None = None
+    """SASL user name."""
+    sasl_password: SecretStr | None = None
+    """SASL password; never logged."""
+
+    # --- schemas --------------------------------------------------------------------
+    schema_registry_url: str | None = None
+    """Confluent schema registry URL; without it events use Avro single-object encoding."""
+
+    # --- topics ---------------------------------------------------------------------
+    topic_prefix: str = ""
+    """Prefix added to every topic name (isolates runs or tests on one broker)."""
+    max_message_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    """Largest event accepted; larger ones are refused with a clear error."""
+    request_timeout_s: float = Field(default=30.0, gt=0)
+    """How long an admin call or a synchronous produce waits for the broker."""
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _check_servers(cls, value: str) -> str:
+        for server in value.split(","):
+            host, sep, port = server.strip().rpartition(":")
+            if not sep or not host or not port.isdigit():
+                raise ConfigError(
+                    f"bootstrap server {server!r} is not host:port (RLLM_BOOTSTRAP_SERVERS)"
+                )
+        return value
+
+    def topic(self, name: str) -> str:
+        """The full topic name with the configured prefix."""
+        return f"{self.topic_prefix}{name}"
+
+    def client_config(self) -> dict[str, str | int | float | bool]:
+        """librdkafka settings common to producers, consumers and admin clients."""
+        conf: dict[str, str | int | float | bool] = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "client.id": self.client_id,
+            "security.protocol": self.security_protocol,
+        }
+        if self.sasl_mechanism:
+            conf["sasl.mechanism"] = self.sasl_mechanism
+        if self.sasl_username:
+            conf["sasl.username"] = self.sasl_username
+        if self.sasl_password is not None:
+            conf["sasl.password"] = self.sasl_password.get_secret_value()
+        return conf
+
+
+class StackSettings(BaseSettings):
+    """The local stack started by ``rllm-cli up``."""
+
+    model_config = SettingsConfigDict(env_prefix="RLLM_", frozen=True, extra="ignore")
+
+    home: Path = Field(default_factory=default_home)
+    """Directory for the stack's data, logs and pid files."""
+    kafka_port: int = Field(default=9092, ge=1, le=65535)
+    """Port of the local Kafka broker on 127.0.0.1."""
+    kafka_heap: str = "512m"
+    """JVM heap of the local broker."""
+    partitions: int = Field(default=3, ge=1)
+    """Partitions of each event topic created by ``up``."""
+
+    @property
+    def kafka_data_dir(self) -> Path:
+        """Where the local broker keeps its log."""
+        return self.home / "kafka"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """The local broker's address."""
+        return f"127.0.0.1:{self.kafka_port}"

@@ -1,0 +1,30 @@
+"""Write the golden bytes of every sample record and a snapshot of each expanded schema.
+
+Run only when a schema change is intended (``python -m tests.unit.golden.regenerate``);
+keep the old schema snapshots in ``schemas/v*/`` so the compatibility test still reads them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rllm.schemas.codec import AvroCodec
+from rllm.schemas.registry import RECORD_NAMES, expanded
+from tests.samples import SAMPLES
+
+HERE = Path(__file__).parent
+
+
+def main() -> None:
+    codec = AvroCodec()
+    for name, sample in SAMPLES.items():
+        (HERE / f"{name}.bin").write_bytes(codec.encode(sample))
+    snap = HERE / "schemas" / "v1"
+    snap.mkdir(parents=True, exist_ok=True)
+    for name in RECORD_NAMES:
+        (snap / f"{name}.json").write_text(json.dumps(expanded(name), indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
