@@ -1,0 +1,5 @@
+"""``python -m rllm.cli`` runs ``rllm-cli``."""
+
+from rllm.cli.main import main
+
+main()

@@ -1,0 +1,5 @@
+"""producers."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

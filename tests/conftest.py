@@ -1,0 +1,80 @@
+"""Session-wide real Kafka broker for integration tests, and per-test topics.
+
+The broker comes from, in order: ``RLLM_TEST_BOOTSTRAP`` (a running broker, e.g. the one
+``.ci/run`` started from ``infra/``); ``RLLM_TEST_KAFKA=testcontainers`` (a Kafka container,
+where a Docker engine exists); otherwise ``infra/kafka/start`` on a free port in a
+temporary directory, stopped at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from rllm.settings import KafkaSettings
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    # the controller takes port + 1: make sure it is free too
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port + 1))
+        except OSError:
+            return _free_port()
+    return port
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """host:port of a real Kafka broker for the whole test session."""
+    if os.environ.get("RLLM_TEST_BOOTSTRAP"):
+        yield os.environ["RLLM_TEST_BOOTSTRAP"]
+        return
+    if os.environ.get("RLLM_TEST_KAFKA") == "testcontainers":
+        from testcontainers.kafka import KafkaContainer
+
+        with KafkaContainer().with_kraft() as container:
+            yield container.get_bootstrap_server()
+        return
+    from rllm.infra.broker import LocalBroker
+
+    broker = LocalBroker(_free_port(), Path(tmp_path_factory.mktemp("kafka")))
+    broker.start()
+    try:
+        yield broker.bootstrap_servers
+    finally:
+        broker.stop(purge=True)
+
+
+@pytest.fixture
+def kafka(kafka_bootstrap: str) -> KafkaSettings:
+    """Settings for this test: the session broker and a topic prefix of its own."""
+    return KafkaSettings(bootstrap_servers=kafka_bootstrap,
+                         topic_prefix=f"t{uuid.uuid4().hex[:10]}.")
+
+
+@pytest.fixture
+def make_topics(kafka: KafkaSettings) -> Callable[..., list[str]]:
+    """Create this test's own copies of the design's topics; return their full names."""
+    from rllm.kafka import ensure_topics
+    from rllm.schemas.topics import TOPICS
+
+    def create(partitions: int | None = None) -> list[str]:
+        ensure_topics(kafka, TOPICS, partitions=partitions)
+        return [kafka.topic(s.name) for s in TOPICS]
+
+    return create
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "integration" in item.path.parts:
+            item.add_marker(pytest.mark.integration)

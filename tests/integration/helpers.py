@@ -1,0 +1,37 @@
+"""Small helpers for integration tests: read a topic to its end."""
+
+from __future__ import annotations
+
+import uuid
+
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, Message, TopicPartition
+
+from rllm.kafka import make_consumer
+from rllm.settings import KafkaSettings
+
+
+def read_all(settings: KafkaSettings, full_topic: str, timeout_s: float = 20.0) -> list[Message]:
+    """Every record of a topic, partition by partition in offset order."""
+    consumer = make_consumer(settings, f"test-{uuid.uuid4().hex[:8]}",
+                             **{"enable.partition.eof": True})
+    try:
+        meta = consumer.list_topics(full_topic, timeout=10).topics[full_topic]
+        parts = sorted(meta.partitions)
+        consumer.assign([TopicPartition(full_topic, p, OFFSET_BEGINNING) for p in parts])
+        pending, out = set(parts), []
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while pending and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+                pending.discard(msg.partition())
+                continue
+            out.append(msg)
+        assert not pending, f"partitions {pending} of {full_topic} did not reach their end"
+        return sorted(out, key=lambda m: (m.partition(), m.offset()))
+    finally:
+        consumer.close()
