@@ -12,7 +12,7 @@ from typing import Any
 
 import confluent_kafka
 from confluent_kafka import Consumer, KafkaException, Message, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from rllm.errors import (
     KafkaError,
@@ -174,7 +174,9 @@ def ensure_topics(
     if not wanted:
         return []
     created = []
-    for name, future in admin.create_topics(wanted, request_timeout=settings.request_timeout_s).items():
+    for name, future in admin.create_topics(
+        wanted, request_timeout=settings.request_timeout_s
+    ).items():
         try:
             future.result()
             created.append(name)
@@ -251,7 +253,9 @@ class EventPublisher:
             )
         return value
 
-    def publish_bytes(self, topic: str, key: str | bytes | None, value: bytes) -> Future[tuple[int, int]]:
+    def publish_bytes(
+        self, topic: str, key: str | bytes | None, value: bytes
+    ) -> Future[tuple[int, int]]:
         """Publish already-encoded bytes (used by the spool drain and by replays)."""
         fut: Future[tuple[int, int]] = Future()
 
@@ -259,7 +263,7 @@ class EventPublisher:
             if err is not None:
                 fut.set_exception(translate(err, f"publishing to {topic}"))
             else:
-                fut.set_result((msg.partition(), msg.offset()))
+                fut.set_result((msg.partition() or 0, msg.offset() or 0))
 
         try:
             self._producer.produce(
@@ -274,7 +278,9 @@ class EventPublisher:
             raise translate(exc, f"publishing to {topic}") from exc
         return fut
 
-    def publish(self, topic: str, key: str | bytes | None, record: _Record) -> Future[tuple[int, int]]:
+    def publish(
+        self, topic: str, key: str | bytes | None, record: _Record
+    ) -> Future[tuple[int, int]]:
         """Encode and publish one event; the future resolves on the broker's ack."""
         return self.publish_bytes(topic, key, self.encode(topic, record))
 
@@ -284,7 +290,9 @@ class EventPublisher:
 
     def flush(self, timeout_s: float | None = None) -> int:
         """Wait until every queued event is acknowledged; return how many are left."""
-        left: int = self._producer.flush(self.settings.request_timeout_s if timeout_s is None else timeout_s)
+        left: int = self._producer.flush(
+            self.settings.request_timeout_s if timeout_s is None else timeout_s
+        )
         return left
 
     def close(self) -> None:

@@ -57,8 +57,9 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture
 def kafka(kafka_bootstrap: str) -> KafkaSettings:
     """Settings for this test: the session broker and a topic prefix of its own."""
-    return KafkaSettings(bootstrap_servers=kafka_bootstrap,
-                         topic_prefix=f"t{uuid.uuid4().hex[:10]}.")
+    return KafkaSettings(
+        bootstrap_servers=kafka_bootstrap, topic_prefix=f"t{uuid.uuid4().hex[:10]}."
+    )
 
 
 @pytest.fixture

@@ -79,5 +79,4 @@ def exact_match(task: Task, answer: str) -> RewardResult:
     """1.0 when the answer equals a ground truth after trimming, case and space folding."""
     got = _normalise(answer)
     ok = any(got == _normalise(t) for t in _truths(task))
-    return RewardResult(reward=1.0 if ok else 0.0, is_correct=ok,
-                        metadata={"answer": answer[:200]})
+    return RewardResult(reward=1.0 if ok else 0.0, is_correct=ok, metadata={"answer": answer[:200]})

@@ -31,8 +31,10 @@ def reports_errors(func: F) -> F:
             err_console.print(f"[red]error:[/red] {exc}", markup=True)
             sys.exit(1)
         except ValidationError as exc:
-            lines = [f"{'.'.join(map(str, e['loc']))}: {e['msg']} (got {e.get('input')!r})"
-                     for e in exc.errors()]
+            lines = [
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']} (got {e.get('input')!r})"
+                for e in exc.errors()
+            ]
             err_console.print("[red]error:[/red] invalid settings: " + "; ".join(lines))
             sys.exit(2)
 
@@ -41,11 +43,19 @@ def reports_errors(func: F) -> F:
 
 def kafka_options(func: F) -> F:
     """``--bootstrap-servers`` and ``--topic-prefix``, the same fields as RLLM_ env vars."""
-    func = click.option("--topic-prefix", default=None, envvar="RLLM_TOPIC_PREFIX",
-                        help="Prefix of every topic name.")(func)
-    func = click.option("--bootstrap-servers", "-b", default=None,
-                        envvar="RLLM_BOOTSTRAP_SERVERS",
-                        help="Kafka host:port list [default: 127.0.0.1:9092].")(func)
+    func = click.option(
+        "--topic-prefix",
+        default=None,
+        envvar="RLLM_TOPIC_PREFIX",
+        help="Prefix of every topic name.",
+    )(func)
+    func = click.option(
+        "--bootstrap-servers",
+        "-b",
+        default=None,
+        envvar="RLLM_BOOTSTRAP_SERVERS",
+        help="Kafka host:port list [default: 127.0.0.1:9092].",
+    )(func)
     return func
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from rllm.cli.events import events
-from rllm.cli.stack import down, status, up
+from rllm.cli.stack import down, status, topics, up
 
 __all__ = ["cli", "main"]
 
@@ -20,6 +20,7 @@ cli.add_command(up)
 cli.add_command(down)
 cli.add_command(status)
 cli.add_command(events)
+cli.add_command(topics)
 
 
 def main() -> None:

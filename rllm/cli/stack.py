@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
-from rllm.cli.common import console, reports_errors
+from rllm.cli.common import console, kafka_options, kafka_settings, reports_errors
 
-__all__ = ["down", "status", "up"]
+__all__ = ["down", "status", "topics", "up"]
 
 
 def _stack(home: Path | None, port: int | None, partitions: int | None = None) -> Any:
@@ -25,10 +25,18 @@ def _stack(home: Path | None, port: int | None, partitions: int | None = None) -
     return StackSettings(**overrides)
 
 
-_home = click.option("--home", type=click.Path(path_type=Path), default=None,
-                     help="Data directory of the stack [env RLLM_HOME, default ~/.rllm].")
-_port = click.option("--kafka-port", type=int, default=None,
-                     help="Port of the local broker [env RLLM_KAFKA_PORT, default 9092].")
+_home = click.option(
+    "--home",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Data directory of the stack [env RLLM_HOME, default ~/.rllm].",
+)
+_port = click.option(
+    "--kafka-port",
+    type=int,
+    default=None,
+    help="Port of the local broker [env RLLM_KAFKA_PORT, default 9092].",
+)
 
 
 def _print(statuses: Any) -> None:
@@ -78,3 +86,41 @@ def status(home: Path | None, kafka_port: int | None) -> None:
     _print(statuses)
     if not all(s.running for s in statuses):
         raise SystemExit(1)
+
+
+@click.group()
+def topics() -> None:
+    """Create and list the design's topics on any broker."""
+
+
+@topics.command("create")
+@click.option("--partitions", type=int, default=None, help="Partitions per event topic.")
+@kafka_options
+@reports_errors
+def topics_create(
+    partitions: int | None, bootstrap_servers: str | None, topic_prefix: str | None
+) -> None:
+    """Create every topic that does not exist yet (zstd, 16 MiB messages, kept forever)."""
+    from rllm.kafka import ensure_topics
+
+    settings = kafka_settings(bootstrap_servers, topic_prefix)
+    created = ensure_topics(settings, partitions=partitions)
+    console.print(f"created {', '.join(created)}" if created else "all topics exist")
+
+
+@topics.command("list")
+@kafka_options
+@reports_errors
+def topics_list(bootstrap_servers: str | None, topic_prefix: str | None) -> None:
+    """The design's topics: name, key, record, and whether the broker has them."""
+    from rllm.kafka import kafka_errors, make_admin
+    from rllm.schemas.topics import TOPICS
+
+    settings = kafka_settings(bootstrap_servers, topic_prefix)
+    with kafka_errors(f"listing topics on {settings.bootstrap_servers}"):
+        meta = make_admin(settings).list_topics(timeout=settings.request_timeout_s).topics
+    for spec in TOPICS:
+        name = settings.topic(spec.name)
+        parts = len(meta[name].partitions) if name in meta else 0
+        state = f"{parts} partitions" if parts else "[red]missing[/red]"
+        console.print(f"{name:<32} key={spec.key:<16} {spec.record:<34} {state}")

@@ -117,8 +117,15 @@ def tail_topic(
                 event, error = None, f"{type(exc).__name__}: {exc}"
             except ValueError as exc:  # a pydantic ValidationError on a well-framed record
                 event, error = None, f"{type(exc).__name__}: {exc}"
-            yield TailedRecord(full, msg.partition(), msg.offset(), _key(msg.key()),
-                               msg.timestamp()[1], event, error)
+            yield TailedRecord(
+                full,
+                msg.partition() or 0,
+                msg.offset() or 0,
+                _key(msg.key()),
+                msg.timestamp()[1],
+                event,
+                error,
+            )
             seen += 1
             if max_records is not None and seen >= max_records:
                 return

@@ -55,7 +55,9 @@ class LocalBroker:
             "RLLM_KAFKA_HEAP": self.heap,
         }
 
-    def _run(self, script: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    def _run(
+        self, script: str, *args: str, timeout: float = 600
+    ) -> subprocess.CompletedProcess[str]:
         path = kafka_dir() / script
         try:
             return subprocess.run(

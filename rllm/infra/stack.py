@@ -45,8 +45,11 @@ def stack_up(stack: StackSettings) -> list[ComponentStatus]:
     created = ensure_topics(_kafka(stack), partitions=stack.partitions)
     statuses = stack_status(stack)
     if created:
-        statuses.append(ComponentStatus("topics", True, stack.bootstrap_servers,
-                                        "created " + ", ".join(created)))
+        statuses.append(
+            ComponentStatus(
+                "topics", True, stack.bootstrap_servers, "created " + ", ".join(created)
+            )
+        )
     return statuses
 
 
@@ -62,10 +65,13 @@ def stack_status(stack: StackSettings) -> list[ComponentStatus]:
         brokers = check_broker(kafka, timeout_s=3)
         from rllm.kafka import make_admin
 
-        topics = sorted(t for t in make_admin(kafka).list_topics(timeout=5).topics
-                        if t.startswith("rllm."))
+        topics = sorted(
+            t for t in make_admin(kafka).list_topics(timeout=5).topics if t.startswith("rllm.")
+        )
         kafka_status = ComponentStatus(
-            "kafka", True, stack.bootstrap_servers,
+            "kafka",
+            True,
+            stack.bootstrap_servers,
             f"{brokers} broker, data {stack.kafka_data_dir}; topics: {', '.join(topics) or 'none'}",
         )
     except KafkaUnavailableError:

@@ -28,8 +28,13 @@ def demo_session_events(session_id: str, run_id: str, num_steps: int = 3) -> lis
     """The events of one small multi-turn session; later steps carry only a prompt suffix."""
     payloads: list[SessionPayload] = [
         SessionOpened(
-            task=Task(task_id="demo-0", instruction="What is 7 times 8?",
-                      ground_truth_json="56", reward_fn="exact_match", benchmark="demo"),
+            task=Task(
+                task_id="demo-0",
+                instruction="What is 7 times 8?",
+                ground_truth_json="56",
+                reward_fn="exact_match",
+                benchmark="demo",
+            ),
             group_size=1,
             agent="demo",
             model="demo-model",
@@ -64,8 +69,13 @@ def demo_session_events(session_id: str, run_id: str, num_steps: int = 3) -> lis
     payloads.append(RewardAssigned(reward=1.0, is_correct=True, evaluator="exact_match"))
     payloads.append(SessionClosed(status=SessionStatus.OK, output_json='"56"', num_steps=num_steps))
     return [
-        SessionEvent(event_id=uuid.uuid4().hex, session_id=session_id, run_id=run_id,
-                     producer="demo", payload=p)
+        SessionEvent(
+            event_id=uuid.uuid4().hex,
+            session_id=session_id,
+            run_id=run_id,
+            producer="demo",
+            payload=p,
+        )
         for p in payloads
     ]
 
@@ -73,8 +83,10 @@ def demo_session_events(session_id: str, run_id: str, num_steps: int = 3) -> lis
 def publish_demo_session(publisher: EventPublisher, run_id: str = "demo") -> str:
     """Publish one demo session and wait for every ack; return its session id."""
     session_id = f"demo/{uuid.uuid4().hex[:8]}"
-    futures = [publisher.publish(SESSION_EVENTS, session_id, ev)
-               for ev in demo_session_events(session_id, run_id)]
+    futures = [
+        publisher.publish(SESSION_EVENTS, session_id, ev)
+        for ev in demo_session_events(session_id, run_id)
+    ]
     for fut in futures:
         fut.result(timeout=publisher.settings.request_timeout_s + 5)
     return session_id

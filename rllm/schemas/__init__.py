@@ -1,0 +1,52 @@
+"""Event schemas: Avro records, their pydantic mirrors, the codec and the topics."""
+
+from __future__ import annotations
+
+from rllm.schemas.codec import AvroCodec
+from rllm.schemas.convert import from_json_dict, to_json_dict
+from rllm.schemas.tokens import pack_logprobs, pack_tokens, unpack_logprobs, unpack_tokens
+from rllm.schemas.topics import TOPICS, TopicSpec
+from rllm.schemas.types import (
+    ApiKind,
+    DeadLetter,
+    EpisodeAssembled,
+    PolicyUpdated,
+    RewardAssigned,
+    SessionClosed,
+    SessionEvent,
+    SessionOpened,
+    SessionStatus,
+    StepCaptured,
+    StepError,
+    Task,
+    TokenStatus,
+    TrajectoryAssembled,
+    Usage,
+)
+
+__all__ = [
+    "TOPICS",
+    "ApiKind",
+    "AvroCodec",
+    "DeadLetter",
+    "EpisodeAssembled",
+    "PolicyUpdated",
+    "RewardAssigned",
+    "SessionClosed",
+    "SessionEvent",
+    "SessionOpened",
+    "SessionStatus",
+    "StepCaptured",
+    "StepError",
+    "Task",
+    "TokenStatus",
+    "TopicSpec",
+    "TrajectoryAssembled",
+    "Usage",
+    "from_json_dict",
+    "pack_logprobs",
+    "pack_tokens",
+    "to_json_dict",
+    "unpack_logprobs",
+    "unpack_tokens",
+]

@@ -24,7 +24,6 @@ __all__ = ["CONFLUENT_MAGIC", "SINGLE_OBJECT_MAGIC", "AvroCodec", "SchemaRegistr
 
 SINGLE_OBJECT_MAGIC = b"\xc3\x01"
 CONFLUENT_MAGIC = b"\x00"
-_READ_OPTS = {"return_record_name": True, "return_record_name_override": True}
 
 
 class SchemaRegistry(Protocol):
@@ -155,12 +154,19 @@ class AvroCodec:
         reader = registry.parsed(name) if name in self._fp else None
         buf = io.BytesIO(body)
         with _avro_errors("decode", name):
-            datum = schemaless_reader(buf, writer, reader if reader is not writer else None,
-                                      **_READ_OPTS)
+            datum = schemaless_reader(
+                buf,
+                writer,
+                reader if reader is not writer else None,
+                return_record_name=True,
+                return_record_name_override=True,
+            )
         if buf.tell() != len(body):
             raise DecodeError(
                 f"cannot decode {name}: {len(body) - buf.tell()} trailing bytes after the record"
             )
+        if not isinstance(datum, dict):
+            raise DecodeError(f"cannot decode {name}: not a record")
         return name, datum
 
     def _registry_schema(self, schema_id: int) -> tuple[str, Any]:

@@ -112,8 +112,12 @@ def _unjson(cls: type[t._Record], data: Any) -> Any:
         elif name == "payload" and isinstance(value, dict):
             kind = value.get("type")
             model = MODELS.get(f"rllm.events.{kind}") if isinstance(kind, str) else None
-            if model is None or model not in (t.SessionOpened, t.StepCaptured, t.SessionClosed,
-                                              t.RewardAssigned):
+            if model is None or model not in (
+                t.SessionOpened,
+                t.StepCaptured,
+                t.SessionClosed,
+                t.RewardAssigned,
+            ):
                 raise ValueError(
                     f"payload.type must be SessionOpened, StepCaptured, SessionClosed or "
                     f"RewardAssigned, got {kind!r}"

@@ -71,9 +71,7 @@ def _expand(schema: Any, defs: dict[str, dict[str, Any]], seen: set[str]) -> Any
     if kind in ("record", "enum", "fixed"):
         seen.add(full_name(schema["name"]))
     if kind == "record":
-        out["fields"] = [
-            {**f, "type": _expand(f["type"], defs, seen)} for f in schema["fields"]
-        ]
+        out["fields"] = [{**f, "type": _expand(f["type"], defs, seen)} for f in schema["fields"]]
     elif kind == "array":
         out["items"] = _expand(schema["items"], defs, seen)
     elif kind == "map":

@@ -12,8 +12,9 @@ from rllm.settings import KafkaSettings
 
 def read_all(settings: KafkaSettings, full_topic: str, timeout_s: float = 20.0) -> list[Message]:
     """Every record of a topic, partition by partition in offset order."""
-    consumer = make_consumer(settings, f"test-{uuid.uuid4().hex[:8]}",
-                             **{"enable.partition.eof": True})
+    consumer = make_consumer(
+        settings, f"test-{uuid.uuid4().hex[:8]}", **{"enable.partition.eof": True}
+    )
     try:
         meta = consumer.list_topics(full_topic, timeout=10).topics[full_topic]
         parts = sorted(meta.partitions)

@@ -17,16 +17,24 @@ from tests.conftest import _free_port
 from tests.samples import session_events
 
 
-def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300
-        ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rllm.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})},
-                          check=False)
+def cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rllm.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
 
 
 def _env(kafka: KafkaSettings) -> dict[str, str]:
-    return {"RLLM_BOOTSTRAP_SERVERS": kafka.bootstrap_servers,
-            "RLLM_TOPIC_PREFIX": kafka.topic_prefix}
+    return {
+        "RLLM_BOOTSTRAP_SERVERS": kafka.bootstrap_servers,
+        "RLLM_TOPIC_PREFIX": kafka.topic_prefix,
+    }
 
 
 def test_tail_json_decodes_events_and_reports_a_corrupt_record_with_offset(
@@ -43,14 +51,19 @@ def test_tail_json_decodes_events_and_reports_a_corrupt_record_with_offset(
     with EventPublisher(kafka) as pub:
         pub.publish_sync(SESSION_EVENTS, "s-1", events[2])
 
-    proc = cli("events", "tail", "--topic", SESSION_EVENTS, "--from-beginning", "--json",
-               env=_env(kafka))
+    proc = cli(
+        "events", "tail", "--topic", SESSION_EVENTS, "--from-beginning", "--json", env=_env(kafka)
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [line["offset"] for line in lines] == [0, 1, 2, 3]
-    assert [line.get("type") for line in lines] == ["SessionEvent", "SessionEvent", None,
-                                                   "SessionEvent"]
+    assert [line.get("type") for line in lines] == [
+        "SessionEvent",
+        "SessionEvent",
+        None,
+        "SessionEvent",
+    ]
     assert lines[1]["event"]["payload"]["type"] == "StepCaptured"
     assert lines[1]["event"]["payload"]["prompt_token_ids"] == [7, 8, 9]
     assert lines[2]["key"] == "s-1"
@@ -63,8 +76,7 @@ def test_tail_json_decodes_events_and_reports_a_corrupt_record_with_offset(
 
 
 def test_tail_of_a_missing_topic_is_one_clear_line(kafka: KafkaSettings) -> None:
-    proc = cli("events", "tail", "--topic", "no-such-topic", "--from-beginning",
-               env=_env(kafka))
+    proc = cli("events", "tail", "--topic", "no-such-topic", "--from-beginning", env=_env(kafka))
     assert proc.returncode == 1
     assert "does not exist" in proc.stderr and "no-such-topic" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -83,8 +95,11 @@ def _port_open(port: int) -> bool:
 
 def test_up_status_demo_tail_down_for_a_new_user(tmp_path: Path) -> None:
     port = _free_port()
-    env = {"RLLM_HOME": str(tmp_path / "home"), "RLLM_KAFKA_PORT": str(port),
-           "RLLM_BOOTSTRAP_SERVERS": f"127.0.0.1:{port}"}
+    env = {
+        "RLLM_HOME": str(tmp_path / "home"),
+        "RLLM_KAFKA_PORT": str(port),
+        "RLLM_BOOTSTRAP_SERVERS": f"127.0.0.1:{port}",
+    }
     try:
         up = cli("up", env=env)
         assert up.returncode == 0, up.stdout + up.stderr
@@ -96,12 +111,25 @@ def test_up_status_demo_tail_down_for_a_new_user(tmp_path: Path) -> None:
 
         demo = cli("events", "demo", env=env)
         assert demo.returncode == 0, demo.stderr
-        tail = cli("events", "tail", "--topic", "rllm.session-events", "--from-beginning",
-                   "--json", env=env)
+        tail = cli(
+            "events",
+            "tail",
+            "--topic",
+            "rllm.session-events",
+            "--from-beginning",
+            "--json",
+            env=env,
+        )
         assert tail.returncode == 0, tail.stderr
         kinds = [json.loads(line)["event"]["payload"]["type"] for line in tail.stdout.splitlines()]
-        assert kinds == ["SessionOpened", "StepCaptured", "StepCaptured", "StepCaptured",
-                         "RewardAssigned", "SessionClosed"]
+        assert kinds == [
+            "SessionOpened",
+            "StepCaptured",
+            "StepCaptured",
+            "StepCaptured",
+            "RewardAssigned",
+            "SessionClosed",
+        ]
     finally:
         down = cli("down", env=env)
     assert down.returncode == 0, down.stderr

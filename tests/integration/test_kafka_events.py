@@ -45,7 +45,12 @@ def test_every_event_type_round_trips_through_the_broker(
     decoded = [codec.decode(m.value()) for m in got]
     assert decoded == session
     assert [type(e.payload).__name__ for e in decoded] == [
-        "SessionOpened", "StepCaptured", "StepCaptured", "RewardAssigned", "SessionClosed"]
+        "SessionOpened",
+        "StepCaptured",
+        "StepCaptured",
+        "RewardAssigned",
+        "SessionClosed",
+    ]
     assert {m.key() for m in got} == {b"run-1/task:17/0"}
     assert unpack_tokens(decoded[1].payload.response_token_ids).tolist() == [101, 102, 2]
 
@@ -101,15 +106,18 @@ def test_topics_have_zstd_a_16_mib_limit_and_keep_everything(
 
 
 def _step_with_tokens(n: int) -> object:
-    return STEP.model_copy(update={
-        "prompt_token_ids": pack_tokens(range(n)),
-        "response_token_ids": pack_tokens(range(n)),
-        "response_logprobs": pack_logprobs([-1.0] * n),
-    })
+    return STEP.model_copy(
+        update={
+            "prompt_token_ids": pack_tokens(range(n)),
+            "response_token_ids": pack_tokens(range(n)),
+            "response_logprobs": pack_logprobs([-1.0] * n),
+        }
+    )
 
 
-def test_a_ten_mib_step_passes_whole(kafka: KafkaSettings,
-                                     make_topics: Callable[..., list[str]]) -> None:
+def test_a_ten_mib_step_passes_whole(
+    kafka: KafkaSettings, make_topics: Callable[..., list[str]]
+) -> None:
     make_topics()
     ev = session_events("big")[1].model_copy(update={"payload": _step_with_tokens(900_000)})
     with EventPublisher(kafka) as pub:

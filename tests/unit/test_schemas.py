@@ -123,8 +123,9 @@ def test_confluent_framing_decodes_with_confluent_kafkas_own_deserializer() -> N
     assert data[0] == 0 and len(data) > 5
     schema_id = int.from_bytes(data[1:5], "big")
     assert client.get_latest_version("rllm.session-events-value").schema_id == schema_id
-    theirs = AvroDeserializer(client)(data, SerializationContext("rllm.session-events",
-                                                                 MessageField.VALUE))
+    theirs = AvroDeserializer(client)(
+        data, SerializationContext("rllm.session-events", MessageField.VALUE)
+    )
     assert theirs["session_id"] == ENVELOPE.session_id
     assert theirs["payload"]["step_id"] == "step-1"
     assert framed.decode(data) == ENVELOPE
@@ -139,8 +140,9 @@ def test_confluent_framed_bytes_without_a_registry_name_the_schema_id() -> None:
 
 def _evolved_step_schema() -> dict[str, object]:
     schema = json.loads(registry.schema_json("StepCaptured"))
-    schema["fields"].append({"name": "reasoning_tokens", "type": "int", "default": 0,
-                             "doc": "added in a later version"})
+    schema["fields"].append(
+        {"name": "reasoning_tokens", "type": "int", "default": 0, "doc": "added in a later version"}
+    )
     return schema
 
 
@@ -167,8 +169,11 @@ def test_bytes_from_a_newer_writer_decode_once_its_schema_is_known() -> None:
     assert AvroCodec(writer_schemas=(newer,)).decode(data) == STEP
 
 
-@pytest.mark.parametrize("snapshot", sorted((GOLDEN / "schemas").glob("v*/*.json")),
-                         ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize(
+    "snapshot",
+    sorted((GOLDEN / "schemas").glob("v*/*.json")),
+    ids=lambda p: f"{p.parent.name}/{p.stem}",
+)
 def test_current_schemas_read_every_released_version(snapshot: Path) -> None:
     old = avro.schema.parse(snapshot.read_text())
     name = snapshot.stem
@@ -187,7 +192,7 @@ def test_unknown_fingerprint_is_named() -> None:
     ("data", "message"),
     [
         (b"", "empty"),
-        (b"{\"json\": true}", "7b226a73"),
+        (b'{"json": true}', "7b226a73"),
         (b"\xc3\x01\x01", "truncated"),
         (codec.encode(STEP)[:-40], "cannot decode rllm.events.StepCaptured"),
         (codec.encode(STEP) + b"\x00", "trailing"),

@@ -1,0 +1,46 @@
+# Two commands: `make demo` (the main job on the embedded defaults) and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+EXTRAS ?= dev,gateway,clickhouse,eval,train
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+
+.PHONY: install demo test test-unit lint typecheck perf down clean
+
+$(BIN)/activate:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed-$(EXTRAS): pyproject.toml | $(BIN)/activate
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[$(EXTRAS)]"
+	$(BIN)/pip check
+	@touch $@
+
+install: $(VENV)/.installed-$(EXTRAS)
+
+demo: install
+	$(BIN)/rllm-cli up
+	$(BIN)/rllm-cli events demo
+	$(BIN)/rllm-cli events tail --topic rllm.session-events --from-beginning
+
+test: install
+	bash infra/run-tests $(PYTEST_ARGS)
+
+test-unit: install
+	$(BIN)/python -m pytest tests/unit -q $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check rllm tests perf
+	$(BIN)/ruff format --check rllm tests perf
+
+typecheck: install
+	$(BIN)/mypy
+
+perf: install
+	$(BIN)/python perf/codec.py
+
+down:
+	$(BIN)/rllm-cli down
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,28 @@
+"""Every module imports, and every name in every ``__all__`` resolves."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import pytest
+
+import rllm
+
+MODULES = sorted(
+    m.name for m in pkgutil.walk_packages(rllm.__path__, "rllm.") if not m.name.endswith("__main__")
+)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_all_name_resolves(name: str) -> None:
+    module = importlib.import_module(name)
+    exported = getattr(module, "__all__", None)
+    assert exported is not None, f"{name} has no __all__"
+    for attr in exported:
+        assert hasattr(module, attr), f"{name}.__all__ names {attr!r}, which does not exist"
+
+
+def test_root_api_is_tiny() -> None:
+    assert {"Step", "Trajectory", "Episode"} <= set(rllm.__all__)
+    assert len(rllm.__all__) <= 10
