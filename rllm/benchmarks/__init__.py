@@ -2,7 +2,37 @@
 
 from __future__ import annotations
 
+from rllm.benchmarks.errors import (
+    BenchmarkError,
+    DatasetRowError,
+    DatasetUnavailableError,
+    SandboxError,
+    UnknownBenchmarkError,
+)
+from rllm.benchmarks.loaders import BenchmarkSettings, load_tasks, pull, read_rows
+from rllm.benchmarks.registry import all_benchmarks, benchmark_names, get_benchmark
 from rllm.benchmarks.rewards import get_reward_fn, register_reward_fn, reward_fn_names
-from rllm.benchmarks.types import RewardFn, RewardResult
+from rllm.benchmarks.types import BenchmarkSpec, Category, Need, RewardFn, RewardResult
 
-__all__ = ["RewardFn", "RewardResult", "get_reward_fn", "register_reward_fn", "reward_fn_names"]
+__all__ = [
+    "BenchmarkError",
+    "BenchmarkSettings",
+    "BenchmarkSpec",
+    "Category",
+    "DatasetRowError",
+    "DatasetUnavailableError",
+    "Need",
+    "RewardFn",
+    "RewardResult",
+    "SandboxError",
+    "UnknownBenchmarkError",
+    "all_benchmarks",
+    "benchmark_names",
+    "get_benchmark",
+    "get_reward_fn",
+    "load_tasks",
+    "pull",
+    "read_rows",
+    "register_reward_fn",
+    "reward_fn_names",
+]

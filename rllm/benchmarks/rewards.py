@@ -59,7 +59,10 @@ def _load_builtin() -> None:
 
 
 # Modules whose import registers more reward functions (math, mcq, code, ...).
-_BUILTIN_MODULES: list[str] = []
+_BUILTIN_MODULES: list[str] = [
+    f"rllm.benchmarks.graders.{name}"
+    for name in ("maths", "choice", "qa", "coding", "chrf", "judge", "vision", "ifeval")
+]
 
 
 def _normalise(text: str) -> str:

@@ -1,0 +1,83 @@
+"""Maths benchmarks: final answers graded with math-verify."""
+
+from __future__ import annotations
+
+from rllm.benchmarks.registry import register_benchmarks
+from rllm.benchmarks.types import BenchmarkSpec, Category
+
+__all__ = ["MATH_PROMPT"]
+
+MATH_PROMPT = ("{question}\n\nReason step by step, and put your final answer within "
+               "\\boxed{{}}.")
+_M = Category.MATH
+
+
+def _math(name: str, title: str, hf_id: str, question: str = "problem", answer: str = "answer",
+          **kw: object) -> BenchmarkSpec:
+    fields = {"question": question, "answer": answer, **kw.pop("fields", {})}  # type: ignore[dict-item]
+    return BenchmarkSpec(name=name, title=title, category=_M, hf_id=hf_id, fields=fields,
+                         prompt=MATH_PROMPT, reward_fn="math", **kw)
+
+
+register_benchmarks(
+    _math("gsm8k", "GSM8K", "openai/gsm8k", question="question", config="main",
+          adapter="gsm8k", aliases=("gsm-8k",), metadata=("rationale",),
+          description="Grade-school maths word problems (answer after '####')."),
+    _math("math500", "MATH-500", "HuggingFaceH4/MATH-500", id_field="unique_id",
+          metadata=("subject", "level"), fields={"subject": "subject", "level": "level"},
+          description="500-problem subset of MATH chosen by OpenAI's PRM800K."),
+    _math("hendrycks_math", "MATH (Hendrycks)", "EleutherAI/hendrycks_math", config="algebra",
+          answer="solution", adapter="boxed_solution", fields={"solution": "solution"},
+          optional={"level": "level", "type": "type"}, metadata=("level", "type"),
+          aliases=("math",), description="Competition maths; config is the subject."),
+    _math("aime24", "AIME 2024", "HuggingFaceH4/aime_2024", split="train", id_field="id",
+          adapter="number_answer", aliases=("aime2024", "aime_2024"),
+          description="American Invitational Mathematics Examination 2024 (I and II)."),
+    _math("aime25", "AIME 2025", "MathArena/aime_2025", split="train", id_field="problem_idx",
+          adapter="number_answer", aliases=("aime2025", "aime_2025"),
+          description="AIME 2025 I and II, as curated by MathArena."),
+    _math("aime_1983_2024", "AIME 1983-2024", "di-zhang-fdu/AIME_1983_2024", split="train",
+          id_field="ID", question="Question", answer="Answer", adapter="number_answer",
+          description="Every AIME problem from 1983 to 2024."),
+    _math("amc", "AMC (AIMO validation)", "AI-MO/aimo-validation-amc", split="train",
+          id_field="id", adapter="number_answer", aliases=("amc22", "amc23"),
+          description="AMC 12 2022-2023 problems with integer answers."),
+    _math("hmmt25", "HMMT February 2025", "MathArena/hmmt_feb_2025", split="train",
+          id_field="problem_idx", adapter="number_answer", aliases=("hmmt", "hmmt_feb_2025"),
+          description="Harvard-MIT Mathematics Tournament, February 2025."),
+    _math("brumo25", "BRUMO 2025", "MathArena/brumo_2025", split="train",
+          id_field="problem_idx", adapter="number_answer", aliases=("brumo",),
+          description="Brown University Math Olympiad 2025."),
+    _math("cmimc25", "CMIMC 2025", "MathArena/cmimc_2025", split="train",
+          id_field="problem_idx", adapter="number_answer", aliases=("cmimc",),
+          description="Carnegie Mellon Informatics and Mathematics Competition 2025."),
+    _math("olympiadbench", "OlympiadBench", "Hothan/OlympiadBench", config="OE_TO_maths_en_COMP",
+          split="train", id_field="id", question="question", answer="final_answer",
+          adapter="answer_list", aliases=("olympiad_bench",),
+          description="Olympiad maths, open-ended text-only English subset."),
+    _math("minerva_math", "Minerva Math", "math-ai/minervamath", question="question",
+          aliases=("minerva", "minervamath"), adapter="number_answer",
+          description="Undergraduate STEM problems from the Minerva paper (272)."),
+    _math("deepscaler", "DeepScaleR", "agentica-org/DeepScaleR-Preview-Dataset", split="train",
+          aliases=("deepscaler_preview",),
+          description="40k competition problems used to train DeepScaleR (training set)."),
+    _math("omni_math", "Omni-MATH", "KbsdJames/Omni-MATH",
+          optional={"domain": "domain", "difficulty": "difficulty"},
+          metadata=("difficulty",), description="Olympiad-level maths across 33 domains."),
+    _math("gsm_hard", "GSM-Hard", "reasoning-machines/gsm-hard", split="train",
+          question="input", answer="target", adapter="number_answer",
+          description="GSM8K with large, unusual numbers."),
+    _math("svamp", "SVAMP", "ChilleD/SVAMP", id_field="ID", question="question_concat",
+          answer="Answer", adapter="number_answer",
+          description="Simple variations on arithmetic word problems."),
+    _math("beyond_aime", "BeyondAIME", "ByteDance-Seed/BeyondAIME",
+          description="100 problems harder than AIME, integer answers."),
+    BenchmarkSpec(
+        name="countdown", title="Countdown", category=_M, hf_id="Jiayi-Pan/Countdown-Tasks-3to4",
+        split="train", fields={"target": "target", "nums": "nums"}, adapter="countdown",
+        prompt=("Using the numbers [{nums_text}], each exactly once, and the operations "
+                "+, -, *, /, write an equation that equals {target}. Give the final equation "
+                "inside <answer></answer>, for example <answer>(1 + 2) / 3</answer>."),
+        reward_fn="countdown", aliases=("countdown34",),
+        description="Reach a target number with arithmetic on 3-4 given numbers."),
+)

@@ -1,0 +1,94 @@
+"""``rllm-cli bench list|info|pull``: browse the benchmark registry and cache datasets."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.table import Table
+
+from rllm.cli.common import console, reports_errors
+
+__all__ = ["bench"]
+
+
+@click.group()
+def bench() -> None:
+    """Benchmarks: list the registry, show one entry, pull its data."""
+
+
+@bench.command("list")
+@click.option("--category", "-c", default=None, help="Only this category (math, code, mcq, ...).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@reports_errors
+def list_(category: str | None, as_json: bool) -> None:
+    """Every registered benchmark."""
+    from rllm.benchmarks import Category, all_benchmarks
+
+    if category is not None and category not in {c.value for c in Category}:
+        raise click.BadParameter(
+            f"{category!r} is not a category; use one of {', '.join(c.value for c in Category)}",
+            param_hint="--category")
+    specs = all_benchmarks(category)
+    if as_json:
+        click.echo(json.dumps([s.model_dump(mode="json", include={
+            "name", "title", "category", "hf_id", "config", "split", "reward_fn", "agent",
+            "needs", "aliases"}) for s in specs], indent=2, sort_keys=True))
+        return
+    table = Table(title=f"{len(specs)} benchmarks")
+    for column in ("name", "category", "dataset", "split", "reward", "agent", "needs"):
+        table.add_column(column, overflow="fold")
+    for s in specs:
+        dataset = s.hf_id or s.source
+        if s.config:
+            dataset += f" [{s.config}]"
+        table.add_row(s.name, s.category.value, dataset, s.split, s.reward_fn, s.agent,
+                      ", ".join(sorted(n.value for n in s.needs)))
+    console.print(table)
+
+
+@bench.command()
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole entry as JSON.")
+@reports_errors
+def info(name: str, as_json: bool) -> None:
+    """One benchmark's entry: source, field mapping, prompt, grader."""
+    from rllm.benchmarks import get_benchmark
+    from rllm.benchmarks.loaders import cache_path
+
+    spec = get_benchmark(name)
+    if as_json:
+        click.echo(json.dumps(spec.model_dump(mode="json"), indent=2, sort_keys=True))
+        return
+    cached = cache_path(spec, spec.split)
+    rows = [("name", spec.name), ("title", spec.title), ("category", spec.category.value),
+            ("aliases", ", ".join(spec.aliases) or "-"), ("description", spec.description),
+            ("dataset", spec.hf_id or "-"), ("config", spec.config or "-"),
+            ("split", spec.split), ("source", spec.source),
+            ("fields", ", ".join(f"{k}<-{v}" for k, v in {**spec.fields, **spec.optional}.items())),
+            ("adapter", spec.adapter or "-"), ("reward fn", spec.reward_fn),
+            ("agent", spec.agent), ("needs", ", ".join(sorted(spec.needs)) or "-"),
+            ("cached", str(cached) if cached.is_file() else "no")]
+    table = Table(show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
+    console.print("[bold]prompt template[/bold]")
+    console.print(spec.prompt.replace("{{", "{").replace("}}", "}"), markup=False)
+
+
+@bench.command()
+@click.argument("name")
+@click.option("--split", default=None, help="Split to pull [default: the entry's].")
+@reports_errors
+def pull(name: str, split: str | None) -> None:
+    """Download a benchmark's split into the local cache (RLLM_BENCH_CACHE_DIR)."""
+    from rllm.benchmarks import get_benchmark
+    from rllm.benchmarks.loaders import pull as pull_split
+    from rllm.benchmarks.loaders import read_rows
+
+    spec = get_benchmark(name)
+    path = pull_split(spec, split)
+    console.print(f"pulled {spec.name} ({len(read_rows(path))} rows) to {path}")

