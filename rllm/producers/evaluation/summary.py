@@ -1,0 +1,94 @@
+"""Pure summaries of an eval run: accuracy, unbiased pass@k, tokens, latency, errors."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from math import comb
+
+import numpy as np
+
+from rllm.benchmarks.types import RewardResult
+from rllm.producers.sdk.types import RolloutOutcome
+from rllm.schemas.types import SessionStatus
+
+__all__ = ["EvalSummary", "pass_at_k", "summarize"]
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one task with ``c`` correct out of ``n`` samples (Chen et al.)."""
+    if k > n:
+        raise ValueError(f"pass@{k} needs at least {k} samples, got {n}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+@dataclass(frozen=True)
+class EvalSummary:
+    """Figures of one eval run."""
+
+    run_id: str
+    benchmark: str
+    model: str
+    tasks: int
+    attempts: int
+    accuracy: float
+    """Mean correctness over every attempt."""
+    mean_reward: float
+    pass_at: dict[int, float] = field(default_factory=dict)
+    """pass@k by k, averaged over tasks."""
+    errors: int = 0
+    """Attempts whose agent raised or whose scoring failed."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    steps: int = 0
+    """LLM calls the gateway captured."""
+    latency_p50_s: float = 0.0
+    latency_p95_s: float = 0.0
+    seconds: float = 0.0
+    """Wall time of the whole run."""
+
+
+def summarize(
+    run_id: str,
+    benchmark: str,
+    model: str,
+    results: list[tuple[RolloutOutcome, RewardResult | None]],
+    attempts: int,
+    seconds: float,
+) -> EvalSummary:
+    """Summarise ``(outcome, reward)`` pairs; a None reward counts as an error, not correct."""
+    correct_by_task: dict[str, list[bool]] = defaultdict(list)
+    rewards_N, latencies_N = [], []
+    errors = 0
+    for outcome, reward in results:
+        ok = reward is not None and bool(reward.is_correct)
+        correct_by_task[outcome.task.task_id].append(ok)
+        rewards_N.append(reward.reward if reward is not None else 0.0)
+        latencies_N.append(outcome.seconds)
+        errors += outcome.status is not SessionStatus.OK or reward is None
+    ks = sorted({1, attempts})
+    pass_at = {
+        k: float(np.mean([pass_at_k(len(v), sum(v), k) for v in correct_by_task.values()]))
+        for k in ks
+        if correct_by_task and all(len(v) >= k for v in correct_by_task.values())
+    }
+    flat = [c for v in correct_by_task.values() for c in v]
+    return EvalSummary(
+        run_id=run_id,
+        benchmark=benchmark,
+        model=model,
+        tasks=len(correct_by_task),
+        attempts=attempts,
+        accuracy=float(np.mean(flat)) if flat else 0.0,
+        mean_reward=float(np.mean(rewards_N)) if rewards_N else 0.0,
+        pass_at=pass_at,
+        errors=errors,
+        prompt_tokens=sum(o.prompt_tokens for o, _ in results),
+        completion_tokens=sum(o.completion_tokens for o, _ in results),
+        steps=sum(o.num_steps for o, _ in results),
+        latency_p50_s=float(np.percentile(latencies_N, 50)) if latencies_N else 0.0,
+        latency_p95_s=float(np.percentile(latencies_N, 95)) if latencies_N else 0.0,
+        seconds=seconds,
+    )

@@ -1,0 +1,105 @@
+"""The gateway's session API as the SDK uses it: open, close, publish events."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from rllm.errors import RllmError
+from rllm.schemas.convert import to_json_dict
+from rllm.schemas.types import SessionEvent, SessionStatus, Task
+
+__all__ = ["GatewayClient", "GatewayRequestError", "SessionHandle"]
+
+
+class GatewayRequestError(RllmError, ConnectionError):
+    """The gateway refused or could not be reached."""
+
+
+class SessionHandle:
+    """An open session: its id, base URL and key."""
+
+    def __init__(self, session_id: str, run_id: str, base_url: str, api_key: str) -> None:
+        self.session_id = session_id
+        self.run_id = run_id
+        self.base_url = base_url
+        self.api_key = api_key
+
+
+class GatewayClient:
+    """Async client of ``POST /sessions``, ``/sessions/{id}/close`` and ``/v1/events``.
+
+    Args:
+        url: the gateway's root URL (``http://127.0.0.1:8400``).
+        admin_key: the gateway's admin key, when it has one.
+    """
+
+    def __init__(self, url: str, admin_key: str | None = None, timeout_s: float = 60.0) -> None:
+        self.url = url.rstrip("/")
+        headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
+        self._http = httpx.AsyncClient(base_url=self.url, headers=headers, timeout=timeout_s)
+
+    async def _post(self, path: str, body: Any, key: str | None = None) -> dict[str, Any]:
+        headers = {"Authorization": f"Bearer {key}"} if key else None
+        try:
+            resp = await self._http.post(path, json=body, headers=headers)
+        except httpx.HTTPError as exc:
+            raise GatewayRequestError(f"gateway {self.url} unreachable: {exc}") from exc
+        if resp.status_code >= 400:
+            raise GatewayRequestError(
+                f"gateway refused POST {path}: {resp.status_code} {resp.text[:300]}"
+            )
+        result: dict[str, Any] = resp.json()
+        return result
+
+    async def open_session(
+        self,
+        task: Task,
+        *,
+        run_id: str,
+        session_id: str | None = None,
+        rollout_index: int = 0,
+        group_size: int = 1,
+        agent: str = "",
+        model: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> SessionHandle:
+        """Open a session (publishes SessionOpened)."""
+        body: dict[str, Any] = {
+            "run_id": run_id,
+            "task": task.model_dump(),
+            "rollout_index": rollout_index,
+            "group_size": group_size,
+            "agent": agent,
+            "model": model,
+            "metadata": metadata or {},
+        }
+        if session_id:
+            body["session_id"] = session_id
+        info = await self._post("/sessions", body)
+        return SessionHandle(info["session_id"], run_id, info["base_url"], info["api_key"])
+
+    async def close_session(
+        self,
+        handle: SessionHandle,
+        status: SessionStatus,
+        output: Any = None,
+        error: str | None = None,
+    ) -> int:
+        """Close a session (publishes SessionClosed); return the steps it captured."""
+        from urllib.parse import quote
+
+        path = f"/sessions/{quote(handle.session_id, safe='/:')}/close"
+        body = {"status": status.value, "output": output, "error": error}
+        info = await self._post(path, json.loads(json.dumps(body, default=str)), handle.api_key)
+        return int(info.get("num_steps", 0))
+
+    async def publish(self, events: list[SessionEvent], key: str | None = None) -> None:
+        """Publish events through ``POST /v1/events``; any refusal raises."""
+        await self._post("/v1/events", [to_json_dict(e) for e in events], key)
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()

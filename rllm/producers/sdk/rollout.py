@@ -1,0 +1,140 @@
+"""``@rllm.rollout``: turn an agent function ``(task, config)`` into something that runs in
+a gateway session, so the same code drives evaluation and training.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rllm.producers.sdk.client import GatewayClient
+from rllm.producers.sdk.types import AgentAnswer, RolloutConfig, RolloutOutcome
+from rllm.schemas.types import SessionStatus, Task
+
+__all__ = ["Rollout", "rollout"]
+
+AgentFn = Callable[[Task, RolloutConfig], Any]
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, AgentAnswer):
+        return {"text": value.text, **value.extra}
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "model_dump"):
+        return _jsonable(value.model_dump())
+    return str(value)
+
+
+def answer_of(value: Any) -> str | None:
+    """The answer text in what an agent returned (a string, AgentAnswer, or a dict)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, AgentAnswer):
+        return value.text
+    if isinstance(value, dict):
+        for key in ("answer", "text", "output", "content"):
+            if isinstance(value.get(key), str):
+                return str(value[key])
+    return str(value)
+
+
+class Rollout:
+    """An agent function bound to the gateway's session lifecycle.
+
+    Calling the object calls the function unchanged; ``run`` opens a session, calls the
+    function with the session's config, and closes the session with status ``ok`` or
+    ``error`` (the exception's message), never raising the agent's error.
+    """
+
+    def __init__(self, fn: AgentFn, name: str | None = None) -> None:
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", "agent")
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, task: Task, config: RolloutConfig) -> Any:
+        return self.fn(task, config)
+
+    async def _call(self, task: Task, config: RolloutConfig) -> Any:
+        if inspect.iscoroutinefunction(self.fn):
+            return await self.fn(task, config)
+        result = await asyncio.to_thread(self.fn, task, config)
+        if inspect.isawaitable(result):
+            return await result
+        return result
+
+    async def run(
+        self,
+        task: Task,
+        gateway: GatewayClient,
+        *,
+        run_id: str,
+        model: str,
+        sampling: dict[str, Any] | None = None,
+        rollout_index: int = 0,
+        group_size: int = 1,
+        session_id: str | None = None,
+    ) -> RolloutOutcome:
+        """Run the agent on ``task`` in a new gateway session."""
+        handle = await gateway.open_session(
+            task,
+            run_id=run_id,
+            session_id=session_id,
+            rollout_index=rollout_index,
+            group_size=group_size,
+            agent=self.name,
+            model=model,
+        )
+        config = RolloutConfig(
+            base_url=handle.base_url,
+            api_key=handle.api_key,
+            model=model,
+            session_id=handle.session_id,
+            run_id=run_id,
+            sampling=dict(sampling or {}),
+            rollout_index=rollout_index,
+        )
+        started = time.perf_counter()
+        status, result, error = SessionStatus.OK, None, None
+        try:
+            result = await self._call(task, config)
+        except Exception as exc:  # the agent's failure is data, not a crash of the run
+            status, error = SessionStatus.ERROR, f"{type(exc).__name__}: {exc}"
+        seconds = time.perf_counter() - started
+        output = _jsonable(result)
+        num_steps = await gateway.close_session(handle, status, output, error)
+        usage = result if isinstance(result, AgentAnswer) else None
+        return RolloutOutcome(
+            session_id=handle.session_id,
+            run_id=run_id,
+            task=task,
+            rollout_index=rollout_index,
+            status=status,
+            answer=answer_of(result),
+            output=output,
+            error=error,
+            num_steps=num_steps,
+            seconds=seconds,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+        )
+
+
+def rollout(fn: AgentFn | None = None, *, name: str | None = None) -> Any:
+    """Decorate an agent function ``(task, config)``, sync or async.
+
+    Usable bare (``@rllm.rollout``) or with a name (``@rllm.rollout(name="solver")``).
+    """
+    if fn is None:
+        return lambda f: Rollout(f, name)
+    return Rollout(fn, name)
