@@ -13,6 +13,7 @@ $(BIN)/activate:
 $(VENV)/.installed-$(EXTRAS): pyproject.toml | $(BIN)/activate
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e ".[$(EXTRAS)]"
+	$(BIN)/pip install -q ./native/avrofast
 	$(BIN)/pip check
 	@touch $@
 

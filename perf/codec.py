@@ -7,6 +7,11 @@ Prints one line per measurement and a JSON line last. Figures:
 - encode_per_s / decode_per_s: each half of the wire path alone.
 - array_int_encode_per_s: the same step with token IDs as Avro array<int> (DESIGN.md's
   comparison), to show what packing buys.
+- fastavro_*: the same through fastavro alone, with the C fast path (rllm_avrofast, from
+  native/avrofast) switched off, measured in alternating rounds in this process so both see
+  the same machine load; speedup_* are the ratios (median of the rounds); accelerated says
+  whether the fast path is installed; body_encode_decode_per_s is the fast path without the
+  codec's framing and lookups.
 """
 
 from __future__ import annotations
@@ -15,13 +20,15 @@ import argparse
 import io
 import json
 import os
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
+from unittest import mock
 
 from fastavro import parse_schema, schemaless_writer
 
-from rllm.schemas import registry
+from rllm.schemas import fastpath, registry
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.convert import to_avro
 from rllm.schemas.tokens import pack_logprobs, pack_tokens
@@ -75,15 +82,33 @@ def main() -> None:
     datum = to_avro(event)
     data = codec.encode_dict("SessionEvent", datum)
 
-    figures: dict[str, Any] = {"tokens": args.tokens, "event_bytes": len(data)}
-    figures["encode_decode_per_s"] = _rate(
-        lambda: codec.decode_dict(codec.encode_dict("SessionEvent", datum)), args.seconds
-    )
-    figures["encode_per_s"] = _rate(lambda: codec.encode_dict("SessionEvent", datum), args.seconds)
-    figures["decode_per_s"] = _rate(lambda: codec.decode_dict(data), args.seconds)
-    figures["model_encode_decode_per_s"] = _rate(
-        lambda: codec.decode(codec.encode(event)), args.seconds
-    )
+    fast = fastpath.for_record("SessionEvent")
+    figures: dict[str, Any] = {
+        "tokens": args.tokens,
+        "event_bytes": len(data),
+        "accelerated": fast is not None,
+    }
+    paths: dict[str, Callable[[], Any]] = {
+        "encode_decode_per_s": lambda: codec.decode_dict(codec.encode_dict("SessionEvent", datum)),
+        "encode_per_s": lambda: codec.encode_dict("SessionEvent", datum),
+        "decode_per_s": lambda: codec.decode_dict(data),
+        "model_encode_decode_per_s": lambda: codec.decode(codec.encode(event)),
+    }
+    rounds = 3
+    for key, fn in paths.items():
+        ours, theirs = [], []
+        for _ in range(rounds):  # alternate, so both paths see the same load
+            ours.append(_rate(fn, args.seconds / rounds))
+            with mock.patch.object(fastpath, "for_record", lambda name: None):
+                theirs.append(_rate(fn, args.seconds / rounds))
+        figures[key] = statistics.median(ours)
+        figures[f"fastavro_{key}"] = statistics.median(theirs)
+        ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
+        figures[f"speedup_{key.removesuffix('_per_s')}"] = round(statistics.median(ratios), 1)
+    if fast is not None:
+        figures["body_encode_decode_per_s"] = _rate(
+            lambda: fast.decode(fast.encode(datum) or b""), args.seconds
+        )
 
     # The same step with array<int> token IDs, for DESIGN.md's packed-vs-array comparison.
     array_schema = json.loads(registry.schema_json("StepCaptured"))
@@ -104,9 +129,14 @@ def main() -> None:
         lambda: codec.encode_dict("StepCaptured", datum["payload"][1]), args.seconds
     )
 
-    for key, value in figures.items():
-        print(f"{key:>28}: {value:,.0f}" if isinstance(value, float) else f"{key:>28}: {value}")
-    print(json.dumps({k: round(v) if isinstance(v, float) else v for k, v in figures.items()}))
+    rounded = {
+        k: round(v) if isinstance(v, float) and not k.startswith("speedup_") else v
+        for k, v in figures.items()
+    }
+    for key, value in rounded.items():
+        text = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else value
+        print(f"{key:>38}: {text}{'x' if key.startswith('speedup_') else ''}")
+    print(json.dumps(rounded))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
 from rllm.errors import DecodeError, EncodeError, UnknownSchemaError
-from rllm.schemas import registry
+from rllm.schemas import fastpath, registry
 from rllm.schemas.convert import from_avro, to_avro
 from rllm.schemas.types import _Record
 
@@ -41,7 +41,15 @@ def _avro_errors(action: str, name: str) -> Iterator[None]:
         yield
     except (UnknownSchemaError, DecodeError, EncodeError):
         raise
-    except (ValueError, TypeError, KeyError, AttributeError, IndexError, EOFError) as exc:
+    except (
+        ValueError,
+        TypeError,
+        KeyError,
+        AttributeError,
+        IndexError,
+        EOFError,
+        OverflowError,
+    ) as exc:  # OverflowError: e.g. a corrupt timestamp past year 9999
         cls = EncodeError if action == "encode" else DecodeError
         raise cls(f"cannot {action} {name}: {type(exc).__name__}: {exc}") from exc
 
@@ -91,11 +99,15 @@ class AvroCodec:
         name = registry.full_name(name)
         if name not in self._fp:
             raise UnknownSchemaError(f"no bundled Avro schema named {name!r}")
-        buf = io.BytesIO()
         if self._registry is not None and topic is not None:
-            buf.write(CONFLUENT_MAGIC + self._schema_id(topic, name).to_bytes(4, "big"))
+            header = CONFLUENT_MAGIC + self._schema_id(topic, name).to_bytes(4, "big")
         else:
-            buf.write(SINGLE_OBJECT_MAGIC + self._fp[name])
+            header = SINGLE_OBJECT_MAGIC + self._fp[name]
+        fast = fastpath.for_record(name)
+        if fast is not None and (data := fast.encode(datum, header)) is not None:
+            return data  # same bytes as fastavro's; None means "let fastavro do it"
+        buf = io.BytesIO()
+        buf.write(header)
         with _avro_errors("encode", name):
             schemaless_writer(buf, registry.parsed(name), datum)
         return buf.getvalue()
@@ -141,17 +153,27 @@ class AvroCodec:
                     "the writer used a schema this version of rllm does not bundle"
                 )
             name, writer = self._by_fp[fp]
-            body = data[10:]
+            start = 10
         elif data[:1] == CONFLUENT_MAGIC and len(data) >= 5:
             schema_id = int.from_bytes(data[1:5], "big")
             name, writer = self._registry_schema(schema_id)
-            body = data[5:]
+            start = 5
         else:
             raise DecodeError(
                 f"not an Avro event: first bytes {data[:4].hex() or '(empty)'} are neither "
                 "single-object (c301) nor Confluent (00) framing"
             )
         reader = registry.parsed(name) if name in self._fp else None
+        fast = fastpath.for_record(name) if writer is reader else None
+        decoded = fast.decode(data, start) if fast is not None else None
+        if decoded is not None:
+            fast_datum, end = decoded
+            if end != len(data):
+                raise DecodeError(
+                    f"cannot decode {name}: {len(data) - end} trailing bytes after the record"
+                )
+            return name, fast_datum
+        body = data[start:]  # fastavro: other writer schemas, or bytes the fast path refused
         buf = io.BytesIO(body)
         with _avro_errors("decode", name):
             datum = schemaless_reader(
