@@ -1,0 +1,220 @@
+"""Throughput and latency of assemble -> score(exact_match) -> group on a real broker.
+
+Phase 1 (throughput): a backlog of 8-step sessions with 2,500-token steps (prompts
+delta-encoded, as the gateway writes them) is published, then one ``rllm-cli process``
+worker drains it; steps/s = steps / (last episode - first processed event), from the
+broker's log-append times. Phase 2 (latency): sessions are published at a paced rate
+while the worker runs; delay = EpisodeAssembled log-append time - the SessionClosed
+``emitted_at`` of the group's last session. Prints figures; the last line is JSON.
+
+    python perf/pipeline.py [--bootstrap host:port] [--sessions 250] [--rate 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rllm.kafka import EventPublisher, ensure_topics
+from rllm.schemas import types as t
+from rllm.schemas.codec import AvroCodec
+from rllm.schemas.tokens import pack_logprobs, pack_tokens
+from rllm.schemas.topics import EPISODES, SESSION_EVENTS, TOPICS
+from rllm.settings import KafkaSettings
+
+__all__ = ["main", "session_events"]
+
+ROOT = Path(__file__).resolve().parents[1]
+GROUP = 4
+
+
+def session_events(sid: str, task_id: str, rollout: int, steps: int, tokens: int,
+                   rng: np.random.Generator) -> list[t.SessionEvent]:
+    """One session: open, ``steps`` steps of ``tokens`` new tokens each (4/5 a prompt
+    suffix extending the whole previous prompt+response, 1/5 response), close."""
+    task = t.Task(task_id=task_id, ground_truth_json='"42"', reward_fn="exact_match")
+    resp_n = tokens // 5
+    suffix_n = tokens - resp_n
+    payloads: list[t.SessionPayload] = [t.SessionOpened(task=task, rollout_index=rollout,
+                                                        group_size=GROUP)]
+    context = 0  # tokens in the previous step's full prompt + response
+    for k in range(steps):
+        payloads.append(t.StepCaptured(
+            step_id=f"{sid}/{k}", step_index=k, parent_step_id=f"{sid}/{k - 1}" if k else None,
+            api=t.ApiKind.CHAT, model="m",
+            response_json='{"choices": [{"message": {"content": "42"}}]}',
+            prompt_token_ids=pack_tokens(rng.integers(0, 50000, suffix_n)),
+            prompt_prefix_len=context,
+            response_token_ids=pack_tokens(rng.integers(0, 50000, resp_n)),
+            response_logprobs=pack_logprobs(np.full(resp_n, -0.5, dtype=np.float32))))
+        context += suffix_n + resp_n
+    payloads.append(t.SessionClosed(status=t.SessionStatus.OK, num_steps=steps))
+    return [t.SessionEvent(event_id=f"{sid}/e{i}", session_id=sid, run_id="perf",
+                           producer="perf", payload=p) for i, p in enumerate(payloads)]
+
+
+def _broker(args: argparse.Namespace) -> tuple[str, Any]:
+    if args.bootstrap:
+        return args.bootstrap, None
+    from rllm.infra.broker import LocalBroker
+    from tests.conftest import _free_port
+
+    broker = LocalBroker(_free_port(), Path(tempfile.mkdtemp(prefix="rllm-perf-")), heap="1g")
+    broker.start()
+    return broker.bootstrap_servers, broker
+
+
+def _timestamps(kafka: KafkaSettings, topic: str) -> list[tuple[int, bytes]]:
+    from tests.integration.helpers import read_all
+
+    return [(m.timestamp()[1], m.value()) for m in read_all(kafka, kafka.topic(topic), 60)]
+
+
+def _publish(kafka: KafkaSettings, sessions: list[list[t.SessionEvent]],
+             rate: float | None) -> dict[str, float]:
+    """Publish; returns the wall time (ms) each session's close was emitted."""
+    closed: dict[str, float] = {}
+    with EventPublisher(kafka) as pub:
+        start = time.monotonic()
+        for i, events in enumerate(sessions):
+            if rate:
+                time.sleep(max(0.0, start + i / rate - time.monotonic()))
+            for ev in events[:-1]:
+                pub.publish(SESSION_EVENTS, ev.session_id, ev)
+            close = events[-1].model_copy(update={"emitted_at": datetime.now(UTC)})
+            pub.publish(SESSION_EVENTS, close.session_id, close)
+            closed[close.session_id] = close.emitted_at.timestamp() * 1000
+    return closed
+
+
+_BUCKETS = (
+    ("avro encode", ("schemaless_writer", "encode_dict", "to_avro")),
+    ("avro decode", ("schemaless_reader", "decode_dict", "from_avro")),
+    ("pydantic", ("pydantic",)),
+    ("prompt restore/assembly", ("rllm/processors/assemble",)),
+    ("state books (json headers)", ("rllm/processors/sessions", "rllm/processors/group")),
+    ("reward fn", ("rllm/benchmarks",)),
+    ("kafka client (aiokafka)", ("aiokafka/",)),
+    ("faust/mode machinery", ("faust/", "mode/")),
+)
+
+
+def _start_profiler(pid: int) -> tuple[subprocess.Popen[bytes], Path] | None:
+    """Attach py-spy (if installed) to the worker; it samples until the worker exits."""
+    import shutil
+
+    exe = shutil.which("py-spy")
+    if exe is None:
+        print("--profile: py-spy is not installed (pip install py-spy); skipping")
+        return None
+    out = Path(tempfile.mkdtemp()) / "worker.txt"
+    proc = subprocess.Popen([exe, "record", "-p", str(pid), "-f", "raw", "-r", "50", "-o",
+                             str(out), "--nonblocking"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    return proc, out
+
+
+def _report_profile(proc: subprocess.Popen[bytes], out: Path) -> None:
+    """Stop py-spy and print the share of busy main-thread samples per bucket."""
+    import signal
+
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    shares: dict[str, int] = {}
+    leaves: dict[str, int] = {}
+    busy = 0
+    for line in out.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if "runpy" not in stack.split(";")[0]:
+            continue  # main thread only: the event loop that runs the agents
+        busy += int(n)
+        frames = stack.split(";")[::-1]  # leaf first: charge the innermost known component
+        leafmost = next((name for f in frames for name, keys in _BUCKETS
+                         if any(k in f for k in keys)), "other (asyncio, stdlib)")
+        shares[leafmost] = shares.get(leafmost, 0) + int(n)
+        leaves[frames[0][:90]] = leaves.get(frames[0][:90], 0) + int(n)
+    print(f"profile: {busy / 50:.1f} s busy on the event loop thread during phase 1")
+    for name, n in sorted(shares.items(), key=lambda kv: -kv[1]):
+        print(f"  {name:28s} {100 * n / max(busy, 1):5.1f} %")
+    print("  top functions (self time):")
+    for name, n in sorted(leaves.items(), key=lambda kv: -kv[1])[:8]:
+        print(f"    {100 * n / max(busy, 1):5.1f} %  {name}")
+
+
+def main() -> None:
+    """Run both phases and print the figures."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bootstrap", default=os.environ.get("RLLM_TEST_BOOTSTRAP"))
+    ap.add_argument("--sessions", type=int, default=248, help="backlog sessions (phase 1)")
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--tokens", type=int, default=2500)
+    ap.add_argument("--rate", type=float, default=8.0, help="sessions/s in phase 2")
+    ap.add_argument("--paced", type=int, default=80, help="sessions in phase 2")
+    ap.add_argument("--profile", action="store_true",
+                    help="sample the worker with py-spy during phase 1 and print where time goes")
+    args = ap.parse_args()
+    bootstrap, broker = _broker(args)
+    kafka = KafkaSettings(bootstrap_servers=bootstrap, topic_prefix=f"perf{uuid.uuid4().hex[:6]}.")
+    ensure_topics(kafka, TOPICS, partitions=3)
+    rng = np.random.default_rng(0)
+    make = lambda n, tag: [session_events(f"{tag}{s}", f"{tag}t{s // GROUP}", s % GROUP,  # noqa: E731
+                                          args.steps, args.tokens, rng) for s in range(n)]
+    backlog, paced = make(args.sessions, "b"), make(args.paced, "p")
+    size = sum(len(AvroCodec().encode(e)) for e in backlog[0])
+    print(f"session: {args.steps} steps x {args.tokens} tokens, {size / 1024:.0f} KiB encoded")
+    _publish(kafka, backlog, None)
+    env = {**os.environ, "RLLM_TICK_INTERVAL_S": "0.5", "RLLM_COMMIT_INTERVAL_S": "0.2"}
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "rllm.cli", "process", "-b", bootstrap, "--topic-prefix",
+         kafka.topic_prefix], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+    try:
+        want = args.sessions // GROUP
+        spy = _start_profiler(worker.pid) if args.profile else None
+        codec = AvroCodec()
+        while len(_timestamps(kafka, EPISODES)) < want:
+            time.sleep(1.0)
+        changelog = _timestamps(kafka, "rllm-processors-session-headers-changelog")
+        episodes = _timestamps(kafka, EPISODES)
+        t0, t1 = min(ts for ts, _ in changelog), max(ts for ts, _ in episodes)
+        steps_per_s = args.sessions * args.steps / ((t1 - t0) / 1000)
+        print(f"phase 1: {args.sessions * args.steps} steps in {(t1 - t0) / 1000:.1f} s "
+              f"= {steps_per_s:.0f} steps/s")
+        if spy is not None:
+            _report_profile(*spy)
+        closed = _publish(kafka, paced, args.rate)
+        while len(_timestamps(kafka, EPISODES)) < want + args.paced // GROUP:
+            time.sleep(1.0)
+        delays = []
+        for ts, value in _timestamps(kafka, EPISODES):
+            ep = codec.decode(value)
+            last = max(closed.get(tr.session_id, -1.0) for tr in ep.trajectories)
+            if last > 0:
+                delays.append(ts - last)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+        if broker is not None:
+            broker.stop(purge=True)
+    p50, p99 = float(np.percentile(delays, 50)), float(np.percentile(delays, 99))
+    print(f"phase 2: {args.paced} sessions at {args.rate:g}/s ({args.rate * args.steps:g} "
+          f"steps/s): close->episode p50 {p50:.0f} ms, p99 {p99:.0f} ms")
+    print(json.dumps({
+        "steps_per_s": round(steps_per_s, 1), "close_to_episode_p50_ms": round(p50, 1),
+        "close_to_episode_p99_ms": round(p99, 1), "paced_steps_per_s": args.rate * args.steps,
+        "tokens_per_step": args.tokens, "steps_per_session": args.steps,
+        "sessions": args.sessions}))
+
+
+if __name__ == "__main__":
+    main()

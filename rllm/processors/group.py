@@ -1,0 +1,173 @@
+"""Grouping: scored trajectories of one (run_id, task_id) -> one EpisodeAssembled.
+
+A group completes when ``group_size`` distinct sessions arrived, or, after
+``group_timeout_s``, goes out partial (``is_partial``). A trajectory without a reward
+counts as reward 0.0 (its ``reward_error`` stays visible inside the episode). A
+trajectory arriving after its episode went out is reported to the dead letters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping, Sequence
+from dataclasses import dataclass
+
+from rllm.processors.advantages import compute_advantages, is_uniform
+from rllm.processors.assemble import group_key
+from rllm.processors.deadletter import report
+from rllm.processors.deadlines import DeadlineIndex
+from rllm.processors.settings import ProcessorSettings
+from rllm.processors.types import Emit, GroupHeader, Output
+from rllm.schemas.codec import AvroCodec
+from rllm.schemas.types import EpisodeAssembled, Task, TrajectoryAssembled, utcnow
+
+__all__ = ["GroupBook", "GroupStats", "build_episode", "episode_id"]
+
+Store = MutableMapping[bytes, bytes]
+
+
+def episode_id(run_id: str, task_id: str) -> str:
+    """Deterministic event id of an episode."""
+    return f"ep:{run_id}/{task_id}"
+
+
+def build_episode(
+    run_id: str,
+    task: Task,
+    trajectories: Sequence[TrajectoryAssembled],
+    group_size: int,
+    settings: ProcessorSettings,
+    *,
+    partial: bool = False,
+) -> EpisodeAssembled:
+    """The episode of one group, trajectories in ``rollout_index`` order."""
+    members = sorted(trajectories, key=lambda t: (t.rollout_index, t.session_id))
+    rewards_G = [0.0 if t.reward is None else float(t.reward) for t in members]
+    advantages_G = compute_advantages(
+        settings.estimator, rewards_G, eps=settings.advantage_eps,
+        scale_by_std=settings.scale_by_std, baseline=settings.reinforce_baseline)
+    return EpisodeAssembled(
+        event_id=episode_id(run_id, task.task_id),
+        run_id=run_id,
+        task=task,
+        trajectories=tuple(members),
+        rewards=tuple(rewards_G),
+        advantages=tuple(float(a) for a in advantages_G),
+        estimator=settings.estimator,
+        group_size=group_size,
+        is_partial=partial,
+        uniform_reward=is_uniform(rewards_G),
+        assembled_at=utcnow(),
+    )
+
+
+@dataclass
+class GroupStats:
+    """Counters of what the book did."""
+
+    accepted: int = 0
+    duplicates: int = 0
+    late: int = 0
+    episodes: int = 0
+    partial: int = 0
+
+
+def _member_key(gkey: str, session_id: str) -> bytes:
+    return f"{gkey}\x00{session_id}".encode()
+
+
+class GroupBook:
+    """Collects trajectories per group and emits episodes."""
+
+    def __init__(self, settings: ProcessorSettings, headers: Store, members: Store,
+                 codec: AvroCodec, source_topic: str) -> None:
+        self.settings = settings
+        self.headers = headers
+        self.members = members
+        self.codec = codec
+        self.source_topic = source_topic
+        self.stats = GroupStats()
+        self.index = DeadlineIndex(headers, self._due_of,
+                                   retick_s=max(5 * settings.tick_interval_s, 2.0))
+
+    def _due_of(self, raw: bytes) -> tuple[float, int]:
+        h = GroupHeader.model_validate_json(raw)
+        return self.next_due(h), h.partition
+
+    def next_due(self, h: GroupHeader) -> float:
+        """Wall time at which a tick would change this group."""
+        if not h.done:
+            return h.first_at + self.settings.group_timeout_s
+        return (h.done_at or 0.0) + self.settings.closed_retention_s
+
+    def due_keys(self, now: float) -> list[tuple[str, int]]:
+        """Groups a timer should tick now, with their partitions."""
+        return list(self.index.due(now))
+
+    def header(self, gkey: str) -> GroupHeader | None:
+        """The stored header of a group."""
+        raw = self.headers.get(gkey.encode())
+        return None if raw is None else GroupHeader.model_validate_json(raw)
+
+    def _save(self, h: GroupHeader) -> None:
+        gkey = group_key(h.run_id, h.task_id)
+        self.headers[gkey.encode()] = h.model_dump_json().encode()
+        self.index.set(gkey, self.next_due(h), h.partition)
+
+    def on_trajectory(self, traj: TrajectoryAssembled, raw: bytes, partition: int,
+                      offset: int, now: float) -> list[Emit]:
+        """Accept one scored trajectory (``raw`` is its value as it came)."""
+        gkey = group_key(traj.run_id, traj.task.task_id)
+        h = self.header(gkey) or GroupHeader(
+            run_id=traj.run_id, task_id=traj.task.task_id, partition=partition,
+            group_size=traj.group_size, first_at=now)
+        if traj.session_id in h.session_ids:
+            self.stats.duplicates += 1
+            return []
+        h.session_ids.append(traj.session_id)
+        if h.done:
+            self.stats.late += 1
+            self._save(h)
+            return [report(self.source_topic, partition, offset, gkey.encode(), raw,
+                           f"late trajectory {traj.session_id} for group {gkey}: its episode "
+                           "was already emitted (partial, after group_timeout_s); not merged",
+                           "LateTrajectory", stage="group")]
+        self.stats.accepted += 1
+        self.members[_member_key(gkey, traj.session_id)] = raw
+        h.group_size = max(h.group_size, traj.group_size)
+        if len(h.session_ids) >= h.group_size:
+            return self._finish(h, now, partial=False)
+        self._save(h)
+        return []
+
+    def due(self, h: GroupHeader, now: float) -> bool:
+        """Whether a timer tick would change this group now."""
+        return now >= self.next_due(h)
+
+    def on_tick(self, gkey: str, now: float) -> list[Emit]:
+        """Emit a stale group as partial, or forget a finished one after the retention."""
+        h = self.header(gkey)
+        if h is None or not self.due(h, now):
+            return []
+        if not h.done:
+            return self._finish(h, now, partial=True)
+        del self.headers[gkey.encode()]
+        self.index.drop(gkey)
+        return []
+
+    def _finish(self, h: GroupHeader, now: float, *, partial: bool) -> list[Emit]:
+        gkey = group_key(h.run_id, h.task_id)
+        keys = [_member_key(gkey, sid) for sid in h.session_ids]
+        raws = [self.members.get(k) for k in keys]
+        trajs: list[TrajectoryAssembled] = [self.codec.decode(r) for r in raws if r is not None]
+        for key in keys:
+            if key in self.members:
+                del self.members[key]
+        h.done, h.done_at = True, now
+        self._save(h)
+        if not trajs:
+            return []
+        self.stats.episodes += 1
+        self.stats.partial += int(partial)
+        episode = build_episode(h.run_id, trajs[0].task, trajs, h.group_size, self.settings,
+                                partial=partial)
+        return [Emit(Output.EPISODES, gkey.encode(), episode)]

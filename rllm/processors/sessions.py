@@ -1,0 +1,181 @@
+"""The assemble processor's state machine, over two key-value stores (faust tables in the
+worker, plain dicts in unit tests): session headers (JSON) and the sessions' raw events.
+
+Idempotence: an event whose ``event_id`` the session already accepted is dropped, so
+re-reading the log after a crash changes nothing. A finished session keeps its header
+(event ids only) for ``closed_retention_s``, so a late event is reported to the dead
+letters, never merged into a trajectory that was already emitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from dataclasses import dataclass, field
+
+from rllm.processors.assemble import assemble_trajectory
+from rllm.processors.deadletter import report
+from rllm.processors.deadlines import DeadlineIndex
+from rllm.processors.settings import ProcessorSettings
+from rllm.processors.types import AssemblyError, Emit, Output, SessionHeader, SessionPhase
+from rllm.schemas.codec import AvroCodec
+from rllm.schemas.types import (
+    RewardAssigned,
+    SessionClosed,
+    SessionEvent,
+    SessionOpened,
+    TrajectoryAssembled,
+)
+
+__all__ = ["SessionBook", "SessionStats"]
+
+Store = MutableMapping[bytes, bytes]
+
+
+@dataclass
+class SessionStats:
+    """Counters of what the book did (for logs and tests)."""
+
+    accepted: int = 0
+    duplicates: int = 0
+    late: int = 0
+    trajectories: int = 0
+    idle_timeouts: int = 0
+    invalid: int = 0
+    by_reason: dict[str, int] = field(default_factory=dict)
+
+
+def _blob_key(session_id: str, event_id: str) -> bytes:
+    return f"{session_id}\x00{event_id}".encode()
+
+
+class SessionBook:
+    """Accepts session events and decides when a trajectory is complete."""
+
+    def __init__(self, settings: ProcessorSettings, headers: Store, events: Store,
+                 codec: AvroCodec, source_topic: str) -> None:
+        self.settings = settings
+        self.headers = headers
+        self.events = events
+        self.codec = codec
+        self.source_topic = source_topic
+        self.stats = SessionStats()
+        self.index = DeadlineIndex(headers, self._due_of,
+                                   retick_s=max(5 * settings.tick_interval_s, 2.0))
+
+    def _due_of(self, raw: bytes) -> tuple[float, int]:
+        h = SessionHeader.model_validate_json(raw)
+        return self.next_due(h), h.partition
+
+    def next_due(self, h: SessionHeader) -> float:
+        """Wall time at which a tick would change this session."""
+        if h.phase == SessionPhase.OPEN:
+            return h.last_event_at + self.settings.idle_timeout_s
+        if h.phase == SessionPhase.AWAITING_REWARD:
+            return h.reward_deadline or 0.0
+        return (h.done_at or 0.0) + self.settings.closed_retention_s
+
+    def due_keys(self, now: float) -> list[tuple[str, int]]:
+        """Sessions a timer should tick now, with their partitions."""
+        return list(self.index.due(now))
+
+    def header(self, session_id: str) -> SessionHeader | None:
+        """The stored header of a session."""
+        raw = self.headers.get(session_id.encode())
+        return None if raw is None else SessionHeader.model_validate_json(raw)
+
+    def _save(self, h: SessionHeader) -> None:
+        self.headers[h.session_id.encode()] = h.model_dump_json().encode()
+        self.index.set(h.session_id, self.next_due(h), h.partition)
+
+    def on_event(self, event: SessionEvent, raw: bytes, partition: int, offset: int,
+                 now: float) -> list[Emit]:
+        """Accept one decoded event (``raw`` is its value as it came)."""
+        h = self.header(event.session_id) or SessionHeader(
+            session_id=event.session_id, run_id=event.run_id, partition=partition)
+        if event.event_id in h.event_ids:
+            self.stats.duplicates += 1
+            return []
+        h.event_ids.append(event.event_id)
+        if h.phase == SessionPhase.DONE:
+            self.stats.late += 1
+            self._save(h)
+            kind = type(event.payload).__name__
+            return [report(
+                self.source_topic, partition, offset, event.session_id.encode(), raw,
+                f"late {kind} (event {event.event_id}) for session {event.session_id}: its "
+                f"trajectory was already emitted ({h.done_reason}); not merged",
+                "LateEvent")]
+        self.stats.accepted += 1
+        self.events[_blob_key(event.session_id, event.event_id)] = raw
+        h.last_event_at = now
+        payload = event.payload
+        if isinstance(payload, SessionOpened):
+            h.has_reward_fn = bool(payload.task.reward_fn)
+        elif isinstance(payload, RewardAssigned):
+            h.has_reward = True
+            if h.phase == SessionPhase.AWAITING_REWARD:
+                return self._finish(h, "closed", now)
+        elif isinstance(payload, SessionClosed):
+            if h.has_reward or h.has_reward_fn or self.settings.reward_wait_s == 0:
+                return self._finish(h, "closed", now)
+            h.phase = SessionPhase.AWAITING_REWARD
+            h.reward_deadline = now + self.settings.reward_wait_s
+        self._save(h)
+        return []
+
+    def due(self, h: SessionHeader, now: float) -> bool:
+        """Whether a timer tick would change this session now."""
+        return now >= self.next_due(h)
+
+    def on_tick(self, session_id: str, now: float) -> list[Emit]:
+        """Apply timeouts to one session: idle close, reward wait over, or forget it."""
+        h = self.header(session_id)
+        if h is None or not self.due(h, now):
+            return []
+        if h.phase == SessionPhase.OPEN:
+            self.stats.idle_timeouts += 1
+            return self._finish(h, "idle_timeout", now)
+        if h.phase == SessionPhase.AWAITING_REWARD:
+            return self._finish(h, "reward_wait_expired", now)
+        del self.headers[session_id.encode()]
+        self.index.drop(session_id)
+        return []
+
+    def _finish(self, h: SessionHeader, reason: str, now: float) -> list[Emit]:
+        keys = [_blob_key(h.session_id, eid) for eid in h.event_ids]
+        raws = [(k, self.events.get(k)) for k in keys]
+        decoded: list[SessionEvent] = [self.codec.decode(r) for _, r in raws if r is not None]
+        out: list[Emit] = []
+        try:
+            traj = assemble_trajectory(decoded, idle_timeout=(reason == "idle_timeout"))
+        except AssemblyError as exc:
+            self.stats.invalid += 1
+            reason = "invalid"
+            out.append(report(self.source_topic, h.partition, -1, h.session_id.encode(),
+                              b"", str(exc), type(exc).__name__))
+        else:
+            if reason == "reward_wait_expired":
+                traj = traj.model_copy(update={"reward_error": (
+                    f"no RewardAssigned within reward_wait_s={self.settings.reward_wait_s:g} s "
+                    "of SessionClosed and the task names no reward_fn")})
+            out.extend(self._trajectory_emits(traj, h))
+        for key, raw in raws:
+            if raw is not None:
+                del self.events[key]
+        h.phase = SessionPhase.DONE
+        h.done_reason = reason
+        h.done_at = now
+        self._save(h)
+        self.stats.by_reason[reason] = self.stats.by_reason.get(reason, 0) + 1
+        return out
+
+    def _trajectory_emits(self, traj: TrajectoryAssembled, h: SessionHeader) -> list[Emit]:
+        self.stats.trajectories += 1
+        out = [Emit(Output.SCORING, traj.session_id.encode(), traj)]
+        if "step_count_mismatch" in traj.flags:
+            out.append(report(
+                self.source_topic, h.partition, -1, h.session_id.encode(), b"",
+                f"session {h.session_id}: SessionClosed reported {traj.num_steps_reported} "
+                f"steps but {len(traj.steps)} arrived; trajectory emitted with flag "
+                "step_count_mismatch", "StepCountMismatch"))
+        return out

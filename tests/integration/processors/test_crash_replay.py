@@ -1,0 +1,73 @@
+"""Exactly-once effect under SIGKILL, and replay equality, on the real broker.
+
+Delivery is at-least-once with idempotent outputs: after a crash a trajectory or episode
+may be published twice, always with the same ``event_id`` and the same content (episodes:
+except ``assembled_at``). Consumers keep the first per ``event_id`` (``dedup_by_event_id``).
+"""
+
+from __future__ import annotations
+
+import signal
+from collections import Counter
+from typing import Any
+
+from rllm.processors.dedup import dedup_by_event_id
+from rllm.schemas.convert import to_json_dict
+from rllm.schemas.topics import EPISODES, TRAJECTORIES
+from rllm.settings import KafkaSettings
+from tests.integration.processors.conftest import Workers, count, publish, records, wait_until
+from tests.unit.processors.factory import make_session, task
+
+SESSIONS, GROUP = 2000, 4
+
+
+def _content(record: Any) -> dict[str, Any]:
+    data = to_json_dict(record)
+    data.pop("assembled_at", None)
+    return data
+
+
+def test_sigkill_mid_stream_then_restart_equals_uninterrupted_replay(
+        kafka: KafkaSettings, make_topics: Any, workers: Workers) -> None:
+    make_topics(partitions=3)
+    events = []
+    for s in range(SESSIONS):
+        events += make_session(f"s{s}", the_task=task(f"t{s // GROUP}"), rollout_index=s % GROUP,
+                               group_size=GROUP, num_steps=2, answer="56" if s % 3 else "no")
+    publish(kafka, events)
+
+    first = workers.start()
+    wait_until(lambda: count(kafka, TRAJECTORIES) >= SESSIONS // 5, 60,
+               "the first worker to emit some trajectories")
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+    emitted_before_kill = count(kafka, TRAJECTORIES)
+    assert emitted_before_kill < SESSIONS, "the kill came too late to interrupt anything"
+
+    second = workers.start()
+    wait_until(lambda: count(kafka, EPISODES) >= SESSIONS // GROUP
+               and len(dedup_by_event_id(records(kafka, EPISODES))) == SESSIONS // GROUP,
+               75, f"all episodes after the restart\n{workers.log(1)[-3000:]}")
+    assert workers.stop(second) == 0
+
+    live_trajs, live_eps = records(kafka, TRAJECTORIES), records(kafka, EPISODES)
+    # every duplicate is a faithful copy of the first record with its event_id
+    firsts = {r.event_id: _content(r) for r in reversed(live_trajs + live_eps)}
+    assert all(_content(r) == firsts[r.event_id] for r in live_trajs + live_eps)
+    trajs, eps = dedup_by_event_id(live_trajs), dedup_by_event_id(live_eps)
+    print(f"killed after {emitted_before_kill} trajectories; raw {len(live_trajs)} trajectories "
+          f"/ {len(live_eps)} episodes, unique {len(trajs)} / {len(eps)}")
+    assert sorted(t.session_id for t in trajs) == sorted(f"s{s}" for s in range(SESSIONS))
+    assert len(eps) == SESSIONS // GROUP
+    assert Counter(len(e.trajectories) for e in eps) == {GROUP: SESSIONS // GROUP}
+    assert all(len(t.steps) == 2 and t.flags == () for t in trajs)
+
+    # an uninterrupted run over the same log: a replay into its own topics
+    replay = workers.start("--replay", "--output-prefix", "ref.", "--idle-exit", "4")
+    assert replay.wait(timeout=90) == 0, workers.log(2)[-3000:]
+    ref_trajs, ref_eps = records(kafka, "ref." + TRAJECTORIES), records(kafka, "ref." + EPISODES)
+    assert len(ref_trajs) == SESSIONS and len(ref_eps) == SESSIONS // GROUP  # no duplicates
+    assert {t.event_id: _content(t) for t in trajs} == {t.event_id: _content(t) for t in ref_trajs}
+    assert {e.event_id: _content(e) for e in eps} == {e.event_id: _content(e) for e in ref_eps}
+    rewards = {t.session_id: t.reward for t in ref_trajs}
+    assert rewards["s0"] == 0.0 and rewards["s1"] == 1.0 and rewards["s3"] == 0.0

@@ -1,0 +1,70 @@
+"""Pure assembly: prompt restoration, ordering, dedup, flags and refusals."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from rllm.processors.assemble import assemble_trajectory, restore_prompts
+from rllm.processors.types import AssemblyError
+from rllm.schemas.tokens import pack_tokens
+from rllm.schemas.types import SessionClosed, SessionStatus, StepCaptured, TokenStatus
+from tests.unit.processors.factory import make_session
+
+
+def test_restores_full_prompts_from_prefix_deltas_in_step_order() -> None:
+    events = make_session("s", num_steps=3, reward=0.5)
+    shuffled = events[:1] + random.Random(3).sample(events[1:4], 3) + events[4:]
+    traj = assemble_trajectory(shuffled + events[1:3])  # plus duplicates
+    assert traj.event_id == "traj:s" and traj.reward == 0.5 and traj.evaluator == "ext"
+    assert [s.step_index for s in traj.steps] == [0, 1, 2]
+    # hand reference: step 1 = step 0 prompt + response + [501, 601]; step 2 extends step 1
+    assert [s.prompt_ids.tolist() for s in traj.steps] == [
+        [1, 2, 3],
+        [1, 2, 3, 1000, 1001, 1002, 1003, 501, 601],
+        [1, 2, 3, 1000, 1001, 1002, 1003, 501, 601, 2000, 2001, 2002, 2003, 502, 602],
+    ]
+    assert all(s.prompt_prefix_len == 0 for s in traj.steps)
+    assert traj.flags == () and traj.num_steps_reported == 3
+    assert traj.opened_at == events[0].emitted_at and traj.closed_at == events[-1].emitted_at
+
+
+def test_prefix_shorter_than_parent_takes_only_the_prefix() -> None:
+    parent = make_session("s", num_steps=1)[1].payload
+    assert isinstance(parent, StepCaptured)
+    child = parent.model_copy(update={"step_id": "c", "step_index": 1,
+                                      "parent_step_id": parent.step_id, "prompt_prefix_len": 2,
+                                      "prompt_token_ids": pack_tokens([9])})
+    steps, flags = restore_prompts([parent, child])
+    assert steps[1].prompt_ids.tolist() == [1, 2, 9] and flags == []
+
+
+def test_missing_parent_is_flagged_and_kept() -> None:
+    events = make_session("s", num_steps=3)
+    traj = assemble_trajectory(events[:2] + events[3:])  # step 1 lost: step 2 cannot restore
+    assert traj.flags == ("step_count_mismatch", "step_index_gap", "unrestored_prompt")
+    assert traj.steps[1].prompt_prefix_len > 0
+
+
+def test_count_mismatch_missing_tokens_and_refusals() -> None:
+    events = make_session("s", num_steps=2, reported_steps=4)
+    step = events[1].payload
+    assert isinstance(step, StepCaptured)
+    events[1] = events[1].model_copy(update={"payload": step.model_copy(
+        update={"token_status": TokenStatus.MISSING})})
+    traj = assemble_trajectory(events)
+    assert traj.flags == ("missing_tokens", "step_count_mismatch")
+    assert traj.num_steps_reported == 4 and len(traj.steps) == 2
+    with pytest.raises(AssemblyError, match="no SessionOpened"):
+        assemble_trajectory(events[1:])
+    with pytest.raises(AssemblyError, match="not closed"):
+        assemble_trajectory(events[:-1])
+
+
+def test_idle_timeout_closes_with_status_timeout() -> None:
+    events = make_session("s", num_steps=2, close=False)
+    traj = assemble_trajectory(events, idle_timeout=True)
+    assert traj.status == SessionStatus.TIMEOUT and traj.flags == ("idle_timeout",)
+    assert traj.closed_at == events[-1].emitted_at
+    assert isinstance(make_session("t")[-1].payload, SessionClosed)

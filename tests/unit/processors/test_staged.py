@@ -1,0 +1,20 @@
+"""StagedStore: reads see staged writes; nothing reaches the table before ``apply``."""
+
+from __future__ import annotations
+
+from rllm.processors.staged import StagedStore
+
+
+def test_overlay_reads_writes_deletes_then_apply_or_discard() -> None:
+    table = {b"a": b"1", b"b": b"2"}
+    store = StagedStore(table)
+    store[b"c"] = b"3"
+    del store[b"a"]
+    assert store.get(b"c") == b"3" and b"a" not in store and store.get(b"a") is None
+    assert sorted(store) == [b"b", b"c"] and len(store) == 2 and store.pending == 2
+    assert table == {b"a": b"1", b"b": b"2"}  # untouched until apply
+    store.apply()
+    assert table == {b"b": b"2", b"c": b"3"} and store.pending == 0
+    store[b"d"] = b"4"
+    store.discard()
+    assert b"d" not in store and table == {b"b": b"2", b"c": b"3"}
