@@ -1,0 +1,117 @@
+"""``rllm-cli analytics``: named queries over the history, and a read-only SQL escape hatch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from rllm.cli.common import console, reports_errors
+
+__all__ = ["analytics"]
+
+_NAMES = ("runs", "rewards", "passk", "tokens", "latency", "staleness", "failures", "sql")
+
+
+@click.command()
+@click.argument("query", type=click.Choice(_NAMES))
+@click.argument("sql_text", required=False)
+@click.option(
+    "--by", default=None, help="Grouping: rewards policy_version|time, latency model|time."
+)
+@click.option("--run", default=None, help="Only this run_id.")
+@click.option("--benchmark", default=None, help="Only this benchmark.")
+@click.option("--model", default=None, help="Only this model.")
+@click.option("--k", default=None, help="k of pass@k [default: 1].")
+@click.option("--bucket-s", default=None, help="Time bucket in seconds [default: 3600].")
+@click.option("--limit", default=None, help="Most rows returned [default: 1000].")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write a PNG of the time series (rewards, latency --by time, staleness).",
+)
+@click.option(
+    "--history-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    envvar="RLLM_HISTORY_DIR",
+    help="chDB directory [default: ~/.rllm/history].",
+)
+@click.option(
+    "--clickhouse-url",
+    default=None,
+    envvar="RLLM_CLICKHOUSE_URL",
+    help="Use this ClickHouse server instead of chDB.",
+)
+@reports_errors
+def analytics(
+    query: str,
+    sql_text: str | None,
+    by: str | None,
+    fmt: str,
+    plot: Path | None,
+    history_dir: Path | None,
+    clickhouse_url: str | None,
+    **params: Any,
+) -> None:
+    """Run a named QUERY over the history (or `sql "SELECT ..."`, read-only).
+
+    \b
+    runs       sessions, steps, tokens, reward and accuracy per run
+    rewards    reward and accuracy --by policy_version (default) or time
+    passk      pass@k per benchmark and model (--k)
+    tokens     token usage by model and harness
+    latency    p50/p95/p99 upstream and added latency --by model or time
+    staleness  policy-version lag of the tokens that reached training
+    failures   failed steps, unfinished sessions, dead letters
+    sql        one read-only SELECT over the tables (rllm.steps, rllm.sessions, ...)
+    """
+    from rllm.consumers.history import HistorySettings, QueryError, open_store, run_named, run_sql
+    from rllm.consumers.history.queries import QUERIES
+    from rllm.consumers.history.render import plot_result, to_csv, to_json, to_rich
+
+    overrides: dict[str, Any] = {}
+    if history_dir is not None:
+        overrides["history_dir"] = history_dir
+    if clickhouse_url:
+        overrides["clickhouse_url"] = clickhouse_url
+    settings = HistorySettings(**overrides)
+    given = {k: v for k, v in params.items() if v is not None}
+    if query == "sql" and not sql_text:
+        raise QueryError("sql: give the SELECT statement as the second argument")
+    if query != "sql" and sql_text:
+        raise QueryError(f"{query}: takes no SQL argument (got {sql_text!r}); use `sql`")
+    store = open_store(settings)
+    try:
+        if query == "sql":
+            result = run_sql(store, str(sql_text))
+        else:
+            for key in given:
+                if (
+                    key not in ("run", "benchmark", "model", "limit")
+                    and key not in QUERIES[query].params
+                ):
+                    raise QueryError(f"parameter {key!r} does not apply to {query}")
+            result = run_named(store, query, by, **given)
+    finally:
+        store.close()
+    if plot is not None:
+        series = QUERIES[query].plot if query != "sql" else {}
+        chosen = by or (next(iter(QUERIES[query].sql)) if query != "sql" else "")
+        if chosen not in series:
+            raise QueryError(
+                f"--plot: {query} --by {chosen} is not a time series; "
+                f"plottable: {', '.join(series) or 'none'}"
+            )
+        x, ys = series[chosen]
+        plot_result(result, x, ys, plot, f"{query} by {chosen}")
+        console.print(f"wrote {plot}")
+    if fmt == "json":
+        click.echo(to_json(result))
+    elif fmt == "csv":
+        click.echo(to_csv(result), nl=False)
+    else:
+        console.print(to_rich(result, title=query))

@@ -1,0 +1,144 @@
+"""The embedded engine: chDB, the ClickHouse engine in this process, persisted on disk.
+
+chDB allows one process per database directory and one open directory per process, so
+``ChdbStore`` is meant to be held by the history service; the CLI opens one only when no
+service answers on the socket. Calls are serialised with a lock (the session is not
+thread-safe).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from rllm.consumers.history.ddl import create_statements
+from rllm.consumers.history.types import HistoryError, QueryError, QueryResult, StoreLockedError
+
+__all__ = ["ChdbStore", "arrow_stream_bytes", "translate_clickhouse_error"]
+
+_QUERY_CODES = {
+    "SYNTAX_ERROR",
+    "BAD_QUERY_PARAMETER",
+    "UNKNOWN_QUERY_PARAMETER",
+    "UNKNOWN_IDENTIFIER",
+    "UNKNOWN_TABLE",
+    "ILLEGAL_TYPE_OF_ARGUMENT",
+    "TYPE_MISMATCH",
+    "CANNOT_PARSE_TEXT",
+    "UNKNOWN_FUNCTION",
+    "NUMBER_OF_ARGUMENTS_DOESNT_MATCH",
+    "READONLY",
+    "UNKNOWN_DATABASE",
+    "CANNOT_PARSE_NUMBER",
+    "CANNOT_PARSE_DATETIME",
+    "UNKNOWN_TYPE",
+}
+
+
+def translate_clickhouse_error(exc: BaseException, context: str) -> HistoryError:
+    """Map a ClickHouse error (chDB or server) to a HistoryError; bad queries to QueryError."""
+    text = str(exc).strip()
+    match = re.search(r"\(([A-Z_]+)\)", text)
+    code = match.group(1) if match else ""
+    short = text.split(". Stack trace")[0][:600]
+    cls = QueryError if code in _QUERY_CODES else HistoryError
+    return cls(f"{context}: {short}")
+
+
+def arrow_stream_bytes(batch: pa.Table) -> bytes:
+    """Serialise an Arrow table in the Arrow IPC stream format."""
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_table(batch)
+    return sink.getvalue()
+
+
+class ChdbStore:
+    """History in a chDB directory.
+
+    Args:
+        path: the database directory (created if missing).
+        database: the database holding the tables.
+
+    Raises:
+        StoreLockedError: if another process holds ``path``.
+    """
+
+    def __init__(self, path: Path, database: str = "rllm") -> None:
+        from chdb import session
+
+        self.path = Path(path)
+        self.database = database
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._owner = True
+        try:
+            self._session: Any = session.Session(str(self.path))  # type: ignore[no-untyped-call]  # chdb is untyped
+        except RuntimeError as exc:
+            raise StoreLockedError(
+                f"cannot open the chDB history at {self.path}: another process holds it "
+                f"(a running `rllm-cli history`?); query through that service or stop it "
+                f"[{str(exc)[:200]}]"
+            ) from exc
+
+    @contextmanager
+    def _errors(self, context: str) -> Iterator[None]:
+        try:
+            with self._lock:
+                yield
+        except RuntimeError as exc:
+            raise translate_clickhouse_error(exc, context) from exc
+
+    def create_schema(self) -> None:
+        """Create the database and tables if missing."""
+        for stmt in create_statements(self.database):
+            self.command(stmt)
+
+    def insert(self, table: str, batch: pa.Table) -> int:
+        """Insert an Arrow batch (streamed as ArrowStream) into ``table``."""
+        if batch.num_rows == 0:
+            return 0
+        data = arrow_stream_bytes(batch)
+        cols = ", ".join(f"`{c}`" for c in batch.column_names)
+        sql = f"INSERT INTO `{self.database}`.`{table}` ({cols}) SETTINGS optimize_on_insert = 0"
+        with self._errors(f"inserting {batch.num_rows} rows into {table}"):
+            inserter = self._session.send_insert(sql, "ArrowStream")
+            inserter.append(data)
+            inserter.finish()
+        return int(batch.num_rows)
+
+    def query(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
+        """Run a read query; parameters are bound by chDB, never pasted into the SQL."""
+        with self._errors("query failed"):
+            tbl = self._session.query(sql, "ArrowTable", params=params or None)
+        if not isinstance(tbl, pa.Table):
+            return QueryResult(())
+        return QueryResult.from_arrow(tbl)
+
+    def command(self, sql: str) -> None:
+        """Run a statement that returns nothing."""
+        with self._errors(f"statement failed ({sql.split(None, 3)[:3]})"):
+            self._session.query(sql, "CSV")
+
+    def view(self, database: str) -> ChdbStore:
+        """The same open directory seen through another database (closing it is a no-op)."""
+        other = object.__new__(ChdbStore)
+        other.path, other.database, other._lock = self.path, database, self._lock
+        other._session, other._owner = self._session, False
+        return other
+
+    def close(self) -> None:
+        """Close the session and release the directory."""
+        if not self._owner:
+            return
+        with self._lock:
+            if self._session is not None:
+                self._session.close()
+                self._session = None

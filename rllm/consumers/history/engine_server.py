@@ -1,0 +1,80 @@
+"""The server engine: a ClickHouse server reached with ``clickhouse-connect`` over HTTP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from rllm.consumers.history.ddl import create_statements
+from rllm.consumers.history.engine_chdb import translate_clickhouse_error
+from rllm.consumers.history.types import HistoryError, QueryResult
+
+__all__ = ["ServerStore"]
+
+
+class ServerStore:
+    """History in a ClickHouse server.
+
+    Args:
+        url: ``http://host:8123`` (or https).
+        database: the database holding the tables.
+        user: ClickHouse user.
+        password: its password.
+
+    Raises:
+        HistoryError: if the server does not answer.
+    """
+
+    def __init__(
+        self, url: str, database: str = "rllm", user: str = "default", password: str = ""
+    ) -> None:
+        import clickhouse_connect
+
+        self.database = database
+        try:
+            self._client: Any = clickhouse_connect.get_client(
+                dsn=url,
+                username=user,
+                password=password,
+                database="default",
+                autogenerate_session_id=False,
+            )
+        except Exception as exc:  # clickhouse-connect raises OperationalError and friends
+            raise HistoryError(f"cannot reach the ClickHouse server at {url}: {exc}") from exc
+
+    def create_schema(self) -> None:
+        """Create the database and tables if missing."""
+        for stmt in create_statements(self.database):
+            self.command(stmt)
+
+    def insert(self, table: str, batch: pa.Table) -> int:
+        """Insert an Arrow batch into ``table``."""
+        if batch.num_rows == 0:
+            return 0
+        try:
+            self._client.insert_arrow(
+                table, batch, database=self.database, settings={"optimize_on_insert": 0}
+            )
+        except Exception as exc:
+            raise translate_clickhouse_error(exc, f"inserting into {table}") from exc
+        return int(batch.num_rows)
+
+    def query(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
+        """Run a read query with server-side parameter binding."""
+        try:
+            tbl = self._client.query_arrow(sql, parameters=params or None)
+        except Exception as exc:
+            raise translate_clickhouse_error(exc, "query failed") from exc
+        return QueryResult.from_arrow(tbl)
+
+    def command(self, sql: str) -> None:
+        """Run a statement that returns nothing."""
+        try:
+            self._client.command(sql)
+        except Exception as exc:
+            raise translate_clickhouse_error(exc, "statement failed") from exc
+
+    def close(self) -> None:
+        """Close the HTTP pool."""
+        self._client.close()

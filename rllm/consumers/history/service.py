@@ -1,0 +1,186 @@
+"""The history service: owns the chDB directory, runs the sink, and answers queries for the
+CLI over a small HTTP API on a unix socket (chDB allows one process per directory).
+
+``open_store`` is how every reader gets a store: the ClickHouse server when a URL is set,
+else the running service's socket, else the chDB directory itself.
+"""
+
+from __future__ import annotations
+
+import json
+import socketserver
+import threading
+from datetime import date, datetime
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pyarrow as pa
+
+from rllm.consumers.history.engine_chdb import ChdbStore
+from rllm.consumers.history.engine_server import ServerStore
+from rllm.consumers.history.settings import HistorySettings
+from rllm.consumers.history.types import HistoryError, HistoryStore, QueryError, QueryResult
+
+__all__ = ["QueryServer", "ServiceClient", "open_store", "run_service", "serve_queries"]
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.hex()
+    return value
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """``POST /query`` with ``{"sql", "params"}``; answers ``{"columns", "rows"}``."""
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", "0"))
+        payload: dict[str, Any]
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+            result = self.server.store.query(body["sql"], body.get("params"))  # type: ignore[attr-defined]
+            payload, status = (
+                {
+                    "columns": list(result.columns),
+                    "rows": [[_jsonable(v) for v in r] for r in result.rows],
+                },
+                200,
+            )
+        except QueryError as exc:
+            payload, status = {"error": str(exc), "kind": "query"}, 400
+        except (HistoryError, KeyError, ValueError) as exc:
+            payload, status = {"error": str(exc), "kind": "history"}, 500
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+class QueryServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """HTTP on a unix socket, answering ``POST /query {"sql", "params"}`` from a store."""
+
+    daemon_threads = True
+
+    def __init__(self, path: Path, store: HistoryStore) -> None:
+        path.unlink(missing_ok=True)
+        super().__init__(str(path), _Handler)
+        self.store = store
+        self.path = path
+
+    def get_request(self) -> tuple[Any, Any]:
+        request, _ = super().get_request()
+        return request, ("local", 0)  # http.server wants a (host, port) client address
+
+    def stop(self) -> None:
+        """Stop serving and remove the socket."""
+        self.shutdown()
+        self.server_close()
+        self.path.unlink(missing_ok=True)
+
+
+def serve_queries(path: Path, store: HistoryStore) -> QueryServer:
+    """Start answering queries on ``path`` in a background thread."""
+    server = QueryServer(path, store)
+    threading.Thread(target=server.serve_forever, name="rllm-history-api", daemon=True).start()
+    return server
+
+
+class ServiceClient:
+    """A ``HistoryStore`` for reading through a running history service."""
+
+    def __init__(self, path: Path, database: str, timeout_s: float = 120.0) -> None:
+        self.database = database
+        self.path = path
+        self._client = httpx.Client(
+            transport=httpx.HTTPTransport(uds=str(path)),
+            base_url="http://history",
+            timeout=timeout_s,
+        )
+
+    def ping(self) -> bool:
+        """Whether the service answers."""
+        try:
+            self.query("SELECT 1")
+        except (httpx.HTTPError, HistoryError):
+            return False
+        return True
+
+    def create_schema(self) -> None:
+        """The service created it."""
+
+    def insert(self, table: str, batch: pa.Table) -> int:
+        """Writes go through Kafka, never through the query API."""
+        raise HistoryError("the history service's API is read-only; publish events to Kafka")
+
+    def command(self, sql: str) -> None:
+        """Statements are not accepted by the query API."""
+        raise HistoryError("the history service's API is read-only")
+
+    def query(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
+        """Run a query in the service."""
+        resp = self._client.post("/query", json={"sql": sql, "params": params or {}})
+        body = resp.json()
+        if resp.status_code == 400:
+            raise QueryError(body["error"])
+        if resp.status_code != 200:
+            raise HistoryError(body.get("error", resp.text))
+        return QueryResult(tuple(body["columns"]), [tuple(r) for r in body["rows"]])
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._client.close()
+
+
+def open_store(settings: HistorySettings) -> HistoryStore:
+    """The store a reader should use: server URL, else the service, else chDB directly."""
+    if settings.clickhouse_url:
+        pw = settings.clickhouse_password.get_secret_value() if settings.clickhouse_password else ""
+        return ServerStore(
+            settings.clickhouse_url, settings.history_database, settings.clickhouse_user, pw
+        )
+    sock = settings.socket_path
+    if sock.exists():
+        client = ServiceClient(sock, settings.history_database)
+        if client.ping():
+            return client
+        client.close()
+    store = ChdbStore(settings.history_dir, settings.history_database)
+    store.create_schema()
+    return store
+
+
+def run_service(
+    kafka: Any,
+    settings: HistorySettings,
+    stop: threading.Event | None = None,
+    idle_exit_s: float | None = None,
+) -> Any:
+    """Own the store, answer queries on the socket (chDB), and sink Kafka into it.
+
+    Returns:
+        The sink's ``SinkStats`` when it stops.
+    """
+    from rllm.consumers.history.sink import HistorySink
+
+    if settings.clickhouse_url:
+        store: HistoryStore = open_store(settings)
+        server = None
+    else:
+        store = ChdbStore(settings.history_dir, settings.history_database)
+        store.create_schema()
+        server = serve_queries(settings.socket_path, store)
+    try:
+        return HistorySink(kafka, settings, store).run(stop=stop, idle_exit_s=idle_exit_s)
+    finally:
+        if server is not None:
+            server.stop()
+        store.close()

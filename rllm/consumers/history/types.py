@@ -1,0 +1,91 @@
+"""Contracts of the history area: the ``HistoryStore`` port, query results, and errors.
+
+Errors::
+
+    RllmError
+    └── HistoryError                      the history store failed
+        ├── StoreLockedError              another process holds the chDB directory
+        └── QueryError(ValueError)        a query or one of its parameters is bad
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import pyarrow as pa
+
+from rllm.errors import RllmError
+
+__all__ = [
+    "HistoryError",
+    "HistoryStore",
+    "QueryError",
+    "QueryResult",
+    "StoreLockedError",
+]
+
+
+class HistoryError(RllmError):
+    """The history store could not do what was asked."""
+
+
+class StoreLockedError(HistoryError):
+    """Another process holds the chDB database directory."""
+
+
+class QueryError(HistoryError, ValueError):
+    """A query, or one of its parameters, is not acceptable; the message names which."""
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """Rows of a query, column-wise names and row-wise values."""
+
+    columns: tuple[str, ...]
+    """Column names in order."""
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    """Rows as tuples of Python values."""
+
+    @classmethod
+    def from_arrow(cls, tbl: pa.Table) -> QueryResult:
+        """Build from an Arrow table."""
+        cols = tbl.to_pydict()
+        names = tuple(tbl.column_names)
+        return cls(names, list(zip(*(cols[n] for n in names), strict=True)))
+
+    def records(self) -> list[dict[str, Any]]:
+        """Rows as dicts keyed by column name."""
+        return [dict(zip(self.columns, r, strict=True)) for r in self.rows]
+
+    def column(self, name: str) -> list[Any]:
+        """One column's values."""
+        i = self.columns.index(name)
+        return [r[i] for r in self.rows]
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (``columns`` and ``rows``)."""
+        return {"columns": list(self.columns), "rows": [list(r) for r in self.rows]}
+
+
+@runtime_checkable
+class HistoryStore(Protocol):
+    """Where history lives: chDB in-process, a ClickHouse server, or a history service."""
+
+    database: str
+    """Database holding the tables."""
+
+    def create_schema(self) -> None:
+        """Create the database and its tables if they do not exist."""
+
+    def insert(self, table: str, batch: pa.Table) -> int:
+        """Insert an Arrow batch shaped like ``ddl.table(table).schema``; return its rows."""
+
+    def query(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
+        """Run one read query with ``{name:Type}`` parameters bound by the engine."""
+
+    def command(self, sql: str) -> None:
+        """Run one statement that returns nothing (DDL, OPTIMIZE)."""
+
+    def close(self) -> None:
+        """Release the engine (the chDB directory lock, the HTTP pool)."""

@@ -1,0 +1,131 @@
+"""Every named query on a 20k-step generated history, and the CLI through the service."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rllm.cli.main import cli
+from rllm.consumers.history.queries import QUERIES, run_named, run_sql
+from rllm.consumers.history.service import serve_queries
+from rllm.consumers.history.types import HistoryStore, QueryError
+
+
+def test_runs(history_20k: HistoryStore) -> None:
+    res = run_named(history_20k, "runs")
+    assert sorted(res.column("run_id")) == ["run-0", "run-1", "run-2", "run-3"]
+    assert sum(res.column("steps")) == 20_000
+    assert sum(res.column("sessions")) == 4_000
+
+
+def test_rewards_by_version_and_time(history_20k: HistoryStore) -> None:
+    by_version = run_named(history_20k, "rewards", run="run-1")
+    versions = by_version.column("policy_version")
+    assert versions == sorted(versions) and versions[0] == 0 and len(versions) > 5
+    acc = by_version.column("accuracy")
+    assert acc[-1] > acc[0]  # the synthetic training run learns
+    by_time = run_named(history_20k, "rewards", by="time", bucket_s=3600)
+    assert sum(by_time.column("sessions")) == 4_000
+
+
+def test_passk_is_monotone_in_k(history_20k: HistoryStore) -> None:
+    p1 = run_named(history_20k, "passk", k=1).records()
+    p4 = run_named(history_20k, "passk", k=4).records()
+    assert len(p1) == 6  # 3 benchmarks x 2 models
+    for a, b in zip(p1, p4, strict=True):
+        assert a["pass_at_k"] == pytest.approx(a["pass_at_1"], abs=1e-3)
+        assert b["pass_at_k"] >= a["pass_at_k"]
+
+
+def test_tokens_latency_staleness_failures(history_20k: HistoryStore) -> None:
+    tokens = run_named(history_20k, "tokens")
+    assert sum(tokens.column("steps")) == 20_000
+    assert set(tokens.column("agent")) == {"react", "codex"}
+    lat = run_named(history_20k, "latency").records()
+    for row in lat:
+        p50, p95, p99 = row["upstream_ms"]
+        assert 0 < p50 <= p95 <= p99
+    stale = run_named(history_20k, "staleness").records()
+    assert [r["lag"] for r in stale][:3] == [0, 1, 2]
+    assert sum(r["pct_tokens"] for r in stale) == pytest.approx(100, abs=0.1)
+    fails = {r["source"]: r["count"] for r in run_named(history_20k, "failures").records()}
+    assert fails["step"] > 0 and fails["session"] > 0
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        ({"k": "x"}, "'k'"),
+        ({"k": 0}, "'k'"),
+        ({"bucket_s": -5}, "'bucket_s'"),
+        ({"limit": "many"}, "'limit'"),
+        ({"color": "red"}, "'color'"),
+    ],
+)
+def test_bad_parameters_are_named(
+    history_20k: HistoryStore, params: dict[str, object], named: str
+) -> None:
+    query = "rewards" if "bucket_s" in params else "passk"
+    with pytest.raises(QueryError, match=named):
+        run_named(history_20k, query, **params)
+    with pytest.raises(QueryError, match="'by'"):
+        run_named(history_20k, "rewards", by="colour")
+
+
+def test_sql_escape_hatch(history_20k: HistoryStore) -> None:
+    db = history_20k.database
+    assert run_sql(history_20k, f"SELECT count() FROM `{db}`.steps FINAL").rows == [(20_000,)]
+    with pytest.raises(QueryError, match="only SELECT"):
+        run_sql(history_20k, f"DROP TABLE `{db}`.steps")
+    assert run_sql(history_20k, f"SELECT count() FROM `{db}`.steps").rows == [(20_000,)]
+
+
+@pytest.fixture(scope="module")
+def service(
+    history_20k: HistoryStore, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, str]]:
+    sock = tmp_path_factory.mktemp("svc") / "history.sock"
+    server = serve_queries(sock, history_20k)
+    try:
+        yield {
+            "RLLM_HISTORY_SOCKET": str(sock),
+            "RLLM_HISTORY_DATABASE": history_20k.database,
+            "RLLM_CLICKHOUSE_URL": "",
+        }
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("name", [n for n in QUERIES])
+def test_cli_prints_every_query(service: dict[str, str], name: str) -> None:
+    res = CliRunner().invoke(cli, ["analytics", name], env=service)
+    assert res.exit_code == 0, res.output
+    assert name in res.output and "no rows" not in res.output
+    assert len(res.output.splitlines()) >= 4
+
+
+def test_cli_json_csv_and_plot(service: dict[str, str], tmp_path: Path) -> None:
+    out = CliRunner().invoke(cli, ["analytics", "runs", "--format", "json"], env=service)
+    assert out.exit_code == 0, out.output
+    assert sorted(r["run_id"] for r in json.loads(out.output)) == [f"run-{i}" for i in range(4)]
+    csv = CliRunner().invoke(cli, ["analytics", "tokens", "--format", "csv"], env=service)
+    assert csv.output.splitlines()[0].startswith("model,agent,steps")
+    png = tmp_path / "rewards.png"
+    res = CliRunner().invoke(
+        cli, ["analytics", "rewards", "--by", "time", "--plot", str(png)], env=service
+    )
+    assert res.exit_code == 0, res.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_cli_bad_parameter_says_which(service: dict[str, str]) -> None:
+    res = CliRunner().invoke(cli, ["analytics", "passk", "--k", "zero"], env=service)
+    assert res.exit_code == 1 and "'k'" in res.output
+    res = CliRunner().invoke(cli, ["analytics", "sql", "DELETE FROM x WHERE 1"], env=service)
+    assert res.exit_code == 1 and "only SELECT" in res.output
+    res = CliRunner().invoke(cli, ["analytics", "runs", "--plot", "x.png"], env=service)
+    assert res.exit_code == 1 and "not a time series" in res.output
