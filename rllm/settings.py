@@ -6,6 +6,7 @@ and an environment variable set the same field.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import Field, SecretStr, field_validator
@@ -17,8 +18,10 @@ __all__ = ["KafkaSettings", "StackSettings", "default_home"]
 
 
 def default_home() -> Path:
-    """``$RLLM_HOME`` or ``~/.rllm``: data of the local stack."""
-    return Path.home() / ".rllm"
+    """``$RLLM_HOME`` or ``~/.rllm``: data of the local stack (every service's default
+    data directory lives under it)."""
+    env = os.environ.get("RLLM_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".rllm"
 
 
 class KafkaSettings(BaseSettings):
@@ -96,6 +99,16 @@ class StackSettings(BaseSettings):
     """JVM heap of the local broker."""
     partitions: int = Field(default=3, ge=1)
     """Partitions of each event topic created by ``up``."""
+    services: str = "serve,gateway,processors,history"
+    """Services ``up`` starts besides Kafka (comma-separated; ``serve`` only for a local
+    model)."""
+    model: str | None = None
+    """Model profile (``rllm-cli model setup``) the gateway forwards to; default: the
+    active profile, else the local model."""
+    gateway_port: int = Field(default=8400, ge=1, le=65535)
+    """Port of the gateway ``up`` starts."""
+    serve_port: int = Field(default=8000, ge=1, le=65535)
+    """Port of the local model server ``up`` starts."""
 
     @property
     def kafka_data_dir(self) -> Path:

@@ -99,6 +99,7 @@ def test_up_status_demo_tail_down_for_a_new_user(tmp_path: Path) -> None:
         "RLLM_HOME": str(tmp_path / "home"),
         "RLLM_KAFKA_PORT": str(port),
         "RLLM_BOOTSTRAP_SERVERS": f"127.0.0.1:{port}",
+        "RLLM_SERVICES": "",
     }
     try:
         up = cli("up", env=env)
