@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TypedDict
 
 import httpx
-
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, StateGraph

@@ -53,7 +53,7 @@ class Evaluator:
 
     def __init__(self, fn: Callable[[Task, RolloutOutcome], Any], name: str | None = None):
         self.fn = fn
-        self.name = name or getattr(fn, "__name__", "evaluator")
+        self.name: str = name or str(getattr(fn, "__name__", "evaluator"))
         functools.update_wrapper(self, fn)
 
     def __call__(self, task: Task, outcome: RolloutOutcome) -> Any:

@@ -9,7 +9,7 @@ import functools
 import inspect
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
 from rllm.producers.sdk.client import GatewayClient
 from rllm.producers.sdk.types import AgentAnswer, RolloutConfig, RolloutOutcome
@@ -59,7 +59,7 @@ class Rollout:
 
     def __init__(self, fn: AgentFn, name: str | None = None) -> None:
         self.fn = fn
-        self.name = name or getattr(fn, "__name__", "agent")
+        self.name: str = name or str(getattr(fn, "__name__", "agent"))
         functools.update_wrapper(self, fn)
 
     def __call__(self, task: Task, config: RolloutConfig) -> Any:
@@ -130,7 +130,17 @@ class Rollout:
         )
 
 
-def rollout(fn: AgentFn | None = None, *, name: str | None = None) -> Any:
+@overload
+def rollout(fn: AgentFn, *, name: str | None = None) -> Rollout: ...
+
+
+@overload
+def rollout(fn: None = None, *, name: str | None = None) -> Callable[[AgentFn], Rollout]: ...
+
+
+def rollout(
+    fn: AgentFn | None = None, *, name: str | None = None
+) -> Rollout | Callable[[AgentFn], Rollout]:
     """Decorate an agent function ``(task, config)``, sync or async.
 
     Usable bare (``@rllm.rollout``) or with a name (``@rllm.rollout(name="solver")``).
