@@ -12,18 +12,27 @@ from rllm.producers.sdk import GatewayClient, Rollout
 from rllm.schemas.types import Task
 
 TASKS = [
-    Task(task_id="mul-7-8", instruction="What is 7 times 8? Answer with the number.",
-         ground_truth_json="56", reward_fn="exact_match"),
-    Task(task_id="mul-6-9", instruction="What is 6 times 9? Answer with the number.",
-         ground_truth_json="54", reward_fn="exact_match"),
+    Task(
+        task_id="mul-7-8",
+        instruction="What is 7 times 8? Answer with the number.",
+        ground_truth_json="56",
+        reward_fn="exact_match",
+    ),
+    Task(
+        task_id="mul-6-9",
+        instruction="What is 6 times 9? Answer with the number.",
+        ground_truth_json="54",
+        reward_fn="exact_match",
+    ),
 ]
 
 
 def main(agent: Rollout) -> list[Any]:
     """Run ``agent`` through the gateway named on the command line."""
     parser = argparse.ArgumentParser()
-    parser.add_argument("--gateway-url", default=os.environ.get("RLLM_GATEWAY_URL",
-                                                                "http://127.0.0.1:8400"))
+    parser.add_argument(
+        "--gateway-url", default=os.environ.get("RLLM_GATEWAY_URL", "http://127.0.0.1:8400")
+    )
     parser.add_argument("--model", default="HuggingFaceTB/SmolLM2-135M-Instruct")
     parser.add_argument("--run-id", default=f"example-{agent.name}")
     args = parser.parse_args()
@@ -31,13 +40,23 @@ def main(agent: Rollout) -> list[Any]:
     async def go() -> list[Any]:
         client = GatewayClient(args.gateway_url)
         try:
-            return await run_tasks(TASKS, agent, client, run_id=args.run_id, model=args.model,
-                                   sampling={"max_tokens": 32})
+            return await run_tasks(
+                TASKS,
+                agent,
+                client,
+                run_id=args.run_id,
+                model=args.model,
+                sampling={"max_tokens": 32},
+            )
         finally:
             await client.aclose()
 
     results = asyncio.run(go())
     for outcome, reward in results:
-        print(outcome.task.task_id, outcome.status.value, repr(outcome.answer),
-              None if reward is None else reward.reward)
+        print(
+            outcome.task.task_id,
+            outcome.status.value,
+            repr(outcome.answer),
+            None if reward is None else reward.reward,
+        )
     return results

@@ -38,8 +38,14 @@ def build_graph(llm: ChatOpenAI):  # type: ignore[no-untyped-def]
 @rllm.rollout(name="langgraph")
 def agent(task: Task, config: RolloutConfig) -> str:
     with httpx.Client(timeout=600) as http:
-        llm = ChatOpenAI(base_url=config.base_url, api_key=config.api_key, model=config.model,
-                         max_retries=0, http_client=http, **config.sampling)
+        llm = ChatOpenAI(
+            base_url=config.base_url,
+            api_key=config.api_key,
+            model=config.model,
+            max_retries=0,
+            http_client=http,
+            **config.sampling,
+        )
         result = build_graph(llm).invoke({"messages": [HumanMessage(task.instruction)]})
     last = result["messages"][-1]
     return str(last.content) if isinstance(last, AIMessage) else ""

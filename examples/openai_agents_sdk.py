@@ -14,8 +14,9 @@ set_tracing_disabled(True)  # traces would go to a hosted service
 
 @rllm.rollout(name="openai-agents")
 async def agent(task: Task, config: RolloutConfig) -> str:
-    async with AsyncOpenAI(base_url=config.base_url, api_key=config.api_key,
-                           max_retries=0) as client:
+    async with AsyncOpenAI(
+        base_url=config.base_url, api_key=config.api_key, max_retries=0
+    ) as client:
         model = OpenAIChatCompletionsModel(model=config.model, openai_client=client)
         solver = Agent(
             name="calculator",

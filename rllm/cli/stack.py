@@ -12,8 +12,7 @@ from rllm.cli.common import console, kafka_options, kafka_settings, reports_erro
 __all__ = ["down", "status", "topics", "up"]
 
 
-def _stack(home: Path | None, port: int | None, partitions: int | None = None,
-           **more: Any) -> Any:
+def _stack(home: Path | None, port: int | None, partitions: int | None = None, **more: Any) -> Any:
     from rllm.settings import StackSettings
 
     overrides: dict[str, Any] = {k: v for k, v in more.items() if v is not None}
@@ -50,13 +49,25 @@ def _print(statuses: Any) -> None:
 @_home
 @_port
 @click.option("--partitions", type=int, default=None, help="Partitions per event topic [3].")
-@click.option("--services", default=None,
-              help="Services besides Kafka [serve,gateway,processors,history]; '' for none.")
-@click.option("--model", "-m", default=None,
-              help="Model profile the gateway forwards to [active profile, else local].")
+@click.option(
+    "--services",
+    default=None,
+    help="Services besides Kafka [serve,gateway,processors,history]; '' for none.",
+)
+@click.option(
+    "--model",
+    "-m",
+    default=None,
+    help="Model profile the gateway forwards to [active profile, else local].",
+)
 @reports_errors
-def up(home: Path | None, kafka_port: int | None, partitions: int | None,
-       services: str | None, model: str | None) -> None:
+def up(
+    home: Path | None,
+    kafka_port: int | None,
+    partitions: int | None,
+    services: str | None,
+    model: str | None,
+) -> None:
     """Start the local stack (Kafka in KRaft mode, topics, model server, gateway, processors,
     history) and say where each piece listens."""
     from rllm.infra.stack import stack_up

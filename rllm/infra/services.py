@@ -5,6 +5,7 @@ under ``$RLLM_HOME/run``, so ``rllm-cli down`` can stop what ``up`` started.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -108,10 +109,8 @@ def stop_service(home: Path, name: str, timeout_s: float = 20.0) -> bool:
     pid = _pid(home, name)
     if pid is None:
         return False
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and _alive(pid):
         time.sleep(0.1)

@@ -61,29 +61,48 @@ def plan_services(stack: StackSettings) -> list[ServiceSpec]:
     name = stack.model or config.active
     if name is None or (name == "local" and "local" not in config.profiles):
         local = PROVIDERS[Provider.LOCAL]
-        profile = ModelProfile(name="local", provider=Provider.LOCAL, model=local.model,
-                               base_url=f"http://127.0.0.1:{stack.serve_port}/v1")
+        profile = ModelProfile(
+            name="local",
+            provider=Provider.LOCAL,
+            model=local.model,
+            base_url=f"http://127.0.0.1:{stack.serve_port}/v1",
+        )
     else:
         profile = config.get(name)
     local_model = profile.provider is Provider.LOCAL
     kind = {Provider.LOCAL: "vllm", Provider.VLLM: "vllm", Provider.SGLANG: "sglang"}.get(
-        profile.provider, "hosted")
-    upstream = (f"http://127.0.0.1:{stack.serve_port}" if local_model else profile.base_url)
+        profile.provider, "hosted"
+    )
+    upstream = f"http://127.0.0.1:{stack.serve_port}" if local_model else profile.base_url
     env = {"RLLM_BOOTSTRAP_SERVERS": stack.bootstrap_servers}
     specs = {
         "serve": ServiceSpec(
             "serve",
             ("serve", "--port", str(stack.serve_port), "--served-model-name", profile.model),
-            health_url=f"http://127.0.0.1:{stack.serve_port}/health", env=env,
-            ready_timeout_s=300.0),
+            health_url=f"http://127.0.0.1:{stack.serve_port}/health",
+            env=env,
+            ready_timeout_s=300.0,
+        ),
         "gateway": ServiceSpec(
             "gateway",
-            ("gateway", "--port", str(stack.gateway_port), "--upstream", upstream,
-             "--upstream-kind", kind, "--spool-dir", str(stack.home / "gateway-spool")),
-            health_url=f"http://127.0.0.1:{stack.gateway_port}/health", env=env),
+            (
+                "gateway",
+                "--port",
+                str(stack.gateway_port),
+                "--upstream",
+                upstream,
+                "--upstream-kind",
+                kind,
+                "--spool-dir",
+                str(stack.home / "gateway-spool"),
+            ),
+            health_url=f"http://127.0.0.1:{stack.gateway_port}/health",
+            env=env,
+        ),
         "processors": ServiceSpec("processors", ("process",), env=env),
         "history": ServiceSpec(
-            "history", ("history", "--history-dir", str(stack.home / "history")), env=env),
+            "history", ("history", "--history-dir", str(stack.home / "history")), env=env
+        ),
     }
     wanted = _wanted(stack)
     return [specs[s] for s in wanted if s != "serve" or local_model]
@@ -101,8 +120,11 @@ def stack_up(stack: StackSettings) -> list[ComponentStatus]:
         start_service(stack.home, spec)
     statuses = stack_status(stack)
     if created:
-        statuses.append(ComponentStatus("topics", True, stack.bootstrap_servers,
-                                        "created " + ", ".join(created)))
+        statuses.append(
+            ComponentStatus(
+                "topics", True, stack.bootstrap_servers, "created " + ", ".join(created)
+            )
+        )
     return statuses
 
 
@@ -118,17 +140,25 @@ def stack_status(stack: StackSettings) -> list[ComponentStatus]:
     kafka = _kafka(stack)
     try:
         brokers = check_broker(kafka, timeout_s=3)
-        topics = sorted(t for t in make_admin(kafka).list_topics(timeout=5).topics
-                        if t.startswith("rllm."))
-        statuses = [ComponentStatus(
-            "kafka", True, stack.bootstrap_servers,
-            f"{brokers} broker, data {stack.kafka_data_dir}; topics: {', '.join(topics) or 'none'}",
-        )]
+        topics = sorted(
+            t for t in make_admin(kafka).list_topics(timeout=5).topics if t.startswith("rllm.")
+        )
+        statuses = [
+            ComponentStatus(
+                "kafka",
+                True,
+                stack.bootstrap_servers,
+                f"{brokers} broker, data {stack.kafka_data_dir}; topics: {', '.join(topics) or 'none'}",
+            )
+        ]
     except KafkaUnavailableError:
         statuses = [ComponentStatus("kafka", False, stack.bootstrap_servers, "not running")]
-    addresses = {"serve": f"http://127.0.0.1:{stack.serve_port}/v1",
-                 "gateway": f"http://127.0.0.1:{stack.gateway_port}",
-                 "processors": "-", "history": str(stack.home / "history")}
+    addresses = {
+        "serve": f"http://127.0.0.1:{stack.serve_port}/v1",
+        "gateway": f"http://127.0.0.1:{stack.gateway_port}",
+        "processors": "-",
+        "history": str(stack.home / "history"),
+    }
     for name in SERVICE_ORDER:
         log = stack.home / "run" / f"{name}.log"
         if service_running(stack.home, name):

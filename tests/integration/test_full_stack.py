@@ -30,8 +30,20 @@ def test_up_eval_analytics_down(tmp_path: Path) -> None:
         "RLLM_GATEWAY_URL": f"http://127.0.0.1:{gateway_port}",
         "RLLM_SERVICES": "gateway,processors,history",
     }
-    setup = cli("model", "setup", "--provider", "vllm", "--name", "fake", "--model", "fake-model",
-                "--base-url", f"{upstream.url}/v1", "--no-input", env=env)
+    setup = cli(
+        "model",
+        "setup",
+        "--provider",
+        "vllm",
+        "--name",
+        "fake",
+        "--model",
+        "fake-model",
+        "--base-url",
+        f"{upstream.url}/v1",
+        "--no-input",
+        env=env,
+    )
     assert setup.returncode == 0, setup.stdout + setup.stderr
     try:
         up = cli("up", "--model", "fake", env=env)
@@ -41,9 +53,20 @@ def test_up_eval_analytics_down(tmp_path: Path) -> None:
         status = cli("status", env=env)
         assert status.returncode == 0, status.stdout
 
-        ev = cli("eval", "gsm8k", "--data-file", str(FIXTURES / "gsm8k.parquet"),
-                 "--attempts", "2", "--run-id", "stack-run", "--model", "fake", "--json",
-                 env=env)
+        ev = cli(
+            "eval",
+            "gsm8k",
+            "--data-file",
+            str(FIXTURES / "gsm8k.parquet"),
+            "--attempts",
+            "2",
+            "--run-id",
+            "stack-run",
+            "--model",
+            "fake",
+            "--json",
+            env=env,
+        )
         assert ev.returncode == 0, ev.stdout + ev.stderr
         summary = json.loads(ev.stdout.splitlines()[-1])
         assert (summary["tasks"], summary["attempts"], summary["errors"]) == (2, 2, 0)

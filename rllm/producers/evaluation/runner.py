@@ -90,9 +90,15 @@ async def run_tasks(
 
     async def one(task: Task, index: int) -> tuple[RolloutOutcome, RewardResult | None]:
         async with semaphore:
-            outcome = await agent.run(task, gateway, run_id=run_id, model=model,
-                                      sampling=sampling, rollout_index=index,
-                                      group_size=attempts)
+            outcome = await agent.run(
+                task,
+                gateway,
+                run_id=run_id,
+                model=model,
+                sampling=sampling,
+                rollout_index=index,
+                group_size=attempts,
+            )
             scorer, reward = scorer_for(task), None
             if scorer is not None:
                 try:
@@ -114,8 +120,11 @@ def _with_error(outcome: RolloutOutcome, error: str) -> RolloutOutcome:
     return replace(outcome, error=(outcome.error + "; " if outcome.error else "") + error)
 
 
-async def run_eval(config: EvalConfig, progress: Progress | None = None,
-                   on_tasks: Callable[[int], None] | None = None) -> EvalSummary:
+async def run_eval(
+    config: EvalConfig,
+    progress: Progress | None = None,
+    on_tasks: Callable[[int], None] | None = None,
+) -> EvalSummary:
     """Load the benchmark, run it through the gateway, write ``output``, return the summary.
 
     Raises:
@@ -123,22 +132,36 @@ async def run_eval(config: EvalConfig, progress: Progress | None = None,
             before any agent runs.
     """
     spec = get_benchmark(config.benchmark)
-    tasks = load_tasks(spec, split=config.split, data_file=config.data_file,
-                       max_examples=config.max_examples)
+    tasks = load_tasks(
+        spec, split=config.split, data_file=config.data_file, max_examples=config.max_examples
+    )
     agent = builtin_agent(config.agent or spec.agent)
     if on_tasks is not None:
         on_tasks(len(tasks) * config.attempts)
     gateway = GatewayClient(config.gateway_url, config.admin_key)
     started = time.perf_counter()
     try:
-        results = await run_tasks(tasks, agent, gateway, run_id=config.run_id,
-                                  model=config.model, attempts=config.attempts,
-                                  concurrency=config.concurrency, sampling=config.sampling,
-                                  progress=progress)
+        results = await run_tasks(
+            tasks,
+            agent,
+            gateway,
+            run_id=config.run_id,
+            model=config.model,
+            attempts=config.attempts,
+            concurrency=config.concurrency,
+            sampling=config.sampling,
+            progress=progress,
+        )
     finally:
         await gateway.aclose()
-    summary = summarize(config.run_id, spec.name, config.model, results, config.attempts,
-                        time.perf_counter() - started)
+    summary = summarize(
+        config.run_id,
+        spec.name,
+        config.model,
+        results,
+        config.attempts,
+        time.perf_counter() - started,
+    )
     if config.output is not None:
         _write(config.output, results)
     return summary

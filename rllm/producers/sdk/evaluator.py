@@ -33,8 +33,9 @@ def to_reward_result(value: Any) -> RewardResult:
         return RewardResult(reward=float(value))
     if isinstance(value, tuple) and len(value) == 2:
         reward, correct = value
-        return RewardResult(reward=float(reward), is_correct=None if correct is None
-                            else bool(correct))
+        return RewardResult(
+            reward=float(reward), is_correct=None if correct is None else bool(correct)
+        )
     if isinstance(value, dict) and "reward" in value:
         return RewardResult(
             reward=float(value["reward"]),

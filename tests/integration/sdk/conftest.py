@@ -20,11 +20,19 @@ def upstream() -> Iterator[RunningUpstream]:
 
 
 @pytest.fixture
-def gateway(kafka: KafkaSettings, make_topics: Callable[..., list[str]], tmp_path: Path,
-            upstream: RunningUpstream) -> Iterator[ThreadedServer]:
+def gateway(
+    kafka: KafkaSettings,
+    make_topics: Callable[..., list[str]],
+    tmp_path: Path,
+    upstream: RunningUpstream,
+) -> Iterator[ThreadedServer]:
     make_topics(partitions=3)
-    settings = GatewaySettings(upstream_url=upstream.url, spool_dir=tmp_path / "spool",
-                               spool_fsync=False, follow_policy_updates=False)
+    settings = GatewaySettings(
+        upstream_url=upstream.url,
+        spool_dir=tmp_path / "spool",
+        spool_fsync=False,
+        follow_policy_updates=False,
+    )
     server = ThreadedServer(create_app(settings, kafka), lifespan="on")
     yield server
     server.stop()

@@ -19,8 +19,11 @@ from tests.integration.helpers import read_all
 
 @pytest.mark.parametrize(
     ("module", "calls"),
-    [("examples.openai_agent", 2), ("examples.langgraph_agent", 2),
-     ("examples.openai_agents_sdk", 1)],
+    [
+        ("examples.openai_agent", 2),
+        ("examples.langgraph_agent", 2),
+        ("examples.openai_agents_sdk", 1),
+    ],
 )
 async def test_example_agent_runs_in_gateway_sessions(
     module: str, calls: int, gateway: ThreadedServer, kafka: KafkaSettings
@@ -29,12 +32,14 @@ async def test_example_agent_runs_in_gateway_sessions(
     tasks = importlib.import_module("examples._run").TASKS
     client = GatewayClient(gateway.url)
     try:
-        results = await run_tasks(tasks, agent, client, run_id=f"run-{agent.name}", model="m",
-                                  sampling={"max_tokens": 16})
+        results = await run_tasks(
+            tasks, agent, client, run_id=f"run-{agent.name}", model="m", sampling={"max_tokens": 16}
+        )
     finally:
         await client.aclose()
     assert [o.status for o, _ in results] == [SessionStatus.OK, SessionStatus.OK], [
-        o.error for o, _ in results]
+        o.error for o, _ in results
+    ]
     assert all(o.answer and o.answer.startswith("ok:") for o, _ in results)
     assert [o.num_steps for o, _ in results] == [calls, calls]
 

@@ -34,8 +34,10 @@ def _events_by_session(kafka: KafkaSettings) -> dict[str, list[Any]]:
 def openai_agent(task: Task, config: RolloutConfig) -> str:
     client = config.openai_client()
     reply = client.chat.completions.create(
-        model=config.model, messages=[{"role": "user", "content": task.instruction}],
-        **config.sampling)
+        model=config.model,
+        messages=[{"role": "user", "content": task.instruction}],
+        **config.sampling,
+    )
     if "fail" in task.instruction:
         raise RuntimeError("the agent gave up")
     return str(reply.choices[0].message.content)
@@ -53,9 +55,17 @@ async def test_rollouts_and_rewards_form_whole_sessions_on_the_broker(
     tasks = [Task(task_id="t1", instruction="say hi"), Task(task_id="t2", instruction="fail now")]
     client = GatewayClient(gateway.url)
     try:
-        results = await run_tasks(tasks, openai_agent, client, run_id="run-sdk", model="m",
-                                  attempts=2, concurrency=3, sampling={"max_tokens": 8},
-                                  evaluator=starts_with_ok)
+        results = await run_tasks(
+            tasks,
+            openai_agent,
+            client,
+            run_id="run-sdk",
+            model="m",
+            attempts=2,
+            concurrency=3,
+            sampling={"max_tokens": 8},
+            evaluator=starts_with_ok,
+        )
     finally:
         await client.aclose()
     assert len(results) == 4
@@ -93,9 +103,16 @@ async def test_run_eval_on_a_benchmark_fixture_scores_writes_and_summarises(
     gateway: ThreadedServer, kafka: KafkaSettings, tmp_path: Path
 ) -> None:
     seen: list[str] = []
-    config = EvalConfig(benchmark="gsm8k", gateway_url=gateway.url, model="m", attempts=2,
-                        concurrency=2, data_file=FIXTURES / "gsm8k.parquet",
-                        output=tmp_path / "out.jsonl", sampling={"max_tokens": 16})
+    config = EvalConfig(
+        benchmark="gsm8k",
+        gateway_url=gateway.url,
+        model="m",
+        attempts=2,
+        concurrency=2,
+        data_file=FIXTURES / "gsm8k.parquet",
+        output=tmp_path / "out.jsonl",
+        sampling={"max_tokens": 16},
+    )
     summary = await run_eval(config, progress=lambda o, r: seen.append(o.session_id))
     assert summary.tasks == 2 and summary.attempts == 2
     assert summary.accuracy == 0.0  # the fake upstream only echoes; math grading says wrong
