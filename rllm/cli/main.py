@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import click
 
+from rllm.cli.analytics import analytics
+from rllm.cli.bench import bench
+from rllm.cli.eval import eval_command
 from rllm.cli.events import events
+from rllm.cli.gateway import gateway
+from rllm.cli.history import history
+from rllm.cli.model import model
+from rllm.cli.process import process
+from rllm.cli.replay import replay
+from rllm.cli.serve import serve
 from rllm.cli.stack import down, status, topics, up
+from rllm.cli.train import train
 
 __all__ = ["cli", "main"]
 
@@ -17,10 +27,20 @@ def cli() -> None:
 
 
 cli.add_command(up)
+cli.add_command(bench)
+cli.add_command(model)
 cli.add_command(down)
 cli.add_command(status)
 cli.add_command(events)
+cli.add_command(eval_command)
 cli.add_command(topics)
+cli.add_command(history)
+cli.add_command(analytics)
+cli.add_command(replay)
+cli.add_command(gateway)
+cli.add_command(process)
+cli.add_command(train)
+cli.add_command(serve)
 
 
 def main() -> None:

@@ -148,7 +148,8 @@ def stack_status(stack: StackSettings) -> list[ComponentStatus]:
                 "kafka",
                 True,
                 stack.bootstrap_servers,
-                f"{brokers} broker, data {stack.kafka_data_dir}; topics: {', '.join(topics) or 'none'}",
+                f"{brokers} broker, data {stack.kafka_data_dir}; "
+                f"topics: {', '.join(topics) or 'none'}",
             )
         ]
     except KafkaUnavailableError:
