@@ -1,0 +1,182 @@
+"""Anthropic Messages over a chat-completions upstream: translate the request (system,
+text, tool_use, tool_result), and the answer back; streams are replayed from the answer."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from .base import Parsed, sse
+
+__all__ = ["from_chat", "stream_events", "to_chat"]
+
+_STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    raise ValueError(f"content must be a string or a list of blocks, got {type(content).__name__}")
+
+
+def _text(blocks: list[dict[str, Any]]) -> str:
+    return "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+
+
+def to_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """The chat-completions request for an Anthropic Messages request."""
+    messages: list[dict[str, Any]] = []
+    system = body.get("system")
+    if system:
+        messages.append(
+            {
+                "role": "system",
+                "content": system if isinstance(system, str) else _text(_blocks(system)),
+            }
+        )
+    for m in body["messages"]:
+        blocks = _blocks(m["content"])
+        kinds = {str(b.get("type")) for b in blocks}
+        if not kinds <= {"text", "tool_use", "tool_result"}:
+            raise ValueError(
+                f"content block types {sorted(kinds - {'text', 'tool_use', 'tool_result'})}"
+                " are not supported"
+            )
+        if m["role"] == "assistant":
+            msg: dict[str, Any] = {"role": "assistant", "content": _text(blocks) or None}
+            calls = [
+                {
+                    "id": b["id"],
+                    "type": "function",
+                    "function": {"name": b["name"], "arguments": json.dumps(b.get("input", {}))},
+                }
+                for b in blocks
+                if b.get("type") == "tool_use"
+            ]
+            if calls:
+                msg["tool_calls"] = calls
+            messages.append(msg)
+            continue
+        for b in blocks:
+            if b.get("type") == "tool_result":
+                content = b.get("content", "")
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": b["tool_use_id"],
+                        "content": content if isinstance(content, str) else _text(_blocks(content)),
+                    }
+                )
+        text = _text(blocks)
+        if text or "tool_result" not in kinds:
+            messages.append({"role": m["role"], "content": text})
+    chat: dict[str, Any] = {"model": body["model"], "messages": messages}
+    if body.get("tools"):
+        chat["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t["name"],
+                    "description": t.get("description", ""),
+                    "parameters": t.get("input_schema", {}),
+                },
+            }
+            for t in body["tools"]
+        ]
+    for src, dst in (
+        ("max_tokens", "max_tokens"),
+        ("temperature", "temperature"),
+        ("top_p", "top_p"),
+        ("top_k", "top_k"),
+        ("stop_sequences", "stop"),
+    ):
+        if body.get(src) is not None:
+            chat[dst] = body[src]
+    return chat
+
+
+def from_chat(body: dict[str, Any], parsed: Parsed) -> dict[str, Any]:
+    """The Anthropic Messages answer for a chat completion."""
+    content: list[dict[str, Any]] = []
+    if parsed.text:
+        content.append({"type": "text", "text": parsed.text})
+    for call in parsed.tool_calls:
+        fn = call.get("function") or {}
+        try:
+            args = json.loads(fn.get("arguments") or "{}")
+        except ValueError:
+            args = {"_raw": fn.get("arguments")}
+        content.append(
+            {
+                "type": "tool_use",
+                "id": call.get("id") or f"toolu_{uuid.uuid4().hex}",
+                "name": fn.get("name", ""),
+                "input": args,
+            }
+        )
+    return {
+        "id": f"msg_{uuid.uuid4().hex}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model"),
+        "content": content,
+        "stop_reason": _STOP.get(parsed.finish_reason or "stop", "end_turn"),
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": parsed.usage.prompt_tokens,
+            "output_tokens": parsed.usage.completion_tokens,
+        },
+    }
+
+
+def stream_events(answer: dict[str, Any]) -> list[bytes]:
+    """The Anthropic stream events of a finished answer."""
+    out = [
+        sse(
+            {
+                "type": "message_start",
+                "message": {
+                    **answer,
+                    "content": [],
+                    "stop_reason": None,
+                    "usage": {**answer["usage"], "output_tokens": 0},
+                },
+            },
+            event="message_start",
+        )
+    ]
+    for i, block in enumerate(answer["content"]):
+        if block["type"] == "text":
+            start: dict[str, Any] = {"type": "text", "text": ""}
+            delta: dict[str, Any] = {"type": "text_delta", "text": block["text"]}
+        else:
+            start = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        out.append(
+            sse(
+                {"type": "content_block_start", "index": i, "content_block": start},
+                event="content_block_start",
+            )
+        )
+        out.append(
+            sse(
+                {"type": "content_block_delta", "index": i, "delta": delta},
+                event="content_block_delta",
+            )
+        )
+        out.append(sse({"type": "content_block_stop", "index": i}, event="content_block_stop"))
+    out.append(
+        sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": answer["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": answer["usage"]["output_tokens"]},
+            },
+            event="message_delta",
+        )
+    )
+    out.append(sse({"type": "message_stop"}, event="message_stop"))
+    return out

@@ -1,0 +1,159 @@
+"""OpenAI chat/completions against a vLLM-style upstream: ask for token IDs and logprobs,
+read them, and strip what the client did not ask for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rllm.errors import RllmError
+
+from .base import Parsed, usage_of
+
+__all__ = ["ChatStream", "asked_ids", "asked_logprobs", "parse_chat", "prepare_chat"]
+
+
+def asked_ids(body: dict[str, Any]) -> bool:
+    """Whether the client itself asked for token IDs."""
+    return bool(body.get("return_token_ids"))
+
+
+def asked_logprobs(body: dict[str, Any]) -> bool:
+    """Whether the client itself asked for logprobs."""
+    lp = body.get("logprobs")
+    return lp is not None and lp is not False
+
+
+def prepare_chat(body: dict[str, Any], capture: bool) -> dict[str, Any]:
+    """The upstream body: the client's, plus ``logprobs`` and ``return_token_ids`` to capture."""
+    if not capture:
+        return body
+    out = dict(body)
+    out["logprobs"] = True
+    out["return_token_ids"] = True
+    return out
+
+
+def _strip(data: dict[str, Any], choice: dict[str, Any], body: dict[str, Any]) -> None:
+    if not asked_ids(body):
+        data.pop("prompt_token_ids", None)
+        choice.pop("token_ids", None)
+        choice.pop("prompt_token_ids", None)
+    if not asked_logprobs(body) and "logprobs" in choice:
+        choice["logprobs"] = None
+
+
+def _lp_content(choice: dict[str, Any]) -> list[float] | None:
+    lp = choice.get("logprobs")
+    if not isinstance(lp, dict) or not isinstance(lp.get("content"), list):
+        return None
+    return [float(c["logprob"]) for c in lp["content"]]
+
+
+def parse_chat(body: dict[str, Any], data: Any) -> Parsed:
+    """Read token IDs, logprobs and the answer from a chat completion; strip for the client.
+
+    Raises:
+        RllmError: the upstream answer is not a chat completion.
+    """
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("choices"), list)
+        or not data["choices"]
+    ):
+        raise RllmError("upstream answer has no choices")
+    choice = data["choices"][0]
+    prompt_ids = data.get("prompt_token_ids") or choice.get("prompt_token_ids")
+    response_ids = choice.get("token_ids")
+    logprobs = _lp_content(choice)
+    message = choice.get("message") or {}
+    parsed = Parsed(
+        client=data,
+        prompt_ids=prompt_ids,
+        response_ids=response_ids,
+        logprobs=logprobs,
+        finish_reason=choice.get("finish_reason"),
+        usage=usage_of(data.get("usage"), prompt_ids, response_ids),
+        text=message.get("content") or "",
+        tool_calls=list(message.get("tool_calls") or []),
+    )
+    for c in data["choices"]:
+        _strip(data, c, body)
+    return parsed
+
+
+class ChatStream:
+    """Accumulates a streamed chat completion chunk by chunk and strips each chunk."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = body
+        self.prompt_ids: list[int] | None = None
+        self.response_ids: list[int] | None = None
+        self.logprobs: list[float] | None = None
+        self.text: list[str] = []
+        self.tool_calls: dict[int, dict[str, Any]] = {}
+        self.finish_reason: str | None = None
+        self.usage: Any = None
+        self.head: dict[str, Any] = {}
+
+    def feed(self, chunk: dict[str, Any]) -> dict[str, Any]:
+        """Take one chunk; return it as the client should see it."""
+        if not self.head:
+            self.head = {k: chunk.get(k) for k in ("id", "created", "model")}
+        if chunk.get("prompt_token_ids") is not None:
+            self.prompt_ids = list(chunk["prompt_token_ids"])
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) == 0:
+                self._take(choice)
+            _strip(chunk, choice, self.body)
+        return chunk
+
+    def _take(self, choice: dict[str, Any]) -> None:
+        if choice.get("prompt_token_ids") is not None:
+            self.prompt_ids = list(choice["prompt_token_ids"])
+        if choice.get("token_ids") is not None:
+            self.response_ids = (self.response_ids or []) + list(choice["token_ids"])
+        lps = _lp_content(choice)
+        if lps is not None:
+            self.logprobs = (self.logprobs or []) + lps
+        delta = choice.get("delta") or choice
+        if delta.get("content"):
+            self.text.append(delta["content"])
+        if delta.get("text"):
+            self.text.append(delta["text"])
+        for call in delta.get("tool_calls") or []:
+            slot = self.tool_calls.setdefault(
+                int(call.get("index", 0)),
+                {"id": None, "type": "function", "function": {"name": "", "arguments": ""}},
+            )
+            slot["id"] = call.get("id") or slot["id"]
+            fn = call.get("function") or {}
+            slot["function"]["name"] += fn.get("name") or ""
+            slot["function"]["arguments"] += fn.get("arguments") or ""
+        if choice.get("finish_reason"):
+            self.finish_reason = choice["finish_reason"]
+
+    def parsed(self) -> Parsed:
+        """The whole answer, assembled as a non-streamed chat completion."""
+        calls = [self.tool_calls[i] for i in sorted(self.tool_calls)]
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.text) or None}
+        if calls:
+            message["tool_calls"] = calls
+        client = {
+            **self.head,
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason}],
+        }
+        if self.usage:
+            client["usage"] = self.usage
+        return Parsed(
+            client=client,
+            prompt_ids=self.prompt_ids,
+            response_ids=self.response_ids,
+            logprobs=self.logprobs,
+            finish_reason=self.finish_reason,
+            usage=usage_of(self.usage, self.prompt_ids, self.response_ids),
+            text="".join(self.text),
+            tool_calls=calls,
+        )

@@ -1,0 +1,200 @@
+"""OpenAI Responses API over a chat-completions upstream: translate the request, and the
+answer back (text and function calls); streams are replayed from the finished answer."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+from .base import Parsed, sse
+
+__all__ = ["from_chat", "stream_events", "to_chat"]
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    raise ValueError(f"content must be a string or a list of parts, got {type(content).__name__}")
+
+
+def to_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """The chat-completions request for a Responses request."""
+    messages: list[dict[str, Any]] = []
+    if body.get("instructions"):
+        messages.append({"role": "system", "content": str(body["instructions"])})
+    items = body["input"]
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    for item in items:
+        kind = item.get("type", "message")
+        if kind == "message":
+            role = "system" if item["role"] == "developer" else item["role"]
+            messages.append({"role": role, "content": _text(item["content"])})
+        elif kind == "function_call":
+            call = {
+                "id": item["call_id"],
+                "type": "function",
+                "function": {"name": item["name"], "arguments": item.get("arguments", "{}")},
+            }
+            last = messages[-1] if messages else None
+            if last is not None and last["role"] == "assistant" and "tool_calls" in last:
+                last["tool_calls"].append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            output = item.get("output", "")
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": item["call_id"],
+                    "content": output if isinstance(output, str) else json.dumps(output),
+                }
+            )
+        else:
+            raise ValueError(f"input item type {kind!r} is not supported")
+    chat: dict[str, Any] = {"model": body["model"], "messages": messages}
+    tools = [
+        {
+            "type": "function",
+            "function": {k: t[k] for k in ("name", "description", "parameters") if k in t},
+        }
+        for t in body.get("tools") or []
+        if t.get("type") == "function"
+    ]
+    if tools:
+        chat["tools"] = tools
+    for src, dst in (
+        ("max_output_tokens", "max_tokens"),
+        ("temperature", "temperature"),
+        ("top_p", "top_p"),
+    ):
+        if body.get(src) is not None:
+            chat[dst] = body[src]
+    return chat
+
+
+def from_chat(body: dict[str, Any], parsed: Parsed) -> dict[str, Any]:
+    """The Responses answer for a chat completion."""
+    output: list[dict[str, Any]] = []
+    if parsed.text:
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{uuid.uuid4().hex}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": parsed.text, "annotations": []}],
+            }
+        )
+    for call in parsed.tool_calls:
+        fn = call.get("function") or {}
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{uuid.uuid4().hex}",
+                "call_id": call.get("id") or f"call_{uuid.uuid4().hex}",
+                "name": fn.get("name", ""),
+                "arguments": fn.get("arguments", "{}"),
+                "status": "completed",
+            }
+        )
+    u = parsed.usage
+    return {
+        "id": f"resp_{uuid.uuid4().hex}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "incomplete" if parsed.finish_reason == "length" else "completed",
+        "model": body.get("model"),
+        "output": output,
+        "error": None,
+        "incomplete_details": (
+            {"reason": "max_output_tokens"} if parsed.finish_reason == "length" else None
+        ),
+        "instructions": body.get("instructions"),
+        "metadata": body.get("metadata") or {},
+        "parallel_tool_calls": True,
+        "tool_choice": body.get("tool_choice", "auto"),
+        "tools": body.get("tools") or [],
+        "temperature": body.get("temperature"),
+        "top_p": body.get("top_p"),
+        "usage": {
+            "input_tokens": u.prompt_tokens,
+            "output_tokens": u.completion_tokens,
+            "total_tokens": u.prompt_tokens + u.completion_tokens,
+            "input_tokens_details": {"cached_tokens": u.cached_tokens},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
+
+
+def stream_events(answer: dict[str, Any]) -> list[bytes]:
+    """The Responses stream events of a finished answer."""
+    seq = iter(range(1_000_000))
+    out: list[bytes] = []
+
+    def emit(kind: str, **data: Any) -> None:
+        out.append(sse({"type": kind, "sequence_number": next(seq), **data}, event=kind))
+
+    emit("response.created", response={**answer, "status": "in_progress", "output": []})
+    for i, item in enumerate(answer["output"]):
+        if item["type"] == "message":
+            emit(
+                "response.output_item.added",
+                output_index=i,
+                item={**item, "status": "in_progress", "content": []},
+            )
+            text = item["content"][0]["text"]
+            part = {"type": "output_text", "text": "", "annotations": []}
+            emit(
+                "response.content_part.added",
+                item_id=item["id"],
+                output_index=i,
+                content_index=0,
+                part=part,
+            )
+            emit(
+                "response.output_text.delta",
+                item_id=item["id"],
+                output_index=i,
+                content_index=0,
+                delta=text,
+            )
+            emit(
+                "response.output_text.done",
+                item_id=item["id"],
+                output_index=i,
+                content_index=0,
+                text=text,
+            )
+            emit(
+                "response.content_part.done",
+                item_id=item["id"],
+                output_index=i,
+                content_index=0,
+                part={**part, "text": text},
+            )
+        else:
+            emit(
+                "response.output_item.added",
+                output_index=i,
+                item={**item, "status": "in_progress", "arguments": ""},
+            )
+            emit(
+                "response.function_call_arguments.delta",
+                item_id=item["id"],
+                output_index=i,
+                delta=item["arguments"],
+            )
+            emit(
+                "response.function_call_arguments.done",
+                item_id=item["id"],
+                output_index=i,
+                arguments=item["arguments"],
+            )
+        emit("response.output_item.done", output_index=i, item=item)
+    emit("response.completed", response=answer)
+    return out

@@ -1,0 +1,282 @@
+"""The gateway's ASGI app (Starlette): routes, auth, body limits, lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from rllm.kafka import EventPublisher
+from rllm.schemas.types import SessionOpened, SessionStatus, Task
+from rllm.settings import KafkaSettings
+
+from .admin import (
+    guarded,
+    health,
+    is_admin,
+    may_use,
+    metrics,
+    pause,
+    policy,
+    require_admin,
+    set_version,
+    state_of,
+)
+from .calls import API_PATHS, handle_call
+from .errors import GatewayError
+from .ingest import ingest_events
+from .metrics import Metrics
+from .policy import PolicyFollower
+from .routing import parse_session_path, request_key
+from .sessions import Session
+from .settings import GatewaySettings
+from .sink import EventSink
+from .spool import Spool
+from .state import GatewayState
+from .upstreams import Upstream, UpstreamFailure
+from .validation import read_json, validate_call
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("rllm.gateway")
+
+
+def create_app(
+    settings: GatewaySettings,
+    kafka: KafkaSettings,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> Starlette:
+    """Build the gateway app; Kafka, spool and upstream pool start with its lifespan."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        counters = Metrics()
+        overrides: dict[str, Any] = {
+            "message.timeout.ms": int(settings.ack_timeout_s * 1000),
+            "reconnect.backoff.max.ms": 1000,
+            "linger.ms": settings.linger_ms,
+        }
+        publisher = EventPublisher(kafka, None, **overrides)
+        sink = EventSink(
+            publisher,
+            Spool(settings.spool_dir, settings.spool_fsync),
+            counters,
+            settings.ack_timeout_s,
+            settings.drain_interval_s,
+        )
+        state = GatewayState(
+            settings,
+            Upstream(settings, transport),
+            sink,
+            counters,
+            policy_version=settings.policy_version,
+        )
+        counters.gauge(
+            "rllm_gateway_spool_depth", "Events waiting in the spool.", lambda: sink.spool.depth
+        )
+        counters.gauge("rllm_gateway_open_sessions", "Open sessions.", lambda: len(state.sessions))
+        counters.gauge(
+            "rllm_gateway_policy_version", "Current policy version.", lambda: state.policy_version
+        )
+        follower = None
+        if settings.follow_policy_updates:
+            follower = PolicyFollower(kafka, lambda v: set_version(state, v))
+            follower.start()
+        app.state.gw = state
+        sink.start()
+        reaper = asyncio.get_running_loop().create_task(_reap(state))
+        if sink.spooling:
+            log.info(
+                "spool %s holds %d events from a previous run; draining",
+                sink.spool.path,
+                sink.spool.depth,
+            )
+        try:
+            yield
+        finally:
+            reaper.cancel()
+            if follower is not None:
+                follower.stop()
+            await state.upstream.aclose()
+            await sink.stop()
+
+    return Starlette(
+        routes=[
+            Route("/health", health, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
+            Route("/sessions", _open, methods=["POST"]),
+            Route("/sessions/{rest:path}", _session_path, methods=["GET", "POST"]),
+            Route("/v1/{api:path}", _plain_v1, methods=["GET", "POST"]),
+            Route("/admin/policy", policy, methods=["GET", "POST"]),
+            Route("/admin/pause", pause, methods=["GET", "POST"]),
+        ],
+        lifespan=lifespan,
+    )
+
+
+def _session_info(st: GatewayState, request: Request, session: Session) -> dict[str, Any]:
+    base = (st.settings.public_url or str(request.base_url)).rstrip("/")
+    return {
+        "session_id": session.session_id,
+        "run_id": session.run_id,
+        "base_url": f"{base}/sessions/{quote(session.session_id, safe='/:')}/v1",
+        "api_key": session.key,
+        "num_steps": session.num_steps,
+    }
+
+
+async def _reap(state: GatewayState) -> None:
+    timeout = state.settings.idle_timeout_s
+    if not timeout:
+        return
+    while True:
+        await asyncio.sleep(min(max(timeout / 4, 0.05), 30.0))
+        try:
+            await state.reap_idle()
+        except Exception:  # the reaper must survive; it logs and retries
+            log.exception("closing idle sessions failed")
+
+
+@guarded
+async def _open(request: Request) -> Response:
+    st = state_of(request)
+    require_admin(st, request)
+    body = await read_json(request, st.settings.max_body_bytes)
+    if not isinstance(body, dict):
+        raise GatewayError(400, "POST /sessions needs a JSON object")
+    import uuid
+
+    sid = str(body.get("session_id") or uuid.uuid4().hex)
+    if st.sessions.get(sid) is not None:
+        raise GatewayError(409, f"session {sid!r} is already open")
+    try:
+        task_data = body.get("task") or {"task_id": str(body.get("task_id", sid))}
+        task = Task.model_validate(
+            {**task_data, "metadata_json": json.dumps(task_data.get("metadata", {}))}
+            if "metadata" in task_data
+            else task_data
+        )
+        opened = SessionOpened(
+            task=task,
+            rollout_index=int(body.get("rollout_index", 0)),
+            group_size=int(body.get("group_size", 1)),
+            trajectory_name=str(body.get("trajectory_name", "default")),
+            agent=str(body.get("agent", "")),
+            policy_version=st.policy_version,
+            model=body.get("model"),
+            metadata_json=json.dumps(body.get("metadata", {})),
+        )
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise GatewayError(400, f"invalid session: {exc}") from exc
+    session = await st.open_session(
+        sid, str(body.get("run_id") or st.settings.default_run_id), task, opened
+    )
+    return JSONResponse(_session_info(st, request, session), status_code=201)
+
+
+async def _implicit(st: GatewayState, request: Request, sid: str) -> Session:
+    if st.sessions.is_closed(sid):
+        raise GatewayError(409, f"session {sid!r} is closed")
+    if not st.settings.implicit_sessions:
+        raise GatewayError(404, f"unknown session {sid!r}; open it with POST /sessions")
+    if st.settings.admin_key is not None and not is_admin(st, request_key(dict(request.headers))):
+        raise GatewayError(
+            404, f"unknown session {sid!r}; only the admin key opens sessions implicitly"
+        )
+    run_id = request.headers.get("x-rllm-run-id") or st.settings.default_run_id
+    return await st.open_session(sid, run_id, Task(task_id=sid))
+
+
+@guarded
+async def _session_path(request: Request) -> Response:
+    st = state_of(request)
+    route = parse_session_path(request.path_params["rest"])
+    if route is None:
+        raise GatewayError(404, "no session id in the path")
+    key = request_key(dict(request.headers))
+    session = st.sessions.get(route.session_id)
+    if route.action == "close":
+        if session is None:
+            raise GatewayError(404, f"unknown session {route.session_id!r}")
+        if not may_use(st, session, key):
+            raise GatewayError(401, f"wrong key for session {route.session_id!r}")
+        body = await read_json(request, st.settings.max_body_bytes, allow_empty=True) or {}
+        try:
+            status = SessionStatus(body.get("status", "ok"))
+        except ValueError as exc:
+            raise GatewayError(
+                400,
+                f"status must be one of ok, error, timeout, cancelled; got {body.get('status')!r}",
+            ) from exc
+        closed = await st.close_session(session, status, body.get("output"), body.get("error"))
+        return JSONResponse(
+            {"session_id": route.session_id, "num_steps": closed.num_steps, "status": status.value}
+        )
+    if route.action == "info":
+        if session is None or not may_use(st, session, key):
+            raise GatewayError(404, f"unknown session {route.session_id!r}")
+        return JSONResponse({**_session_info(st, request, session), "api_key": None})
+    if session is None:
+        session = await _implicit(st, request, route.session_id)
+    elif not may_use(st, session, key):
+        raise GatewayError(401, f"wrong key for session {route.session_id!r}")
+    return await _api(st, request, session, route.api_path)
+
+
+@guarded
+async def _plain_v1(request: Request) -> Response:
+    st = state_of(request)
+    api_path = request.path_params["api"].strip("/")
+    key = request_key(dict(request.headers))
+    session = st.sessions.by_key(key) if key else None
+    if api_path == "events":
+        if session is None:
+            require_admin(st, request)
+        body = await read_json(request, st.settings.max_body_bytes)
+        status, answer = await ingest_events(st, body, session)
+        return JSONResponse(answer, status_code=status)
+    if session is None:
+        if api_path == "models" and is_admin(st, key):
+            return await _api(st, request, None, api_path)
+        raise GatewayError(
+            401, "no open session has this key; use the session's key or /sessions/{id}/v1"
+        )
+    return await _api(st, request, session, api_path)
+
+
+async def _api(
+    st: GatewayState, request: Request, session: Session | None, api_path: str
+) -> Response:
+    headers = dict(request.headers)
+    if api_path == "models":
+        try:
+            resp = await st.upstream.forward("GET", "/v1/models", b"", headers)
+        except UpstreamFailure as failure:
+            return Response(failure.body, status_code=failure.status, media_type="application/json")
+        return Response(
+            resp.content, status_code=resp.status_code, media_type=resp.headers.get("content-type")
+        )
+    api = API_PATHS.get(api_path)
+    if api is None or request.method != "POST" or session is None:
+        raise GatewayError(404, f"unknown API {request.method} /v1/{api_path}")
+    if st.paused:
+        raise GatewayError(
+            429,
+            "the gateway is paused while weights are swapped; retry later",
+            retry_after=st.settings.pause_retry_after_s,
+        )
+    body = await read_json(request, st.settings.max_body_bytes)
+    validate_call(api, body)
+    response = await handle_call(st, session, api, f"/v1/{api_path}", body, headers)
+    st.metrics.inc("rllm_gateway_requests_total", api=api.value, status=str(response.status_code))
+    return response

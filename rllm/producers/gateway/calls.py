@@ -1,0 +1,252 @@
+"""One LLM call through the gateway: dispatch upstream, answer the agent, capture the step."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from rllm.errors import RllmError
+from rllm.schemas.types import ApiKind, StepError, Usage, utcnow
+
+from .adapters import anthropic, responses
+from .adapters.base import Parsed, sse
+from .adapters.chat import ChatStream, parse_chat, prepare_chat
+from .adapters.completions import CompletionStream, parse_completion, prepare_completion
+from .capture import Capture, sampling_params, step_event
+from .sessions import Session
+from .settings import UpstreamKind
+from .sglang import replay_chunks
+from .state import GatewayState
+from .upstreams import UpstreamFailure
+
+__all__ = ["API_PATHS", "handle_call"]
+
+API_PATHS = {
+    "chat/completions": ApiKind.CHAT,
+    "completions": ApiKind.COMPLETIONS,
+    "responses": ApiKind.RESPONSES,
+    "messages": ApiKind.ANTHROPIC_MESSAGES,
+}
+_TRANSLATED = {ApiKind.RESPONSES: responses, ApiKind.ANTHROPIC_MESSAGES: anthropic}
+
+
+class _Call:
+    """Timing and capture of one call."""
+
+    def __init__(
+        self, state: GatewayState, session: Session, api: ApiKind, body: dict[str, Any]
+    ) -> None:
+        self.state, self.session, self.api, self.body = state, session, api, body
+        self.t0 = time.perf_counter()
+        self.index = session.take_index()
+        self.cap = Capture(
+            api=api,
+            model=str(body.get("model", "")),
+            request=body,
+            started_at=utcnow(),
+            upstream=state.upstream.url,
+            policy_version=state.policy_version,
+            sampling=sampling_params(body),
+        )
+        self.t_up = 0.0
+        self.recorded = False
+
+    def sent(self) -> None:
+        self.t_up = time.perf_counter()
+
+    def received(self) -> None:
+        self.cap.latency_ms = (time.perf_counter() - self.t_up) * 1000
+
+    def take(self, parsed: Parsed, response: Any) -> None:
+        c = self.cap
+        c.response = response
+        c.prompt_ids, c.response_ids, c.logprobs = (
+            parsed.prompt_ids,
+            parsed.response_ids,
+            parsed.logprobs,
+        )
+        c.finish_reason, c.usage = parsed.finish_reason, parsed.usage
+
+    async def record(self, wait: bool | None = None) -> None:
+        """Publish the step (once); with ack capture this returns after Kafka's ack."""
+        if self.recorded:
+            return
+        self.recorded = True
+        total = (time.perf_counter() - self.t0) * 1000
+        self.cap.overhead_ms = max(total - self.cap.latency_ms, 0.0)
+        m = self.state.metrics
+        m.observe("rllm_gateway_upstream_latency_seconds", self.cap.latency_ms / 1000)
+        if self.cap.error is not None:
+            m.inc("rllm_gateway_errors_total", kind=self.cap.error.kind)
+        event = step_event(self.session, self.cap, self.index, self.state.settings.producer_name)
+        await self.state.publish(self.session, event, wait)
+        m.observe(
+            "rllm_gateway_added_latency_seconds",
+            max(time.perf_counter() - self.t0 - self.cap.latency_ms / 1000, 0.0),
+        )
+
+    async def failed(self, failure: UpstreamFailure) -> Response:
+        self.received()
+        self.cap.error = failure.error
+        try:
+            self.cap.response = json.loads(failure.body)
+        except ValueError:
+            self.cap.response = {"raw": failure.body[:2000].decode("utf-8", "replace")}
+        await self.record()
+        return Response(failure.body, status_code=failure.status, media_type=failure.content_type)
+
+
+async def handle_call(
+    state: GatewayState,
+    session: Session,
+    api: ApiKind,
+    path: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+) -> Response:
+    """Serve one API call for ``session`` and capture it as a step."""
+    call = _Call(state, session, api, body)
+    try:
+        if state.upstream.kind is UpstreamKind.HOSTED:
+            return await _passthrough(call, path, headers)
+        if api in _TRANSLATED:
+            return await _translated(call, headers)
+        if body.get("stream") and state.upstream.sglang is None:
+            return await _native_stream(call, headers)
+        return await _native(call, headers)
+    except UpstreamFailure as failure:
+        return await call.failed(failure)
+
+
+async def _complete(call: _Call, chat: bool, body: dict[str, Any], headers: dict[str, str]) -> Any:
+    """The upstream's chat completion or completion, in the vLLM shape."""
+    up = call.state.upstream
+    call.sent()
+    if up.sglang is not None:
+        data = await up.sglang.complete(up, body, chat, headers)
+    elif chat:
+        data = await up.post_json("/v1/chat/completions", prepare_chat(body, True), headers)
+    else:
+        data = await up.post_json("/v1/completions", prepare_completion(body, True), headers)
+    call.received()
+    return data
+
+
+async def _native(call: _Call, headers: dict[str, str]) -> Response:
+    chat = call.api is ApiKind.CHAT
+    data = await _complete(call, chat, call.body, headers)
+    try:
+        parsed = parse_chat(call.body, data) if chat else parse_completion(call.body, data)
+    except RllmError as exc:
+        raise UpstreamFailure("invalid_response", 502, json.dumps(data).encode(), str(exc)) from exc
+    call.take(parsed, parsed.client)
+    await call.record()
+    if call.body.get("stream"):
+        chunks = replay_chunks(parsed.client, chat)
+        return StreamingResponse(iter(chunks), media_type="text/event-stream")
+    return JSONResponse(parsed.client)
+
+
+async def _native_stream(call: _Call, headers: dict[str, str]) -> Response:
+    chat = call.api is ApiKind.CHAT
+    up_body = prepare_chat(call.body, True) if chat else prepare_completion(call.body, True)
+    call.sent()
+    resp = await call.state.upstream.open_stream(
+        "/v1/chat/completions" if chat else "/v1/completions", up_body, headers
+    )
+    acc = ChatStream(call.body) if chat else CompletionStream(call.body)
+    return StreamingResponse(_relay(call, resp, acc), media_type="text/event-stream")
+
+
+async def _relay(call: _Call, resp: httpx.Response, acc: ChatStream) -> AsyncIterator[bytes]:
+    try:
+        async for line in resp.aiter_lines():
+            if not line.startswith("data:"):
+                continue
+            payload = line[5:].strip()
+            if payload == "[DONE]":
+                break
+            if call.cap.ttft_ms is None:
+                call.cap.ttft_ms = (time.perf_counter() - call.t_up) * 1000
+            yield sse(acc.feed(json.loads(payload)))
+        call.received()
+        parsed = acc.parsed()
+        call.take(parsed, parsed.client)
+        await call.record()
+        yield b"data: [DONE]\n\n"
+    except (httpx.HTTPError, ValueError) as exc:
+        call.received()
+        kind = "upstream_timeout" if isinstance(exc, httpx.TimeoutException) else "invalid_response"
+        call.cap.error = StepError(kind=kind, message=f"stream broke: {type(exc).__name__}: {exc}")
+        await call.record()
+        yield sse({"error": {"message": call.cap.error.message, "type": kind}})
+    finally:
+        await resp.aclose()
+        if not call.recorded:  # the agent went away mid-stream
+            call.cap.error = StepError(kind="gateway", message="client disconnected mid-stream")
+            await call.record(wait=False)
+
+
+async def _translated(call: _Call, headers: dict[str, str]) -> Response:
+    adapter = _TRANSLATED[call.api]
+    try:
+        chat_body = adapter.to_chat(call.body)
+    except (KeyError, TypeError, ValueError) as exc:
+        return JSONResponse(
+            {
+                "error": {
+                    "message": f"cannot translate the request: {exc}",
+                    "type": "invalid_request_error",
+                }
+            },
+            status_code=400,
+        )
+    data = await _complete(call, True, chat_body, headers)
+    try:
+        parsed = parse_chat(chat_body, data)
+    except RllmError as exc:
+        raise UpstreamFailure("invalid_response", 502, json.dumps(data).encode(), str(exc)) from exc
+    answer = adapter.from_chat(call.body, parsed)
+    call.take(parsed, answer)
+    await call.record()
+    if call.body.get("stream"):
+        return StreamingResponse(
+            iter(adapter.stream_events(answer)), media_type="text/event-stream"
+        )
+    return JSONResponse(answer)
+
+
+async def _passthrough(call: _Call, path: str, headers: dict[str, str]) -> Response:
+    content = json.dumps(call.body).encode()
+    call.sent()
+    resp = await call.state.upstream.forward("POST", path, content, headers)
+    call.received()
+    ctype = resp.headers.get("content-type", "application/json")
+    if resp.status_code >= 400:
+        raise UpstreamFailure(
+            "upstream_status",
+            resp.status_code,
+            resp.content,
+            f"upstream answered {resp.status_code}: {resp.text[:500]}",
+            ctype,
+        )
+    try:
+        data: Any = resp.json()
+    except ValueError:
+        data = {"raw": resp.text[:1_000_000]}
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if isinstance(usage, dict):
+        call.cap.usage = Usage(
+            prompt_tokens=int(usage.get("prompt_tokens") or usage.get("input_tokens") or 0),
+            completion_tokens=int(
+                usage.get("completion_tokens") or usage.get("output_tokens") or 0
+            ),
+        )
+    call.cap.response = data
+    await call.record()
+    return Response(resp.content, status_code=resp.status_code, media_type=ctype)

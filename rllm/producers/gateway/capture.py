@@ -1,0 +1,151 @@
+"""Turn one upstream call into a ``StepCaptured``, delta-encoding multi-turn prompts.
+
+Pure logic: the API adapters fill a ``Capture``; ``step_event`` builds the event and
+advances the session's delta state.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rllm.schemas.tokens import pack_logprobs, pack_tokens
+from rllm.schemas.types import (
+    ApiKind,
+    SessionEvent,
+    StepCaptured,
+    StepError,
+    TokenStatus,
+    Usage,
+)
+
+from .sessions import Session
+
+__all__ = [
+    "SAMPLING_KEYS",
+    "Capture",
+    "common_prefix_len",
+    "delta_prompt",
+    "sampling_params",
+    "step_event",
+]
+
+SAMPLING_KEYS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "max_tokens",
+    "max_completion_tokens",
+    "max_output_tokens",
+    "n",
+    "stop",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "repetition_penalty",
+    "logprobs",
+    "top_logprobs",
+)
+
+
+def sampling_params(body: dict[str, Any]) -> dict[str, Any]:
+    """The sampling parameters of a request body."""
+    return {k: body[k] for k in SAMPLING_KEYS if k in body}
+
+
+def common_prefix_len(a: npt.NDArray[np.int32], b: npt.NDArray[np.int32]) -> int:
+    """Length of the longest common prefix of two token arrays."""
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    diff = np.flatnonzero(a[:n] != b[:n])
+    return int(diff[0]) if diff.size else n
+
+
+def delta_prompt(
+    previous_full: npt.NDArray[np.int32], prompt: npt.NDArray[np.int32]
+) -> tuple[int, npt.NDArray[np.int32]]:
+    """``(prefix_len, suffix)``: the prompt as reused tokens of the parent plus a suffix."""
+    k = common_prefix_len(previous_full, prompt)
+    return k, prompt[k:]
+
+
+@dataclass
+class Capture:
+    """What an API adapter learned from one call."""
+
+    api: ApiKind
+    model: str
+    request: dict[str, Any]
+    started_at: datetime
+    upstream: str
+    policy_version: int
+    sampling: dict[str, Any] = field(default_factory=dict)
+    response: Any = None
+    prompt_ids: list[int] | None = None
+    response_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+    finish_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    error: StepError | None = None
+    latency_ms: float = 0.0
+    ttft_ms: float | None = None
+    overhead_ms: float = 0.0
+
+
+def step_event(session: Session, cap: Capture, step_index: int, producer: str) -> SessionEvent:
+    """The ``StepCaptured`` event of a call; updates the session's parent for the next delta."""
+    step_id = uuid.uuid4().hex
+    has_tokens = cap.prompt_ids is not None and cap.response_ids is not None and cap.error is None
+    prefix_len, parent = 0, None
+    prompt_b = resp_b = lp_b = b""
+    if has_tokens:
+        prompt = np.asarray(cap.prompt_ids, dtype=np.int32)
+        response = np.asarray(cap.response_ids, dtype=np.int32)
+        suffix = prompt
+        if session.last_step_id is not None:
+            prefix_len, suffix = delta_prompt(session.last_full_ids, prompt)
+            parent = session.last_step_id if prefix_len else None
+        prompt_b, resp_b = pack_tokens(suffix), pack_tokens(response)
+        lp_b = pack_logprobs(cap.logprobs or [])
+        session.last_step_id = step_id
+        session.last_full_ids = np.concatenate([prompt, response])
+    session.num_steps += 1
+    step = StepCaptured(
+        step_id=step_id,
+        step_index=step_index,
+        parent_step_id=parent,
+        api=cap.api,
+        model=cap.model,
+        request_json=json.dumps(cap.request, separators=(",", ":")),
+        response_json=json.dumps(cap.response, separators=(",", ":")),
+        prompt_token_ids=prompt_b,
+        prompt_prefix_len=prefix_len,
+        response_token_ids=resp_b,
+        response_logprobs=lp_b,
+        finish_reason=cap.finish_reason,
+        sampling_params_json=json.dumps(cap.sampling, separators=(",", ":")),
+        policy_version=cap.policy_version,
+        upstream=cap.upstream,
+        started_at=cap.started_at,
+        latency_ms=cap.latency_ms,
+        ttft_ms=cap.ttft_ms,
+        overhead_ms=cap.overhead_ms,
+        usage=cap.usage,
+        token_status=TokenStatus.OK if has_tokens else TokenStatus.MISSING,
+        error=cap.error,
+    )
+    return SessionEvent(
+        event_id=uuid.uuid4().hex,
+        session_id=session.session_id,
+        run_id=session.run_id,
+        producer=producer,
+        payload=step,
+    )

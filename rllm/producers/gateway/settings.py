@@ -1,0 +1,112 @@
+"""``GatewaySettings``: every knob of the model gateway (env ``RLLM_GATEWAY_*``)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from rllm.errors import ConfigError
+from rllm.settings import default_home
+
+__all__ = ["CaptureMode", "GatewaySettings", "UpstreamKind"]
+
+
+class UpstreamKind(StrEnum):
+    """What serves the model behind the gateway."""
+
+    VLLM = "vllm"
+    """vLLM's OpenAI server (token IDs via ``return_token_ids``); any OpenAI-compatible server
+    that returns token IDs the same way."""
+    SGLANG = "sglang"
+    """SGLang's native ``/generate`` (token-in, token-out) with the model's chat template."""
+    HOSTED = "hosted"
+    """A hosted API (OpenAI, Anthropic, ...): passed through, steps get token status missing."""
+
+
+class CaptureMode(StrEnum):
+    """When the agent gets its answer relative to Kafka's acknowledgement."""
+
+    ACK = "ack"
+    """Answer only after Kafka acknowledged the step (or it is safely spooled)."""
+    ASYNC = "async"
+    """Answer at once; publish in the background."""
+
+
+class GatewaySettings(BaseSettings):
+    """The model gateway's settings; a CLI flag and an env var set the same field."""
+
+    model_config = SettingsConfigDict(env_prefix="RLLM_GATEWAY_", frozen=True, extra="ignore")
+
+    # --- listening ------------------------------------------------------------------
+    host: str = "127.0.0.1"
+    """Interface to listen on."""
+    port: int = Field(default=8400, ge=0, le=65535)
+    """Port to listen on."""
+    public_url: str | None = None
+    """Base URL agents reach the gateway at (default http://host:port)."""
+
+    # --- upstream -------------------------------------------------------------------
+    upstream_url: str = "http://127.0.0.1:8000"
+    """Base URL of the model server, without ``/v1``."""
+    upstream_kind: UpstreamKind = UpstreamKind.VLLM
+    """vllm, sglang or hosted."""
+    upstream_api_key: SecretStr | None = None
+    """Key sent to the upstream (hosted APIs); never logged, never captured."""
+    upstream_timeout_s: float = Field(default=600.0, gt=0)
+    """How long one upstream call may take before the agent gets a 504."""
+    tokenizer: str | None = None
+    """Tokenizer (HF name or path) for the sglang chat template."""
+
+    # --- capture --------------------------------------------------------------------
+    capture: CaptureMode = CaptureMode.ACK
+    """ack: answer after Kafka's ack; async: answer at once."""
+    ack_timeout_s: float = Field(default=10.0, gt=0)
+    """How long a produce may wait for Kafka before the event goes to the spool."""
+    linger_ms: float = Field(default=0.0, ge=0)
+    """Producer linger (librdkafka ``linger.ms``): 0 sends each step at once (ack latency)."""
+    spool_dir: Path = Field(default_factory=lambda: default_home() / "gateway-spool")
+    """Where events wait while Kafka is unreachable (append-only file)."""
+    spool_fsync: bool = True
+    """fsync every spooled event (durable across a machine crash)."""
+    drain_interval_s: float = Field(default=1.0, gt=0)
+    """How often the spool retries Kafka."""
+    producer_name: str = "gateway"
+    """``producer`` field of published events."""
+
+    # --- sessions -------------------------------------------------------------------
+    implicit_sessions: bool = True
+    """A call to an unknown session id opens it (run id from ``x-rllm-run-id``)."""
+    default_run_id: str = "default"
+    """Run id of implicitly opened sessions without an ``x-rllm-run-id`` header."""
+    idle_timeout_s: float = Field(default=3600.0, ge=0)
+    """Close a session without calls for this long with status timeout (0: never)."""
+
+    # --- security -------------------------------------------------------------------
+    admin_key: SecretStr | None = None
+    """Admin key (sessions, policy, pause, events); without it the gateway is open."""
+    max_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
+    """Largest request body accepted (413 above)."""
+
+    # --- weights --------------------------------------------------------------------
+    policy_version: int = Field(default=0, ge=0)
+    """Policy version at start."""
+    follow_policy_updates: bool = True
+    """Consume ``rllm.policy-updates`` and take each new version."""
+    pause_retry_after_s: int = Field(default=5, ge=1)
+    """Retry-After of the 429 answered while paused."""
+
+    @field_validator("upstream_url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ConfigError(f"upstream URL {value!r} must start with http:// or https://")
+        value = value.rstrip("/")
+        return value[:-3] if value.endswith("/v1") else value
+
+    @property
+    def base_url(self) -> str:
+        """Where agents reach the gateway."""
+        return (self.public_url or f"http://{self.host}:{self.port}").rstrip("/")

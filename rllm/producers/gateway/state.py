@@ -1,0 +1,99 @@
+"""The gateway's shared state: settings, sessions, upstream, event sink, metrics, policy."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+
+from rllm.schemas.topics import SESSION_EVENTS
+from rllm.schemas.types import SessionClosed, SessionEvent, SessionOpened, SessionStatus, Task
+
+from .metrics import Metrics
+from .sessions import Session, SessionRegistry
+from .settings import CaptureMode, GatewaySettings
+from .sink import EventSink
+from .upstreams import Upstream
+
+__all__ = ["GatewayState"]
+
+
+@dataclass
+class GatewayState:
+    """Everything a request handler needs."""
+
+    settings: GatewaySettings
+    upstream: Upstream
+    sink: EventSink
+    metrics: Metrics
+    sessions: SessionRegistry = field(default_factory=SessionRegistry)
+    policy_version: int = 0
+    paused: bool = False
+
+    @property
+    def wait_for_ack(self) -> bool:
+        """Whether answers wait for Kafka's ack."""
+        return self.settings.capture is CaptureMode.ACK
+
+    async def publish(
+        self, session: Session, event: SessionEvent, wait: bool | None = None
+    ) -> None:
+        """Publish a session event keyed by its session id."""
+        await self.sink.emit(
+            SESSION_EVENTS, session.session_id, event, self.wait_for_ack if wait is None else wait
+        )
+
+    async def open_session(
+        self, session_id: str, run_id: str, task: Task, opened: SessionOpened | None = None
+    ) -> Session:
+        """Register a session and publish its SessionOpened (always waiting for the ack)."""
+        opened = opened or SessionOpened(task=task, policy_version=self.policy_version)
+        session = self.sessions.open(session_id, run_id, task, model=opened.model)
+        event = SessionEvent(
+            event_id=uuid.uuid4().hex,
+            session_id=session_id,
+            run_id=run_id,
+            producer=self.settings.producer_name,
+            payload=opened,
+        )
+        try:
+            await self.publish(session, event, wait=True)
+        except BaseException:
+            self.sessions.close(session_id)
+            raise
+        return session
+
+    async def reap_idle(self) -> int:
+        """Close sessions idle past the timeout with status timeout; return how many."""
+        timeout = self.settings.idle_timeout_s
+        idle = self.sessions.idle(timeout) if timeout else []
+        for session in idle:
+            await self.close_session(
+                session, SessionStatus.TIMEOUT, error=f"no call for {timeout:g} s (idle timeout)"
+            )
+        return len(idle)
+
+    async def close_session(
+        self,
+        session: Session,
+        status: SessionStatus,
+        output: object = None,
+        error: str | None = None,
+    ) -> SessionClosed:
+        """Publish SessionClosed (after every step of the session) and forget the session."""
+        closed = SessionClosed(
+            status=status,
+            output_json=None if output is None else json.dumps(output),
+            error=error,
+            num_steps=session.num_steps,
+        )
+        self.sessions.close(session.session_id)
+        event = SessionEvent(
+            event_id=uuid.uuid4().hex,
+            session_id=session.session_id,
+            run_id=session.run_id,
+            producer=self.settings.producer_name,
+            payload=closed,
+        )
+        await self.publish(session, event, wait=True)
+        return closed

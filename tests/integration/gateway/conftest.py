@@ -1,0 +1,66 @@
+"""Fixtures: the fake model upstream, and a real gateway (uvicorn thread) on the real broker."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rllm.producers.gateway import GatewaySettings, create_app
+from rllm.schemas.codec import AvroCodec
+from rllm.schemas.topics import SESSION_EVENTS
+from rllm.schemas.types import SessionEvent
+from rllm.settings import KafkaSettings
+from tests.fakes.upstream import RunningUpstream, ThreadedServer, start_fake_upstream
+from tests.integration.helpers import read_all
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[RunningUpstream]:
+    """The deterministic vLLM-style upstream."""
+    server = start_fake_upstream()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def start_gateway(
+    kafka: KafkaSettings,
+    make_topics: Callable[..., list[str]],
+    tmp_path: Path,
+    upstream: RunningUpstream,
+) -> Iterator[Callable[..., ThreadedServer]]:
+    """Start gateways on this test's topics; every one is stopped at the end."""
+    make_topics(partitions=3)
+    started: list[ThreadedServer] = []
+
+    def start(kafka_settings: KafkaSettings | None = None, **overrides: Any) -> ThreadedServer:
+        fields: dict[str, Any] = {
+            "upstream_url": upstream.url,
+            "spool_dir": tmp_path / "spool",
+            "spool_fsync": False,
+            "follow_policy_updates": False,
+            **overrides,
+        }
+        settings = GatewaySettings(**fields)
+        server = ThreadedServer(create_app(settings, kafka_settings or kafka), lifespan="on")
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def session_events(kafka: KafkaSettings) -> Callable[[], list[tuple[str, SessionEvent]]]:
+    """Read this test's session topic: ``(key, event)`` in partition then offset order."""
+    codec = AvroCodec()
+
+    def read() -> list[tuple[str, SessionEvent]]:
+        msgs = read_all(kafka, kafka.topic(SESSION_EVENTS))
+        return [((m.key() or b"").decode(), codec.decode(m.value())) for m in msgs]
+
+    return read

@@ -1,0 +1,172 @@
+"""Keys, bad input, pause mode, policy versions (endpoint and topic), metrics, ingest."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from rllm.kafka import EventPublisher
+from rllm.schemas.convert import to_json_dict
+from rllm.schemas.topics import POLICY_UPDATES
+from rllm.schemas.types import (
+    PolicyUpdated,
+    SessionClosed,
+    SessionEvent,
+    SessionStatus,
+    StepCaptured,
+)
+from rllm.settings import KafkaSettings
+from tests.fakes.upstream import ThreadedServer
+from tests.samples import session_events as sample_session_events
+
+Events = Callable[[], list[tuple[str, SessionEvent]]]
+ADMIN = {"authorization": "Bearer admin-secret"}
+CHAT = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+
+
+def test_keys_and_bad_input_get_clear_4xx(
+    start_gateway: Callable[..., ThreadedServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    gw = start_gateway(admin_key="admin-secret", max_body_bytes=4096)
+    url = gw.url
+    assert httpx.post(f"{url}/sessions", json={}).status_code == 401
+    assert httpx.post(f"{url}/sessions", json={}, headers={"x-api-key": "wrong"}).status_code == 401
+    a = httpx.post(f"{url}/sessions", json={"session_id": "a"}, headers=ADMIN).json()
+    b = httpx.post(f"{url}/sessions", json={"session_id": "b"}, headers=ADMIN).json()
+    assert httpx.post(f"{url}/sessions", json={"session_id": "a"}, headers=ADMIN).status_code == 409
+    # a session key does not open another session's URL
+    r = httpx.post(
+        f"{url}/sessions/b/v1/chat/completions",
+        json=CHAT,
+        headers={"authorization": f"Bearer {a['api_key']}"},
+    )
+    assert r.status_code == 401 and "'b'" in r.json()["error"]["message"]
+    r = httpx.post(f"{url}/sessions/b/close", json={}, headers={"x-api-key": a["api_key"]})
+    assert r.status_code == 401
+    ok = httpx.post(
+        f"{url}/sessions/b/v1/chat/completions", json=CHAT, headers={"x-api-key": b["api_key"]}
+    )
+    assert ok.status_code == 200
+    # unknown session without the admin key is not opened implicitly
+    r = httpx.post(
+        f"{url}/sessions/zzz/v1/chat/completions", json=CHAT, headers={"x-api-key": a["api_key"]}
+    )
+    assert r.status_code == 404 and "zzz" in r.json()["error"]["message"]
+    hdr = {"x-api-key": a["api_key"], "content-type": "application/json"}
+    r = httpx.post(f"{url}/v1/chat/completions", content=b"{not json", headers=hdr)
+    assert r.status_code == 400 and "malformed JSON" in r.json()["error"]["message"]
+    r = httpx.post(f"{url}/v1/chat/completions", json={"model": "m", "messages": "x"}, headers=hdr)
+    assert r.status_code == 400 and "'messages'" in r.json()["error"]["message"]
+    r = httpx.post(f"{url}/v1/chat/completions", json={"messages": []}, headers=hdr)
+    assert r.status_code == 400 and "'model'" in r.json()["error"]["message"]
+    r = httpx.post(f"{url}/v1/chat/completions", content=b"x" * 5000, headers=hdr)
+    assert r.status_code == 413 and "4096" in r.json()["error"]["message"]
+    r = httpx.post(f"{url}/v1/nothing", json=CHAT, headers=hdr)
+    assert r.status_code == 404
+    r = httpx.post(f"{url}/sessions/a/close", json={"status": "bogus"}, headers=ADMIN)
+    assert r.status_code == 400 and "bogus" in r.json()["error"]["message"]
+    assert httpx.post(f"{url}/sessions/a/close", json={}, headers=ADMIN).status_code == 200
+    r = httpx.post(f"{url}/sessions/a/v1/chat/completions", json=CHAT, headers=ADMIN)
+    assert r.status_code == 409 and "closed" in r.json()["error"]["message"]
+    for record in caplog.records:
+        text = record.getMessage()
+        assert "admin-secret" not in text and a["api_key"] not in text
+
+
+def test_pause_policy_version_and_metrics(
+    start_gateway: Callable[..., ThreadedServer], kafka: KafkaSettings, session_events: Events
+) -> None:
+    gw = start_gateway(admin_key="admin-secret", follow_policy_updates=True, pause_retry_after_s=7)
+    url = gw.url
+    base = f"{url}/sessions/p/v1/chat/completions"
+    assert httpx.post(base, json=CHAT, headers=ADMIN).status_code == 200
+    assert httpx.post(f"{url}/admin/pause", json={"paused": True}).status_code == 401
+    assert httpx.post(f"{url}/admin/pause", json={"paused": True}, headers=ADMIN).json() == {
+        "paused": True
+    }
+    r = httpx.post(base, json=CHAT, headers=ADMIN)
+    assert r.status_code == 429 and r.headers["retry-after"] == "7"
+    httpx.post(f"{url}/admin/pause", json={"paused": False}, headers=ADMIN)
+    assert httpx.post(f"{url}/admin/policy", json={"version": 3}, headers=ADMIN).json() == {
+        "policy_version": 3
+    }
+    assert httpx.post(f"{url}/admin/policy", json={"version": 2}, headers=ADMIN).status_code == 409
+    assert (
+        httpx.post(f"{url}/admin/policy", json={"version": "x"}, headers=ADMIN).status_code == 400
+    )
+    assert httpx.post(base, json=CHAT, headers=ADMIN).status_code == 200
+    with EventPublisher(kafka) as pub:
+        pub.publish_sync(
+            POLICY_UPDATES,
+            "run",
+            PolicyUpdated(
+                event_id=uuid.uuid4().hex, run_id="run", version=5, checkpoint_uri="file:///ck"
+            ),
+        )
+    deadline = time.monotonic() + 30
+    while httpx.get(f"{url}/health").json()["policy_version"] != 5:
+        assert time.monotonic() < deadline, "policy update from the topic never arrived"
+        time.sleep(0.2)
+    assert httpx.post(base, json=CHAT, headers=ADMIN).status_code == 200
+    steps = [e.payload for _, e in session_events() if isinstance(e.payload, StepCaptured)]
+    assert [s.policy_version for s in steps] == [0, 3, 5]
+    metrics = httpx.get(f"{url}/metrics").text
+    assert 'rllm_gateway_requests_total{api="chat",status="200"} 3' in metrics
+    assert 'rllm_gateway_requests_total{api="gateway",status="429"} 1' in metrics
+    assert "rllm_gateway_policy_version 5" in metrics
+    assert "rllm_gateway_produce_latency_seconds_count" in metrics
+    assert "# TYPE rllm_gateway_added_latency_seconds histogram" in metrics
+
+
+def test_ingest_batch_refuses_bad_events_by_index(
+    start_gateway: Callable[..., ThreadedServer], session_events: Events
+) -> None:
+    gw = start_gateway(admin_key="admin-secret")
+    good = [to_json_dict(e) for e in sample_session_events("ext/1", "run-x")]
+    bad_step = dict(good[1])
+    bad_step["payload"] = {**good[1]["payload"], "step_index": "two"}
+    batch = [good[0], {"nope": 1}, bad_step, *good[1:], 7]
+    assert httpx.post(f"{gw.url}/v1/events", json=batch).status_code == 401
+    r = httpx.post(f"{gw.url}/v1/events", json={"events": batch}, headers=ADMIN)
+    assert r.status_code == 207
+    answer = r.json()
+    assert answer["accepted"] == len(good)
+    assert [e["index"] for e in answer["errors"]] == [1, 2, len(batch) - 1]
+    assert "step_index" in answer["errors"][1]["error"]
+    events = session_events()
+    assert [e.event_id for _, e in events] == [g["event_id"] for g in good]
+    assert {k for k, _ in events} == {"ext/1"}
+    r = httpx.post(f"{gw.url}/v1/events", content=b"[", headers=ADMIN)
+    assert r.status_code == 400
+
+
+def test_idle_sessions_are_closed_with_status_timeout(
+    start_gateway: Callable[..., ThreadedServer], session_events: Events
+) -> None:
+    gw = start_gateway(idle_timeout_s=0.5)
+    assert httpx.post(f"{gw.url}/sessions/idle/1/v1/chat/completions", json=CHAT).status_code == 200
+    deadline = time.monotonic() + 20
+    while httpx.get(f"{gw.url}/health").json()["open_sessions"]:
+        assert time.monotonic() < deadline, "the idle session was never closed"
+        time.sleep(0.1)
+    payloads = [e.payload for _, e in session_events()]
+    closed = payloads[-1]
+    assert isinstance(closed, SessionClosed)
+    assert closed.status is SessionStatus.TIMEOUT and closed.num_steps == 1
+    assert "idle timeout" in (closed.error or "")
+
+
+def test_step_over_the_size_limit_is_refused_with_a_clear_error(
+    start_gateway: Callable[..., ThreadedServer], kafka: KafkaSettings
+) -> None:
+    small = kafka.model_copy(update={"max_message_bytes": 4096})
+    gw = start_gateway(kafka_settings=small)
+    big = {"model": "m", "messages": [{"role": "user", "content": "y" * 6000}]}
+    r = httpx.post(f"{gw.url}/sessions/big/v1/chat/completions", json=big)
+    assert r.status_code == 500
+    assert "MessageTooLargeError" in r.json()["error"]["message"]
+    assert "4096" in r.json()["error"]["message"]
