@@ -1,0 +1,278 @@
+"""GRPO on single-digit multiplication with SmolLM2-135M: reward per policy version,
+tokens/s and seconds per update (generation, training, checkpoint, weight reload).
+
+In-process (default): the local model server's engine and the trainer core run in one
+process, weights handed over through checkpoints exactly as the server reloads them.
+``--pipeline`` will run the full path (gateway -> Kafka -> processors -> trainer) once
+those components exist; until then it says what is missing.
+
+    python perf/train.py --minutes 10 --plot /tmp/train.png
+
+The last line is JSON: model, task, reward_first, reward_last, minutes, minutes_to_0_8,
+updates, seconds_per_update, tokens_per_s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import random
+import re
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from rllm.consumers.backends.local.backend import LocalBackend
+from rllm.consumers.backends.local.model import load_model
+from rllm.consumers.trainer.loop import TrainerCore
+from rllm.consumers.trainer.settings import SyncMode, TrainerSettings
+from rllm.schemas import types as t
+from rllm.schemas.tokens import pack_logprobs, pack_tokens
+from rllm.serving.engine import Engine, SamplingParams
+
+NUM = re.compile(r"-?\d+")
+
+
+def reward(answer: str, a: int, b: int) -> float:
+    """1.0 when the last number in the answer is a*b."""
+    nums = NUM.findall(answer)
+    return 1.0 if nums and int(nums[-1]) == a * b else 0.0
+
+
+def grpo_advantages(rewards_G: list[float], eps: float = 1e-6) -> list[float]:
+    """(r - mean) / (std + eps) within the group."""
+    mean = sum(rewards_G) / len(rewards_G)
+    std = (sum((r - mean) ** 2 for r in rewards_G) / len(rewards_G)) ** 0.5
+    return [(r - mean) / (std + eps) for r in rewards_G]
+
+
+def episode(
+    run_id: str, a: int, b: int, prompt: list[int], outs: list[Any], texts: list[str], version: int
+) -> t.EpisodeAssembled:
+    """An EpisodeAssembled as the processors would publish it."""
+    task = t.Task(
+        task_id=f"mul/{a}x{b}",
+        instruction=f"What is {a} times {b}?",
+        ground_truth_json=json.dumps(str(a * b)),
+    )
+    rewards = [reward(x, a, b) for x in texts]
+    trajs = []
+    for i, o in enumerate(outs):
+        sid = f"{run_id}/{task.task_id}/{uuid.uuid4().hex[:6]}/{i}"
+        step = t.StepCaptured(
+            step_id=f"{sid}/0",
+            step_index=0,
+            api=t.ApiKind.CHAT,
+            model="smollm2-135m",
+            prompt_token_ids=pack_tokens(prompt),
+            response_token_ids=pack_tokens(o.token_ids),
+            response_logprobs=pack_logprobs(o.logprobs),
+            finish_reason=o.finish_reason,
+            policy_version=version,
+        )
+        trajs.append(
+            t.TrajectoryAssembled(
+                event_id=f"traj:{sid}",
+                session_id=sid,
+                run_id=run_id,
+                task=task,
+                rollout_index=i,
+                group_size=len(outs),
+                steps=(step,),
+                status=t.SessionStatus.OK,
+                reward=rewards[i],
+            )
+        )
+    return t.EpisodeAssembled(
+        event_id=f"{run_id}/{task.task_id}/v{version}",
+        run_id=run_id,
+        task=task,
+        trajectories=tuple(trajs),
+        rewards=tuple(rewards),
+        advantages=tuple(grpo_advantages(rewards)),
+        group_size=len(outs),
+        uniform_reward=len(set(rewards)) == 1,
+    )
+
+
+def run_in_process(args: argparse.Namespace) -> dict[str, Any]:
+    ckpt = Path(args.checkpoint_dir or tempfile.mkdtemp(prefix="rllm-perf-"))
+    settings = TrainerSettings(
+        model=args.model,
+        lr=args.lr,
+        batch_size=args.prompts,
+        micro_batch_size=args.micro_batch,
+        checkpoint_dir=ckpt,
+        run_id=f"perf-{uuid.uuid4().hex[:6]}",
+        mode=SyncMode.SYNC,
+        save_optimizer=False,
+        keep_checkpoints=1,
+        seed=args.seed,
+    )
+    t0 = time.perf_counter()
+    backend = LocalBackend(settings, load_model(args.model))
+    engine = Engine(load_model(args.model))
+    print(f"loaded {backend.base_model} twice in {time.perf_counter() - t0:.1f}s", flush=True)
+    core = TrainerCore(settings, backend)
+    tok = engine.tokenizer
+    rng = random.Random(args.seed)
+    params = SamplingParams(temperature=args.temperature, max_tokens=args.max_tokens)
+    rows: list[dict[str, float]] = []
+    start = time.perf_counter()
+    while time.perf_counter() - start < args.minutes * 60 and len(rows) < args.max_updates:
+        version = engine.version
+        tasks = [(rng.randint(2, 9), rng.randint(2, 9)) for _ in range(args.prompts)]
+        prompts = [
+            list(
+                tok.apply_chat_template(
+                    [{"role": "user", "content": f"What is {a} times {b}?"}],
+                    add_generation_prompt=True,
+                )
+            )
+            for a, b in tasks
+        ]
+        g0 = time.perf_counter()
+        outs = engine.generate(
+            [p for p in prompts for _ in range(args.samples)],
+            [params] * (args.prompts * args.samples),
+        )
+        gen_s = time.perf_counter() - g0
+        gen_tokens = sum(len(o.token_ids) for o in outs)
+        rewards: list[float] = []
+        for k, ((a, b), p) in enumerate(zip(tasks, prompts, strict=True)):
+            group = outs[k * args.samples : (k + 1) * args.samples]
+            ep = episode(settings.run_id, a, b, p, group, [o.text for o in group], version)
+            rewards += list(ep.rewards)
+            core.batcher.add(ep, core.version)
+        train_s = ckpt_s = reload_s = 0.0
+        if core.batcher.pending:
+            result, event = core.train_pending({})
+            train_s, ckpt_s = result.metrics["train_s"], event.metrics["checkpoint_s"]
+            reload_s = engine.load_checkpoint(event.checkpoint_uri, event.version)
+        row = {
+            "version": version,
+            "reward": sum(rewards) / len(rewards),
+            "gen_s": gen_s,
+            "train_s": train_s,
+            "checkpoint_s": ckpt_s,
+            "reload_s": reload_s,
+            "gen_tokens": gen_tokens,
+            "tokens_per_s": gen_tokens / gen_s,
+            "elapsed_min": (time.perf_counter() - start) / 60,
+        }
+        rows.append(row)
+        print(
+            f"v{version:3d} reward {row['reward']:.3f}  gen {gen_s:5.1f}s "
+            f"({row['tokens_per_s']:.0f} tok/s)  train {train_s:5.1f}s  ckpt {ckpt_s:4.1f}s  "
+            f"reload {reload_s:4.1f}s  t={row['elapsed_min']:.1f}min",
+            flush=True,
+        )
+    return summarize(rows, backend.base_model)
+
+
+def summarize(rows: list[dict[str, float]], model: str) -> dict[str, Any]:
+    if not rows:
+        raise SystemExit("no update finished within the time budget")
+    first = rows[0]["reward"]
+    last5 = rows[-5:]
+    reached = next(
+        (
+            r["elapsed_min"]
+            for i, r in enumerate(rows)
+            if sum(x["reward"] for x in rows[max(0, i - 2) : i + 1])
+            / len(rows[max(0, i - 2) : i + 1])
+            >= 0.8
+        ),
+        None,
+    )
+    per = [r["gen_s"] + r["train_s"] + r["checkpoint_s"] + r["reload_s"] for r in rows]
+    return {
+        "model": model,
+        "task": "single-digit multiplication",
+        "reward_first": round(first, 3),
+        "reward_last": round(sum(r["reward"] for r in last5) / len(last5), 3),
+        "minutes": round(rows[-1]["elapsed_min"], 2),
+        "minutes_to_0_8": None if reached is None else round(reached, 2),
+        "updates": len(rows),
+        "seconds_per_update": round(sum(per) / len(per), 2),
+        "seconds_generation": round(sum(r["gen_s"] for r in rows) / len(rows), 2),
+        "seconds_training": round(sum(r["train_s"] for r in rows) / len(rows), 2),
+        "seconds_checkpoint": round(sum(r["checkpoint_s"] for r in rows) / len(rows), 2),
+        "seconds_reload": round(sum(r["reload_s"] for r in rows) / len(rows), 2),
+        "tokens_per_s": round(
+            sum(r["gen_tokens"] for r in rows) / sum(r["gen_s"] for r in rows), 1
+        ),
+        "rewards": [round(r["reward"], 3) for r in rows],
+        "mode": "in-process",
+    }
+
+
+def plot(rows_reward: list[float], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(range(len(rows_reward)), rows_reward, marker="o")
+    ax.set_xlabel("policy version")
+    ax.set_ylabel("mean reward")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title("GRPO, SmolLM2-135M, single-digit multiplication")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--model", default="", help="HF dir or .gguf ('' = SmolLM2-135M-Instruct)")
+    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--max-updates", type=int, default=1000)
+    ap.add_argument("--prompts", type=int, default=4)
+    ap.add_argument("--samples", type=int, default=8)
+    ap.add_argument("--lr", type=float, default=2e-5)
+    ap.add_argument("--max-tokens", type=int, default=48)
+    ap.add_argument("--temperature", type=float, default=1.0)
+    ap.add_argument("--micro-batch", type=int, default=8)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    ap.add_argument("--checkpoint-dir", default=None)
+    ap.add_argument("--plot", default=None, help="write the reward curve to this PNG")
+    ap.add_argument(
+        "--pipeline",
+        action="store_true",
+        help="gateway -> Kafka -> processors -> trainer instead of in-process",
+    )
+    args = ap.parse_args()
+    if args.pipeline:
+        missing = [
+            m
+            for m in ("rllm.producers.gateway", "rllm.processors.app")
+            if importlib.util.find_spec(m) is None
+        ]
+        raise SystemExit(
+            "--pipeline (agent -> gateway -> Kafka -> processors -> trainer -> model server) "
+            "is not wired yet"
+            + (f"; missing: {', '.join(missing)}" if missing else "")
+            + "; run without --pipeline for the in-process loop"
+        )
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    summary = run_in_process(args)
+    if args.plot:
+        plot(summary["rewards"], args.plot)
+        print(f"plot: {args.plot}", file=sys.stderr)
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""Training backends behind one flag, ``--backend local|verl|tinker|fireworks``.
+
+``make_backend`` checks the settings against the backend's declared capabilities before
+building it, so a setting a backend cannot honour is refused before training starts.
+"""
+
+from __future__ import annotations
+
+from rllm.consumers.trainer.settings import BackendName, TrainerSettings
+from rllm.consumers.trainer.types import Capabilities, TrainingBackend, check_capabilities
+
+__all__ = ["backend_capabilities", "make_backend"]
+
+
+def backend_capabilities(name: BackendName) -> Capabilities:
+    """The capabilities a backend declares (without building it)."""
+    if name is BackendName.LOCAL:
+        from rllm.consumers.backends.local.backend import LOCAL_CAPABILITIES
+
+        return LOCAL_CAPABILITIES
+    if name is BackendName.VERL:
+        from rllm.consumers.backends.verl.backend import VERL_CAPABILITIES
+
+        return VERL_CAPABILITIES
+    if name is BackendName.TINKER:
+        from rllm.consumers.backends.tinker.backend import TINKER_CAPABILITIES
+
+        return TINKER_CAPABILITIES
+    from rllm.consumers.backends.fireworks.backend import FIREWORKS_CAPABILITIES
+
+    return FIREWORKS_CAPABILITIES
+
+
+def make_backend(settings: TrainerSettings) -> TrainingBackend:
+    """Check capabilities, then build the backend named by ``settings.backend``.
+
+    Raises:
+        CapabilityError: naming the setting and the backend, before anything loads.
+    """
+    check_capabilities(settings, settings.backend.value, backend_capabilities(settings.backend))
+    if settings.backend is BackendName.LOCAL:
+        from rllm.consumers.backends.local.backend import LocalBackend
+
+        return LocalBackend(settings)
+    if settings.backend is BackendName.VERL:
+        from rllm.consumers.backends.verl.backend import VerlBackend
+
+        return VerlBackend(settings)
+    if settings.backend is BackendName.TINKER:
+        from rllm.consumers.backends.tinker.backend import TinkerBackend
+
+        return TinkerBackend(settings)
+    from rllm.consumers.backends.fireworks.backend import FireworksBackend
+
+    return FireworksBackend(settings)

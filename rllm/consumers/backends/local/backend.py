@@ -1,0 +1,177 @@
+"""The ``local`` backend: torch + transformers on one machine, full fine-tuning with AdamW."""
+
+from __future__ import annotations
+
+import copy
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rllm.consumers.backends.local.model import LoadedModel, load_model
+from rllm.consumers.backends.local.tensors import SequenceTensors, to_tensors
+from rllm.consumers.trainer.errors import CheckpointError
+from rllm.consumers.trainer.losses import LossInputs, compute_loss, token_logprobs
+from rllm.consumers.trainer.settings import TrainerSettings
+from rllm.consumers.trainer.types import (
+    Capabilities,
+    LossAgg,
+    LossKind,
+    TrainBatch,
+    TrainSequence,
+    UpdateResult,
+)
+
+__all__ = ["LOCAL_CAPABILITIES", "LocalBackend"]
+
+LOCAL_CAPABILITIES = Capabilities(
+    losses=frozenset(LossKind),
+    loss_aggs=frozenset(LossAgg),
+    kl=True,
+    clipping=True,
+    lora=False,
+    full_finetune=True,
+)
+
+
+class LocalBackend:
+    """Trains a local HF causal LM; checkpoints are HF directories (safetensors)."""
+
+    name = "local"
+    capabilities = LOCAL_CAPABILITIES
+
+    def __init__(self, settings: TrainerSettings, loaded: LoadedModel | None = None) -> None:
+        self.settings = settings
+        torch.manual_seed(settings.seed)
+        if settings.torch_threads:
+            torch.set_num_threads(settings.torch_threads)
+        self.loaded = loaded or load_model(settings.model, settings.gguf_file, settings.device)
+        self.model: Any = self.loaded.model
+        self.tokenizer: Any = self.loaded.tokenizer
+        self.model.train()
+        self.optimizer = torch.optim.AdamW(
+            self.model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay
+        )
+        self.reference: Any = None
+        if settings.kl_coef > 0:
+            self.reference = copy.deepcopy(self.model).eval().requires_grad_(False)
+        self.teacher: Any = None
+        if settings.loss is LossKind.DISTILL and settings.teacher_model:
+            self.teacher = load_model(settings.teacher_model, None, settings.device).model.eval()
+        self._version = 0
+
+    @property
+    def version(self) -> int:
+        """Current policy version."""
+        return self._version
+
+    @property
+    def base_model(self) -> str:
+        """Where the initial weights came from."""
+        return self.loaded.source
+
+    def _logprobs(self, model: Any, t: SequenceTensors) -> torch.Tensor:
+        out = model(input_ids=t.input_ids_BT, attention_mask=t.attention_BT)
+        return token_logprobs(out.logits, t.targets_BT)
+
+    def fill_teacher_logprobs(self, seqs: list[TrainSequence]) -> None:
+        """Score every sequence with the teacher model (distillation)."""
+        if self.teacher is None:
+            return
+        pad = int(self.tokenizer.pad_token_id or 0)
+        with torch.no_grad():
+            for s in seqs:
+                t = to_tensors([s], pad, self.settings.device)
+                lp = self._logprobs(self.teacher, t)[0].tolist()
+                s.teacher_logprobs_T = [0.0, *lp]
+
+    def update(self, batch: TrainBatch) -> UpdateResult:
+        """One AdamW step over the batch, accumulated over micro-batches."""
+        s = self.settings
+        started = time.perf_counter()
+        seqs = [q for q in batch.sequences if q.num_loss_tokens > 0]
+        if not seqs:
+            raise ValueError("batch has no token that carries loss")
+        if s.loss is LossKind.DISTILL:
+            self.fill_teacher_logprobs(seqs)
+        pad = int(self.tokenizer.pad_token_id or 0)
+        total_tokens = sum(q.num_loss_tokens for q in seqs)
+        self.optimizer.zero_grad(set_to_none=True)
+        sums: dict[str, float] = {}
+        mbs = s.micro_batch_size
+        for i in range(0, len(seqs), mbs):
+            chunk = seqs[i : i + mbs]
+            t = to_tensors(chunk, pad, s.device)
+            ref = None
+            if self.reference is not None:
+                with torch.no_grad():
+                    ref = self._logprobs(self.reference, t)
+            lp = self._logprobs(self.model, t)
+            out = compute_loss(
+                s.loss,
+                LossInputs(
+                    logprobs_BT=lp,
+                    old_logprobs_BT=t.old_logprobs_BT,
+                    advantages_BT=t.advantages_BT,
+                    mask_BT=t.mask_BT,
+                    ref_logprobs_BT=ref,
+                    teacher_logprobs_BT=t.teacher_logprobs_BT,
+                ),
+                s.loss_agg,
+                s.clip_eps_low,
+                s.clip_eps_high,
+                s.kl_coef,
+            )
+            if s.loss_agg is LossAgg.TOKEN_MEAN:
+                weight = sum(q.num_loss_tokens for q in chunk) / total_tokens
+            else:
+                weight = len(chunk) / len(seqs)
+            scaled: Any = out.loss * weight
+            scaled.backward()
+            for k, v in out.metrics.items():
+                sums[k] = sums.get(k, 0.0) + v * weight
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), s.max_grad_norm)
+        self.optimizer.step()
+        self._version += 1
+        sums.update(
+            grad_norm=float(grad_norm),
+            train_s=time.perf_counter() - started,
+            num_sequences=float(len(seqs)),
+            num_tokens=float(total_tokens),
+        )
+        return UpdateResult(version=self._version, metrics=sums)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The model's current weights (shared tensors, for an in-process server)."""
+        return dict(self.model.state_dict())
+
+    def save(self, directory: Path) -> str:
+        """Weights (and AdamW state) as an HF directory; returns its ``file://`` URI."""
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            self.model.save_pretrained(directory)
+            self.tokenizer.save_pretrained(directory)
+            if self.settings.save_optimizer:
+                torch.save(self.optimizer.state_dict(), directory / "optimizer.pt")
+        except OSError as exc:
+            raise CheckpointError(f"cannot write checkpoint to {directory}: {exc}") from exc
+        return directory.resolve().as_uri()
+
+    def load(self, directory: Path, version: int) -> None:
+        """Restore weights (and AdamW state when saved) from ``directory``."""
+        from safetensors.torch import load_file
+
+        files = sorted(directory.glob("*.safetensors"))
+        if not files:
+            raise CheckpointError(f"checkpoint {directory} has no *.safetensors weights")
+        state: dict[str, torch.Tensor] = {}
+        for f in files:
+            state.update(load_file(str(f), device=self.settings.device))
+        missing, _ = self.model.load_state_dict(state, strict=False)
+        if [m for m in missing if "lm_head" not in m]:
+            raise CheckpointError(f"checkpoint {directory} lacks weights: {missing[:5]}")
+        opt = directory / "optimizer.pt"
+        if opt.is_file():
+            self.optimizer.load_state_dict(torch.load(opt, weights_only=True))
+        self._version = version

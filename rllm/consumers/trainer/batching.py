@@ -1,0 +1,155 @@
+"""Episodes to batches: uniform-reward groups, staleness and missing tokens are filtered
+and counted here; the survivors become training sequences.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from rllm.consumers.trainer.errors import MissingTokensError
+from rllm.consumers.trainer.masking import check_tokens, trajectory_sequences
+from rllm.consumers.trainer.settings import TrainerSettings, UniformPolicy
+from rllm.consumers.trainer.types import LossKind, TrainBatch, TrainSequence
+from rllm.schemas.types import EpisodeAssembled
+
+__all__ = ["Batcher", "DropCounts", "episode_sequences", "episode_staleness"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class DropCounts:
+    """What the batcher refused, by reason."""
+
+    stale_episodes: int = 0
+    """Episodes with a step older than the staleness limit."""
+    stale_steps: int = 0
+    """Steps over the staleness limit in those episodes."""
+    uniform_episodes: int = 0
+    """Groups with all rewards equal that were dropped."""
+    uniform_kept: int = 0
+    """Groups with all rewards equal that were kept (flagged)."""
+    missing_tokens_episodes: int = 0
+    """Episodes refused because a step had tokens=missing."""
+    empty_episodes: int = 0
+    """Episodes without any trainable token."""
+    messages: list[str] = field(default_factory=list)
+    """The refusal messages (most recent last, at most 100)."""
+
+    def note(self, message: str) -> None:
+        """Record and log one refusal."""
+        log.warning(message)
+        self.messages = [*self.messages[-99:], message]
+
+    def as_metrics(self) -> dict[str, float]:
+        """The counters as PolicyUpdated metrics."""
+        return {
+            "dropped_stale_episodes": float(self.stale_episodes),
+            "dropped_stale_steps": float(self.stale_steps),
+            "dropped_uniform_episodes": float(self.uniform_episodes),
+            "flagged_uniform_episodes": float(self.uniform_kept),
+            "refused_missing_tokens_episodes": float(self.missing_tokens_episodes),
+        }
+
+
+def episode_staleness(episode: EpisodeAssembled, current_version: int) -> list[int]:
+    """Staleness (current version - dispatch version) of every captured step."""
+    return [
+        current_version - s.policy_version
+        for t in episode.trajectories
+        for s in t.steps
+        if s.error is None
+    ]
+
+
+def _advantages(episode: EpisodeAssembled, loss: LossKind) -> list[float]:
+    n = len(episode.trajectories)
+    if loss is LossKind.REINFORCE:
+        return [float(r) for r in episode.rewards]
+    if loss in (LossKind.SFT, LossKind.DISTILL):
+        return [1.0] * n
+    if len(episode.advantages) != n:
+        raise ValueError(
+            f"episode {episode.event_id} has {n} trajectories but "
+            f"{len(episode.advantages)} advantages"
+        )
+    return [float(a) for a in episode.advantages]
+
+
+def episode_sequences(
+    episode: EpisodeAssembled, loss: LossKind, merge_steps: bool = True
+) -> list[TrainSequence]:
+    """Every training sequence of an episode, each with its trajectory's advantage.
+
+    Raises:
+        MissingTokensError: if any step lacks token IDs (naming its session).
+    """
+    for traj in episode.trajectories:
+        check_tokens(traj)
+    out: list[TrainSequence] = []
+    for traj, adv in zip(episode.trajectories, _advantages(episode, loss), strict=True):
+        out += trajectory_sequences(traj, episode.event_id, adv, merge_steps)
+    return out
+
+
+class Batcher:
+    """Accepts or refuses episodes and hands out full batches."""
+
+    def __init__(self, settings: TrainerSettings) -> None:
+        self.settings = settings
+        self.drops = DropCounts()
+        self._episodes: list[EpisodeAssembled] = []
+        self._sequences: list[TrainSequence] = []
+
+    def add(self, episode: EpisodeAssembled, current_version: int) -> bool:
+        """Offer one episode; return whether it joined the pending batch."""
+        s = self.settings
+        limit = s.effective_max_staleness()
+        stale = [x for x in episode_staleness(episode, current_version) if x > limit]
+        if stale:
+            self.drops.stale_episodes += 1
+            self.drops.stale_steps += len(stale)
+            self.drops.note(
+                f"episode {episode.event_id}: {len(stale)} step(s) up to "
+                f"{max(stale)} versions old (limit {limit}, current version "
+                f"{current_version}); dropped"
+            )
+            return False
+        uses_adv = s.loss in (LossKind.GRPO, LossKind.RLOO)
+        if uses_adv and (episode.uniform_reward or len(set(episode.rewards)) <= 1):
+            if s.uniform_reward is UniformPolicy.DROP:
+                self.drops.uniform_episodes += 1
+                return False
+            self.drops.uniform_kept += 1
+        try:
+            seqs = episode_sequences(episode, s.loss, s.merge_steps)
+        except MissingTokensError as exc:
+            self.drops.missing_tokens_episodes += 1
+            self.drops.note(f"refused episode {episode.event_id} for training: {exc}")
+            return False
+        if not seqs:
+            self.drops.empty_episodes += 1
+            return False
+        self._episodes.append(episode)
+        self._sequences += seqs
+        return True
+
+    @property
+    def pending(self) -> int:
+        """Episodes waiting in the current batch."""
+        return len(self._episodes)
+
+    def ready(self) -> bool:
+        """Whether a full batch is pending."""
+        return len(self._episodes) >= self.settings.batch_size
+
+    def take(self) -> TrainBatch:
+        """The pending batch (may be partial); the batcher starts empty again."""
+        batch = TrainBatch(
+            sequences=self._sequences,
+            episode_ids=[e.event_id for e in self._episodes],
+            rewards=[float(r) for e in self._episodes for r in e.rewards],
+        )
+        self._episodes, self._sequences = [], []
+        return batch

@@ -1,0 +1,243 @@
+"""The trainer consumer: ``rllm.episodes`` -> batches -> backend updates -> checkpoints
+(with the offsets they consumed) -> ``PolicyUpdated`` on ``rllm.policy-updates``.
+
+Order of one update: backend.update, write the checkpoint (weights + offsets + trained
+episode ids), publish PolicyUpdated, commit the offsets to Kafka. A crash before the
+checkpoint is written loses the update and its offsets together (the episodes are trained
+again on the old weights, once); a crash after it resumes from the checkpoint's offsets,
+whatever Kafka's committed offsets say. So every episode is trained exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import OFFSET_INVALID, Consumer, Message, TopicPartition
+
+from rllm.consumers.trainer.batching import Batcher
+from rllm.consumers.trainer.checkpoint import CheckpointState, CheckpointStore
+from rllm.consumers.trainer.settings import TrainerSettings
+from rllm.consumers.trainer.types import TrainingBackend, UpdateResult
+from rllm.errors import SchemaError, TopicError
+from rllm.kafka import EventPublisher, dead_letter_for, kafka_errors, make_codec, make_consumer
+from rllm.schemas.topics import DEAD_LETTERS, EPISODES, POLICY_UPDATES
+from rllm.schemas.types import EpisodeAssembled, PolicyUpdated
+from rllm.settings import KafkaSettings
+
+__all__ = ["FaultHook", "Trainer", "TrainerCore", "TrainerReport", "run_trainer"]
+
+log = logging.getLogger(__name__)
+
+FaultHook = Callable[[str, int], None]
+"""Called as ``hook(point, version)`` at after_update, after_checkpoint, after_publish,
+after_commit; tests use it to kill the process between update and commit."""
+
+
+@dataclass
+class TrainerReport:
+    """What a trainer run did."""
+
+    updates: int = 0
+    version: int = 0
+    episodes_consumed: int = 0
+    dead_letters: int = 0
+    drops: dict[str, float] = field(default_factory=dict)
+    last_metrics: dict[str, float] = field(default_factory=dict)
+
+
+class TrainerCore:
+    """Batches, updates and checkpoints without Kafka (also used in-process by perf)."""
+
+    def __init__(self, settings: TrainerSettings, backend: TrainingBackend) -> None:
+        self.settings = settings
+        self.backend = backend
+        self.batcher = Batcher(settings)
+        self.store = CheckpointStore(
+            settings.checkpoint_dir, settings.run_id, settings.keep_checkpoints
+        )
+        self.state = CheckpointState(run_id=settings.run_id, base_model=backend.base_model)
+        found = self.store.latest()
+        if found is not None:
+            path, self.state = found
+            backend.load(path, self.state.version)
+            log.info("resumed from %s (version %d)", path, self.state.version)
+
+    @property
+    def version(self) -> int:
+        """Current policy version."""
+        return self.backend.version
+
+    def train_pending(
+        self, offsets: dict[str, dict[str, int]], fault: FaultHook | None = None
+    ) -> tuple[UpdateResult, PolicyUpdated]:
+        """Update on the pending batch and write a checkpoint holding ``offsets``."""
+        batch = self.batcher.take()
+        result = self.backend.update(batch)
+        if fault:
+            fault("after_update", result.version)
+        metrics = dict(result.metrics)
+        if batch.rewards:
+            metrics["reward_mean"] = sum(batch.rewards) / len(batch.rewards)
+        metrics.update(self.batcher.drops.as_metrics())
+        self.state = CheckpointState(
+            version=result.version,
+            offsets=offsets,
+            history=[
+                *self.state.history,
+                {"version": result.version, "episode_ids": batch.episode_ids},
+            ],
+            run_id=self.settings.run_id,
+            base_model=self.backend.base_model,
+            metrics=metrics,
+        )
+        started = time.perf_counter()
+        self.store.write(self.state, self.backend.save)
+        metrics["checkpoint_s"] = time.perf_counter() - started
+        if fault:
+            fault("after_checkpoint", result.version)
+        return result, self.policy_event(len(batch.episode_ids), batch.num_tokens, metrics)
+
+    def policy_event(
+        self, num_episodes: int = 0, num_tokens: int = 0, metrics: dict[str, float] | None = None
+    ) -> PolicyUpdated:
+        """PolicyUpdated for the current checkpoint (event id run_id/v<version>)."""
+        return PolicyUpdated(
+            event_id=f"{self.settings.run_id}/v{self.state.version}",
+            run_id=self.settings.run_id,
+            version=self.state.version,
+            checkpoint_uri=self.state.checkpoint_uri,
+            base_model=self.backend.base_model,
+            backend=self.backend.name,
+            metrics=metrics if metrics is not None else self.state.metrics,
+            num_episodes=num_episodes,
+            num_tokens=num_tokens,
+        )
+
+
+class Trainer:
+    """The Kafka consumer around ``TrainerCore``."""
+
+    def __init__(
+        self,
+        settings: TrainerSettings,
+        kafka: KafkaSettings,
+        backend: TrainingBackend,
+        fault: FaultHook | None = None,
+    ) -> None:
+        self.settings = settings
+        self.kafka = kafka
+        self.core = TrainerCore(settings, backend)
+        self.fault = fault
+        self.codec = make_codec(kafka)
+        self.topic = kafka.topic(EPISODES)
+        self.report = TrainerReport(version=self.core.version)
+        self._offsets: dict[str, dict[str, int]] = {
+            t: dict(p) for t, p in self.core.state.offsets.items()
+        }
+        self._stop = False
+
+    def stop(self) -> None:
+        """Ask the loop to stop after the current poll."""
+        self._stop = True
+
+    def _assign(self, consumer: Consumer) -> None:
+        """Take every partition, at the checkpoint's offsets where it has them (else the
+        group's committed offset, else the beginning). One trainer consumes a run."""
+        with kafka_errors(f"reading partitions of {self.topic}"):
+            meta = consumer.list_topics(self.topic, timeout=self.kafka.request_timeout_s)
+        topic = meta.topics.get(self.topic)
+        if topic is None or topic.error is not None or not topic.partitions:
+            raise TopicError(f"topic {self.topic} does not exist; create it (rllm-cli up)")
+        saved = self.core.state.offsets.get(self.topic, {})
+        consumer.assign(
+            [
+                TopicPartition(self.topic, p, saved.get(str(p), OFFSET_INVALID))
+                for p in sorted(topic.partitions)
+            ]
+        )
+
+    def _commit(self, consumer: Consumer) -> None:
+        tps = [
+            TopicPartition(t, int(p), o)
+            for t, parts in self._offsets.items()
+            for p, o in parts.items()
+        ]
+        if tps:
+            with kafka_errors("committing trainer offsets"):
+                consumer.commit(offsets=tps, asynchronous=False)
+
+    def _handle(self, msg: Message, publisher: EventPublisher) -> None:
+        parts = self._offsets.setdefault(msg.topic() or self.topic, {})
+        parts[str(msg.partition())] = (msg.offset() or 0) + 1
+        self.report.episodes_consumed += 1
+        try:
+            record = self.codec.decode(msg.value() or b"")
+            if not isinstance(record, EpisodeAssembled):
+                raise SchemaError(
+                    f"expected EpisodeAssembled on {self.topic}, got {type(record).__name__}"
+                )
+        except SchemaError as exc:
+            self.report.dead_letters += 1
+            publisher.publish_sync(DEAD_LETTERS, msg.key(), dead_letter_for(msg, exc, "trainer"))
+            return
+        self.core.batcher.add(record, self.core.version)
+
+    def _update(self, consumer: Consumer, publisher: EventPublisher) -> None:
+        offsets = {t: dict(p) for t, p in self._offsets.items()}
+        result, event = self.core.train_pending(offsets, self.fault)
+        publisher.publish_sync(POLICY_UPDATES, self.settings.run_id, event)
+        if self.fault:
+            self.fault("after_publish", result.version)
+        self._commit(consumer)
+        if self.fault:
+            self.fault("after_commit", result.version)
+        self.report.updates += 1
+        self.report.version = result.version
+        self.report.last_metrics = dict(event.metrics)
+        log.info(
+            "policy version %d: %s",
+            result.version,
+            {k: round(v, 4) for k, v in event.metrics.items()},
+        )
+
+    def run(self) -> TrainerReport:
+        """Consume until ``max_updates``, ``idle_exit_s`` or ``stop()``."""
+        s = self.settings
+        consumer = make_consumer(self.kafka, s.group_id)
+        publisher = EventPublisher(self.kafka, codec=self.codec)
+        try:
+            if self.core.state.version > 0:  # re-announce: the publish may have been lost
+                publisher.publish_sync(POLICY_UPDATES, s.run_id, self.core.policy_event())
+            self._assign(consumer)
+            idle_since = time.monotonic()
+            while not self._stop:
+                if s.max_updates and self.report.updates >= s.max_updates:
+                    break
+                msg = consumer.poll(s.poll_timeout_s)
+                if msg is None:
+                    if s.idle_exit_s and time.monotonic() - idle_since > s.idle_exit_s:
+                        break
+                    continue
+                if msg.error() is not None:
+                    log.warning("consumer error: %s", msg.error())
+                    continue
+                idle_since = time.monotonic()
+                self._handle(msg, publisher)
+                if self.core.batcher.ready():
+                    self._update(consumer, publisher)
+        finally:
+            self.report.drops = self.core.batcher.drops.as_metrics()
+            publisher.close()
+            consumer.close()
+        return self.report
+
+
+def run_trainer(settings: TrainerSettings, kafka: KafkaSettings, **kwargs: Any) -> TrainerReport:
+    """Build the backend named in ``settings`` and run the trainer."""
+    from rllm.consumers.backends import make_backend
+
+    return Trainer(settings, kafka, make_backend(settings), **kwargs).run()

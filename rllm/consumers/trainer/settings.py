@@ -1,0 +1,129 @@
+"""``TrainerSettings``: every knob of ``rllm-cli train``, env prefix ``RLLM_``."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from rllm.consumers.trainer.types import LossAgg, LossKind
+from rllm.settings import default_home
+
+__all__ = ["BackendName", "SyncMode", "TrainerSettings", "UniformPolicy"]
+
+
+class BackendName(StrEnum):
+    """Training backends, chosen with ``--backend``."""
+
+    LOCAL = "local"
+    VERL = "verl"
+    TINKER = "tinker"
+    FIREWORKS = "fireworks"
+
+
+class SyncMode(StrEnum):
+    """How rollouts and updates interleave."""
+
+    SYNC = "sync"
+    """Only episodes sampled by the current policy are trained (staleness 0)."""
+    ASYNC = "async"
+    """Episodes up to ``max_staleness`` versions old are trained."""
+
+
+class UniformPolicy(StrEnum):
+    """What to do with groups whose rewards are all equal."""
+
+    DROP = "drop"
+    KEEP = "keep"
+
+
+class TrainerSettings(BaseSettings):
+    """The trainer consumer and its backend."""
+
+    model_config = SettingsConfigDict(env_prefix="RLLM_", frozen=True, extra="ignore")
+
+    # --- run ------------------------------------------------------------------------
+    run_id: str = "train"
+    """Training run id, written on every PolicyUpdated."""
+    group_id: str = "rllm-trainer"
+    """Kafka consumer group of the trainer."""
+    backend: BackendName = BackendName.LOCAL
+    """Training backend (local, verl, tinker, fireworks)."""
+    checkpoint_dir: Path = Field(default_factory=lambda: default_home() / "checkpoints")
+    """Where checkpoints (weights, optimiser state, consumed offsets) go."""
+    keep_checkpoints: int = Field(default=2, ge=1)
+    """How many recent checkpoints to keep on disk."""
+    max_updates: int = Field(default=0, ge=0)
+    """Stop after this many updates (0: run until stopped)."""
+    poll_timeout_s: float = Field(default=1.0, gt=0)
+    """How long one Kafka poll waits."""
+    idle_exit_s: float = Field(default=0.0, ge=0)
+    """Stop when no episode arrived for this long (0: never)."""
+
+    # --- batching -------------------------------------------------------------------
+    batch_size: int = Field(default=4, ge=1)
+    """Episodes (tasks) per update; each brings its whole group."""
+    mode: SyncMode = SyncMode.ASYNC
+    """sync: train only on-policy episodes; async: allow up to max_staleness."""
+    max_staleness: int = Field(default=1, ge=0)
+    """Largest (current version - step policy version) accepted in async mode."""
+    uniform_reward: UniformPolicy = UniformPolicy.DROP
+    """Drop groups whose rewards are all equal (no GRPO signal), or keep them."""
+    merge_steps: bool = True
+    """Merge steps whose prompt extends the previous step's prompt + response."""
+
+    # --- algorithm ------------------------------------------------------------------
+    loss: LossKind = LossKind.GRPO
+    """Objective: grpo, reinforce, rloo, sft, distill."""
+    loss_agg: LossAgg = LossAgg.TOKEN_MEAN
+    """token-mean, seq-mean-token-mean or seq-mean-token-sum."""
+    clip_eps_low: float = Field(default=0.2, ge=0)
+    """Lower clip range of the importance ratio."""
+    clip_eps_high: float = Field(default=0.2, ge=0)
+    """Upper clip range of the importance ratio."""
+    kl_coef: float = Field(default=0.0, ge=0)
+    """Weight of the KL penalty to the reference (initial) policy; 0 turns it off."""
+
+    # --- optimiser and model --------------------------------------------------------
+    model: str = ""
+    """Local HF model directory, or a directory holding ``gguf_file``; '' = SmolLM2-135M."""
+    gguf_file: str | None = None
+    """GGUF file name inside ``model`` (or a full path)."""
+    teacher_model: str | None = None
+    """Local teacher model directory for distillation."""
+    lr: float = Field(default=2e-5, gt=0)
+    """AdamW learning rate."""
+    weight_decay: float = Field(default=0.0, ge=0)
+    """AdamW weight decay."""
+    max_grad_norm: float = Field(default=1.0, gt=0)
+    """Gradient clipping norm."""
+    micro_batch_size: int = Field(default=8, ge=1)
+    """Sequences per forward/backward pass (gradients are accumulated)."""
+    lora_rank: int = Field(default=0, ge=0)
+    """LoRA rank; 0 trains all weights."""
+    device: str = "cpu"
+    """torch device of the local backend."""
+    seed: int = 0
+    """Seed of the local backend."""
+    torch_threads: int = Field(default=0, ge=0)
+    """torch CPU threads (0: torch's default; 1 is much faster on a CPU shared with others)."""
+    save_optimizer: bool = True
+    """Keep the AdamW state in checkpoints (exact resume; ~2x the weights on disk)."""
+
+    # --- hosted backends ------------------------------------------------------------
+    tinker_url: str = "https://tinker.thinkingmachines.dev/services/tinker-prod"
+    """Tinker service URL."""
+    tinker_api_key: SecretStr | None = None
+    """Tinker API key."""
+    fireworks_url: str = "https://api.fireworks.ai"
+    """Fireworks API base URL."""
+    fireworks_api_key: SecretStr | None = None
+    """Fireworks API key."""
+    fireworks_account: str = ""
+    """Fireworks account id."""
+
+    def effective_max_staleness(self) -> int:
+        """0 in sync mode, ``max_staleness`` in async mode."""
+        return 0 if self.mode is SyncMode.SYNC else self.max_staleness

@@ -1,0 +1,246 @@
+"""The local model server's ASGI app: OpenAI ``chat/completions`` and ``completions`` with
+vLLM's token IDs, ``/v1/models`` with the policy version, and an admin reload endpoint.
+Concurrent requests are batched into one generation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from rllm.serving.engine import Completion, Engine, SamplingParams
+from rllm.serving.protocol import (
+    RequestError,
+    chat_response,
+    completion_response,
+    sampling_params,
+)
+
+__all__ = ["POLICY_HEADER", "RequestBatcher", "create_app"]
+
+POLICY_HEADER = "x-rllm-policy-version"
+
+
+@dataclass
+class _Pending:
+    prompt: list[int]
+    params: SamplingParams
+    future: asyncio.Future[list[Completion]] = field(repr=False)
+
+
+class RequestBatcher:
+    """Collects concurrent requests for ``wait_s`` and generates them as one batch."""
+
+    def __init__(self, engine: Engine, max_batch: int = 32, wait_s: float = 0.01) -> None:
+        self.engine, self.max_batch, self.wait_s = engine, max_batch, wait_s
+        self.queue: asyncio.Queue[_Pending] = asyncio.Queue()
+        self.batches: list[int] = []
+        """Rows of each generated batch (for tests and metrics)."""
+
+    async def submit(self, prompt: list[int], params: SamplingParams) -> list[Completion]:
+        """The ``params.n`` completions of one prompt."""
+        fut: asyncio.Future[list[Completion]] = asyncio.get_running_loop().create_future()
+        await self.queue.put(_Pending(prompt, params, fut))
+        return await fut
+
+    async def run(self) -> None:
+        """Serve the queue until cancelled."""
+        while True:
+            items = [await self.queue.get()]
+            rows = items[0].params.n
+            deadline = time.monotonic() + self.wait_s
+            while rows < self.max_batch:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                try:
+                    nxt = await asyncio.wait_for(self.queue.get(), left)
+                except TimeoutError:
+                    break
+                items.append(nxt)
+                rows += nxt.params.n
+            prompts, params = [], []
+            for it in items:
+                for k in range(it.params.n):
+                    seed = None if it.params.seed is None else it.params.seed + k
+                    prompts.append(it.prompt)
+                    params.append(replace(it.params, seed=seed))
+            self.batches.append(len(prompts))
+            try:
+                outs = await asyncio.to_thread(self.engine.generate, prompts, params)
+            except Exception as exc:
+                for it in items:
+                    if not it.future.done():
+                        it.future.set_exception(exc)
+                continue
+            at = 0
+            for it in items:
+                if not it.future.done():
+                    it.future.set_result(outs[at : at + it.params.n])
+                at += it.params.n
+
+
+def _error(status: int, message: str, kind: str = "BadRequestError") -> JSONResponse:
+    return JSONResponse(
+        {
+            "error": {"message": message, "type": kind, "param": None, "code": status},
+            "object": "error",
+        },
+        status_code=status,
+    )
+
+
+def create_app(
+    engine: Engine, model_name: str = "local", max_batch: int = 32, batch_wait_ms: float = 10.0
+) -> Starlette:
+    """The ASGI app serving ``engine``."""
+    batcher = RequestBatcher(engine, max_batch, batch_wait_ms / 1000)
+    tok = engine.tokenizer
+
+    def respond(body: dict[str, Any], status: int = 200) -> JSONResponse:
+        return JSONResponse(body, status_code=status, headers={POLICY_HEADER: str(engine.version)})
+
+    async def read(request: Request) -> dict[str, Any]:
+        try:
+            body = await request.json()
+        except ValueError as exc:
+            raise RequestError(f"request body is not JSON: {exc}") from exc
+        if not isinstance(body, dict):
+            raise RequestError("request body must be a JSON object")
+        return body
+
+    def check_len(prompt: list[int]) -> None:
+        if len(prompt) >= engine.max_model_len:
+            raise RequestError(
+                f"prompt has {len(prompt)} tokens; the model's context is {engine.max_model_len}"
+            )
+
+    async def chat(request: Request) -> JSONResponse:
+        try:
+            body = await read(request)
+            messages = body.get("messages")
+            if not isinstance(messages, list) or not messages:
+                raise RequestError(f"messages={messages!r} must be a non-empty list")
+            params = sampling_params(body, chat=True)
+            try:
+                prompt = list(
+                    tok.apply_chat_template(
+                        messages, add_generation_prompt=True, tools=body.get("tools")
+                    )
+                )
+            except Exception as exc:
+                raise RequestError(f"messages do not fit the chat template: {exc}") from exc
+            check_len(prompt)
+        except RequestError as exc:
+            return _error(400, str(exc))
+        outs = await batcher.submit(prompt, params)
+        return respond(
+            chat_response(
+                body.get("model") or model_name,
+                prompt,
+                outs,
+                tok,
+                bool(body.get("logprobs")),
+                bool(body.get("return_token_ids")),
+            )
+        )
+
+    async def completions(request: Request) -> JSONResponse:
+        try:
+            body = await read(request)
+            raw = body.get("prompt")
+            if isinstance(raw, str):
+                prompts = [list(tok.encode(raw, add_special_tokens=False))]
+            elif isinstance(raw, list) and raw and all(isinstance(x, int) for x in raw):
+                prompts = [list(raw)]
+            elif isinstance(raw, list) and raw and all(isinstance(x, str | list) for x in raw):
+                prompts = [
+                    list(tok.encode(x, add_special_tokens=False)) if isinstance(x, str) else list(x)
+                    for x in raw
+                ]
+            else:
+                raise RequestError(f"prompt={raw!r} must be a string, token IDs, or a list of them")
+            if body.get("echo"):
+                raise RequestError("echo=true is not supported by the local model server")
+            params = sampling_params(body, chat=False)
+            for p in prompts:
+                check_len(p)
+        except RequestError as exc:
+            return _error(400, str(exc))
+        outs = await asyncio.gather(*(batcher.submit(p, params) for p in prompts))
+        return respond(
+            completion_response(
+                body.get("model") or model_name,
+                prompts,
+                list(outs),
+                tok,
+                body.get("logprobs") is not None,
+                bool(body.get("return_token_ids")),
+            )
+        )
+
+    async def models(request: Request) -> JSONResponse:
+        return respond(
+            {
+                "object": "list",
+                "data": [
+                    {
+                        "id": model_name,
+                        "object": "model",
+                        "created": int(time.time()),
+                        "owned_by": "rllm",
+                        "root": engine.source,
+                        "parent": None,
+                        "max_model_len": engine.max_model_len,
+                        "policy_version": engine.version,
+                    }
+                ],
+            }
+        )
+
+    async def health(request: Request) -> JSONResponse:
+        return respond({"status": "ok", "policy_version": engine.version})
+
+    async def reload(request: Request) -> JSONResponse:
+        try:
+            body = await read(request)
+            uri, version = body.get("checkpoint_uri"), body.get("version")
+            if not isinstance(uri, str) or not isinstance(version, int):
+                raise RequestError('reload needs {"checkpoint_uri": str, "version": int}')
+            seconds = await asyncio.to_thread(engine.load_checkpoint, uri, version)
+        except (RequestError, FileNotFoundError, ValueError) as exc:
+            return _error(400, str(exc))
+        return respond({"policy_version": engine.version, "reload_s": seconds})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        task = asyncio.create_task(batcher.run())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/completions", completions, methods=["POST"]),
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/health", health, methods=["GET"]),
+            Route("/admin/reload", reload, methods=["POST"]),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.batcher = batcher
+    app.state.engine = engine
+    return app

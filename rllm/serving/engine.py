@@ -1,0 +1,207 @@
+"""The generation engine of the local model server: batched sampling with a KV cache that
+returns the sampled token IDs and their logprobs, and swaps weights for a new policy.
+
+Logprobs are those of the raw model distribution (before temperature and top-p), as
+vLLM reports them by default, so the trainer's forward pass recomputes them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import torch
+
+from rllm.consumers.backends.local.model import LoadedModel, stop_token_ids
+
+__all__ = ["Completion", "Engine", "SamplingParams", "checkpoint_path"]
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """Sampling parameters of one request."""
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 16
+    stop: tuple[str, ...] = ()
+    n: int = 1
+    seed: int | None = None
+    top_logprobs: int = 0
+
+
+@dataclass
+class Completion:
+    """One sampled continuation."""
+
+    token_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    top_logprobs: list[list[tuple[int, float]]] = field(default_factory=list)
+    text: str = ""
+    finish_reason: str = "length"
+    stop_reason: str | int | None = None
+
+
+def checkpoint_path(uri: str) -> Path:
+    """A local path from a ``file://`` URI or a plain path."""
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file"):
+        return Path(unquote(parsed.path) if parsed.scheme else uri)
+    raise ValueError(
+        f"checkpoint {uri!r} is not a local file:// URI; the local server "
+        f"loads weights from local disk only"
+    )
+
+
+def _filter_top_p(probs_V: torch.Tensor, top_p: float) -> torch.Tensor:
+    if top_p >= 1.0:
+        return probs_V
+    sorted_p, idx = torch.sort(probs_V, descending=True)
+    drop = (torch.cumsum(sorted_p, -1) - sorted_p) > top_p
+    sorted_p = sorted_p.masked_fill(drop, 0.0)
+    return torch.zeros_like(probs_V).scatter(-1, idx, sorted_p)
+
+
+class Engine:
+    """Generates for many requests at once on one model; thread-safe."""
+
+    def __init__(
+        self, loaded: LoadedModel, version: int = 0, max_model_len: int | None = None
+    ) -> None:
+        self.model: Any = loaded.model.eval()
+        self.tokenizer: Any = loaded.tokenizer
+        self.source = loaded.source
+        self.version = version
+        self.lock = threading.Lock()
+        self.stop_ids = stop_token_ids(self.tokenizer, self.model)
+        self.max_model_len = max_model_len or int(
+            getattr(self.model.config, "max_position_embeddings", 2048)
+        )
+        self.device = next(self.model.parameters()).device
+        self._rng = torch.Generator().manual_seed(0)
+        self.last_reload_s = 0.0
+
+    # --- weights ---------------------------------------------------------------------
+    def load_state_dict(self, state: dict[str, torch.Tensor], version: int) -> None:
+        """Copy new weights in (between batches) and report ``version``."""
+        with self.lock, torch.no_grad():
+            self.model.load_state_dict(state, strict=False)
+            self.version = version
+
+    def load_checkpoint(self, uri: str, version: int) -> float:
+        """Load safetensors weights from a checkpoint directory; return seconds taken."""
+        from safetensors.torch import load_file
+
+        started = time.perf_counter()
+        directory = checkpoint_path(uri)
+        files = sorted(directory.glob("*.safetensors"))
+        if not files:
+            raise FileNotFoundError(f"checkpoint {uri} has no *.safetensors weights")
+        state: dict[str, torch.Tensor] = {}
+        for f in files:
+            state.update(load_file(str(f), device=str(self.device)))
+        self.load_state_dict(state, version)
+        self.last_reload_s = time.perf_counter() - started
+        return self.last_reload_s
+
+    # --- generation ------------------------------------------------------------------
+    def generate(self, prompts: list[list[int]], params: list[SamplingParams]) -> list[Completion]:
+        """One completion per (prompt, params) row, generated as one batch."""
+        if not prompts:
+            return []
+        with self.lock, torch.inference_mode():
+            return self._generate(prompts, params)
+
+    def _generate(self, prompts: list[list[int]], params: list[SamplingParams]) -> list[Completion]:
+        b = len(prompts)
+        width = max(len(p) for p in prompts)
+        pad = int(self.tokenizer.pad_token_id or 0)
+        ids = torch.full((b, width), pad, dtype=torch.long)
+        attn = torch.zeros((b, width), dtype=torch.long)
+        for i, p in enumerate(prompts):
+            ids[i, width - len(p) :] = torch.tensor(p)
+            attn[i, width - len(p) :] = 1
+        ids, attn = ids.to(self.device), attn.to(self.device)
+        pos = (attn.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(
+            input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, logits_to_keep=1
+        )
+        past, logits = out.past_key_values, out.logits[:, -1, :].float()
+        gens = [
+            torch.Generator().manual_seed(p.seed) if p.seed is not None else self._rng
+            for p in params
+        ]
+        results = [Completion() for _ in range(b)]
+        done = [False] * b
+        budget = [
+            min(p.max_tokens, self.max_model_len - len(q))
+            for p, q in zip(params, prompts, strict=True)
+        ]
+        for i in range(b):
+            if budget[i] <= 0:
+                done[i] = True
+        last_pos = pos[:, -1]
+        while not all(done):
+            logp_BV = torch.log_softmax(logits, -1).cpu()
+            chosen = [pad] * b
+            for i in range(b):
+                if done[i]:
+                    continue
+                tok = self._sample(logp_BV[i], params[i], gens[i])
+                chosen[i] = tok
+                self._record(results[i], logp_BV[i], tok, params[i])
+                done[i] = self._finished(results[i], tok, params[i], budget[i])
+            if all(done):
+                break
+            attn = torch.cat([attn, torch.ones((b, 1), dtype=torch.long, device=self.device)], 1)
+            last_pos = last_pos + 1
+            step_ids = torch.tensor(chosen, device=self.device).unsqueeze(1)
+            out = self.model(
+                input_ids=step_ids,
+                attention_mask=attn,
+                position_ids=last_pos.unsqueeze(1),
+                past_key_values=past,
+                use_cache=True,
+            )
+            past, logits = out.past_key_values, out.logits[:, -1, :].float()
+        for r in results:
+            if not isinstance(r.stop_reason, str):  # a stop string already cut the text
+                r.text = self.tokenizer.decode(r.token_ids, skip_special_tokens=True)
+        return results
+
+    def _sample(self, logp_V: torch.Tensor, p: SamplingParams, gen: torch.Generator) -> int:
+        if p.temperature <= 0:
+            return int(torch.argmax(logp_V))
+        probs = torch.softmax(logp_V / p.temperature, -1)
+        probs = _filter_top_p(probs, p.top_p)
+        return int(torch.multinomial(probs, 1, generator=gen))
+
+    def _record(self, r: Completion, logp_V: torch.Tensor, tok: int, p: SamplingParams) -> None:
+        r.token_ids.append(tok)
+        r.logprobs.append(float(logp_V[tok]))
+        if p.top_logprobs > 0:
+            vals, idx = torch.topk(logp_V, p.top_logprobs)
+            r.top_logprobs.append([(int(j), float(v)) for j, v in zip(idx, vals, strict=True)])
+        else:
+            r.top_logprobs.append([])
+
+    def _finished(self, r: Completion, tok: int, p: SamplingParams, budget: int) -> bool:
+        if tok in self.stop_ids:
+            r.finish_reason, r.stop_reason = "stop", None
+            r.text = self.tokenizer.decode(r.token_ids, skip_special_tokens=True)
+            return True
+        if p.stop:
+            text = self.tokenizer.decode(r.token_ids, skip_special_tokens=True)
+            hits = [(text.find(s), s) for s in p.stop if s and s in text]
+            if hits:
+                at, s = min(hits)
+                r.text, r.finish_reason, r.stop_reason = text[:at], "stop", s
+                return True
+        if len(r.token_ids) >= budget:
+            r.finish_reason = "length"
+            return True
+        return False

@@ -1,0 +1,217 @@
+"""Requests and responses in the OpenAI shapes with vLLM's extensions.
+
+With ``return_token_ids`` a chat response carries the prompt's IDs at the top level
+(``prompt_token_ids``) and the sampled IDs per choice (``choices[i].token_ids``); a
+completions choice carries both (``prompt_token_ids``, ``token_ids``), as vLLM >= 0.10.2
+does. Logprobs follow OpenAI: chat ``logprobs.content[{token, logprob, bytes,
+top_logprobs}]``, completions ``logprobs{tokens, token_logprobs, top_logprobs,
+text_offset}``. Both carry vLLM's ``stop_reason``.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from rllm.errors import ConfigError
+from rllm.serving.engine import Completion, SamplingParams
+
+__all__ = ["RequestError", "chat_response", "completion_response", "sampling_params"]
+
+
+class RequestError(ConfigError):
+    """A request the server cannot serve; answered with HTTP 400 and this message."""
+
+
+def sampling_params(body: dict[str, Any], chat: bool) -> SamplingParams:
+    """Sampling parameters from an OpenAI request body.
+
+    Raises:
+        RequestError: naming the bad field and value.
+    """
+
+    def num(name: str, default: float, lo: float, hi: float) -> float:
+        value = body.get(name)
+        if value is None:
+            return default
+        if not isinstance(value, int | float) or isinstance(value, bool) or not lo <= value <= hi:
+            raise RequestError(f"{name}={value!r} must be a number in [{lo}, {hi}]")
+        return float(value)
+
+    if body.get("stream"):
+        raise RequestError("stream=true is not supported by the local model server")
+    stop = body.get("stop") or ()
+    if isinstance(stop, str):
+        stop = (stop,)
+    if not isinstance(stop, list | tuple) or not all(isinstance(s, str) for s in stop):
+        raise RequestError(f"stop={stop!r} must be a string or a list of strings")
+    max_tokens = body.get("max_completion_tokens") if chat else None
+    max_tokens = max_tokens if max_tokens is not None else body.get("max_tokens")
+    if chat:
+        top = int(num("top_logprobs", 0, 0, 20)) if body.get("logprobs") else 0
+    else:
+        top = int(num("logprobs", 0, 0, 20))
+    seed = body.get("seed")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise RequestError(f"seed={seed!r} must be an integer")
+    return SamplingParams(
+        temperature=num("temperature", 1.0, 0.0, 100.0),
+        top_p=num("top_p", 1.0, 1e-9, 1.0),
+        max_tokens=(16 if not chat else 1 << 20)
+        if max_tokens is None
+        else _positive("max_tokens", max_tokens),
+        stop=tuple(stop),
+        n=int(num("n", 1, 1, 128)),
+        seed=seed,
+        top_logprobs=top,
+    )
+
+
+def _positive(name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise RequestError(f"{name}={value!r} must be a positive integer")
+    return value
+
+
+def _usage(prompt_len: int, outs: list[Completion]) -> dict[str, Any]:
+    completion = sum(len(o.token_ids) for o in outs)
+    return {
+        "prompt_tokens": prompt_len,
+        "completion_tokens": completion,
+        "total_tokens": prompt_len + completion,
+        "prompt_tokens_details": None,
+    }
+
+
+def _token_text(tokenizer: Any, tok: int) -> str:
+    return str(tokenizer.decode([tok]))
+
+
+def _chat_logprobs(tokenizer: Any, out: Completion) -> dict[str, Any]:
+    content = []
+    for tok, lp, tops in zip(out.token_ids, out.logprobs, out.top_logprobs, strict=True):
+        text = _token_text(tokenizer, tok)
+        content.append(
+            {
+                "token": text,
+                "logprob": lp,
+                "bytes": list(text.encode()),
+                "top_logprobs": [
+                    {
+                        "token": (t := _token_text(tokenizer, j)),
+                        "logprob": v,
+                        "bytes": list(t.encode()),
+                    }
+                    for j, v in tops
+                ],
+            }
+        )
+    return {"content": content}
+
+
+def chat_response(
+    model: str,
+    prompt_ids: list[int],
+    outs: list[Completion],
+    tokenizer: Any,
+    want_logprobs: bool,
+    want_ids: bool,
+) -> dict[str, Any]:
+    """A ``chat.completion`` body as vLLM returns it."""
+    choices: list[dict[str, Any]] = [
+        {
+            "index": i,
+            "message": {
+                "role": "assistant",
+                "content": o.text,
+                "refusal": None,
+                "annotations": None,
+                "audio": None,
+                "function_call": None,
+                "tool_calls": [],
+                "reasoning_content": None,
+            },
+            "logprobs": _chat_logprobs(tokenizer, o) if want_logprobs else None,
+            "finish_reason": o.finish_reason,
+            "stop_reason": o.stop_reason,
+            "token_ids": list(o.token_ids) if want_ids else None,
+        }
+        for i, o in enumerate(outs)
+    ]
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": choices,
+        "service_tier": None,
+        "system_fingerprint": None,
+        "usage": _usage(len(prompt_ids), outs),
+        "prompt_logprobs": None,
+        "prompt_token_ids": list(prompt_ids) if want_ids else None,
+        "kv_transfer_params": None,
+    }
+
+
+def _completion_logprobs(tokenizer: Any, out: Completion) -> dict[str, Any]:
+    tokens = [_token_text(tokenizer, t) for t in out.token_ids]
+    offsets, at = [], 0
+    for t in tokens:
+        offsets.append(at)
+        at += len(t)
+    return {
+        "text_offset": offsets,
+        "token_logprobs": list(out.logprobs),
+        "tokens": tokens,
+        "top_logprobs": [
+            {_token_text(tokenizer, j): v for j, v in tops} or None for tops in out.top_logprobs
+        ],
+    }
+
+
+def completion_response(
+    model: str,
+    prompt_ids: list[list[int]],
+    outs: list[list[Completion]],
+    tokenizer: Any,
+    want_logprobs: bool,
+    want_ids: bool,
+) -> dict[str, Any]:
+    """A ``text_completion`` body as vLLM returns it (n choices per prompt, in order)."""
+    choices: list[dict[str, Any]] = []
+    index = 0
+    for prompt, group in zip(prompt_ids, outs, strict=True):
+        for o in group:
+            choices.append(
+                {
+                    "index": index,
+                    "text": o.text,
+                    "logprobs": _completion_logprobs(tokenizer, o) if want_logprobs else None,
+                    "finish_reason": o.finish_reason,
+                    "stop_reason": o.stop_reason,
+                    "prompt_logprobs": None,
+                    "prompt_token_ids": list(prompt) if want_ids else None,
+                    "token_ids": list(o.token_ids) if want_ids else None,
+                }
+            )
+            index += 1
+    n_prompt = sum(len(p) for p in prompt_ids)
+    n_completion = sum(len(o.token_ids) for g in outs for o in g)
+    usage = {
+        "prompt_tokens": n_prompt,
+        "completion_tokens": n_completion,
+        "total_tokens": n_prompt + n_completion,
+        "prompt_tokens_details": None,
+    }
+    return {
+        "id": f"cmpl-{uuid.uuid4().hex}",
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": choices,
+        "service_tier": None,
+        "system_fingerprint": None,
+        "usage": usage,
+        "kv_transfer_params": None,
+    }

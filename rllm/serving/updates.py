@@ -1,0 +1,91 @@
+"""Follow ``rllm.policy-updates`` and load each new policy version into the engine.
+
+Each server reads the whole topic with a consumer group of its own (every server must see
+every update); when it has caught up it loads the newest version above its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+
+from rllm.kafka import make_codec, make_consumer
+from rllm.schemas.topics import POLICY_UPDATES
+from rllm.schemas.types import PolicyUpdated
+from rllm.serving.engine import Engine
+from rllm.settings import KafkaSettings
+
+__all__ = ["PolicyFollower"]
+
+log = logging.getLogger(__name__)
+
+
+class PolicyFollower:
+    """A background thread that reloads the engine on PolicyUpdated."""
+
+    def __init__(
+        self, engine: Engine, kafka: KafkaSettings, run_id: str | None = None, poll_s: float = 0.5
+    ) -> None:
+        self.engine, self.kafka, self.run_id, self.poll_s = engine, kafka, run_id, poll_s
+        self.reloads: list[tuple[int, float]] = []
+        """(version, seconds) of every reload."""
+        self.errors: list[str] = []
+        self._failed: set[int] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rllm-policy-follower", daemon=True)
+
+    def start(self) -> PolicyFollower:
+        """Start following."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop and wait for the thread."""
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        codec = make_codec(self.kafka)
+        consumer = make_consumer(
+            self.kafka,
+            f"rllm-serve-{uuid.uuid4().hex[:12]}",
+            **{"topic.metadata.refresh.interval.ms": 2000},  # see a topic created later
+        )
+        consumer.subscribe([self.kafka.topic(POLICY_UPDATES)])
+        newest: PolicyUpdated | None = None
+        try:
+            while not self._stop.is_set():
+                msg = consumer.poll(self.poll_s)
+                if msg is not None and msg.error() is None:
+                    try:
+                        rec = codec.decode(msg.value() or b"")
+                    except Exception as exc:
+                        self.errors.append(f"undecodable policy update: {exc}")
+                        continue
+                    if (
+                        isinstance(rec, PolicyUpdated)
+                        and (self.run_id in (None, rec.run_id))
+                        and (newest is None or rec.version > newest.version)
+                    ):
+                        newest = rec
+                    continue
+                if (
+                    newest is not None
+                    and newest.version > self.engine.version
+                    and newest.version not in self._failed
+                ):
+                    self._load(newest)
+        finally:
+            consumer.close()
+
+    def _load(self, rec: PolicyUpdated) -> None:
+        try:
+            seconds = self.engine.load_checkpoint(rec.checkpoint_uri, rec.version)
+        except (OSError, ValueError) as exc:
+            self.errors.append(f"policy version {rec.version} from {rec.checkpoint_uri}: {exc}")
+            log.error("cannot load %s", self.errors[-1])
+            self._failed.add(rec.version)
+            return
+        self.reloads.append((rec.version, seconds))
+        log.info("loaded policy version %d in %.2fs", rec.version, seconds)

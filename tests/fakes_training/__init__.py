@@ -1,0 +1,1 @@
+"""HTTP-level fakes of hosted training services (Tinker, Fireworks) for backend tests."""

@@ -1,0 +1,15 @@
+"""Fixtures of the training integration tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rllm.consumers.backends.local.model import tiny_model_dir
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random Llama with a char-level tokenizer (an HF directory)."""
+    return tiny_model_dir(tmp_path_factory.mktemp("tiny-model"))

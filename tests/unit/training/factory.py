@@ -1,0 +1,82 @@
+"""Build EpisodeAssembled records with real token arrays for trainer tests."""
+
+from __future__ import annotations
+
+from rllm.schemas import types as t
+from rllm.schemas.tokens import pack_logprobs, pack_tokens
+
+
+def step(
+    step_id: str,
+    prompt: list[int],
+    response: list[int],
+    version: int = 0,
+    logprobs: list[float] | None = None,
+    missing: bool = False,
+    index: int = 0,
+) -> t.StepCaptured:
+    """One captured step (full prompt)."""
+    lps = logprobs if logprobs is not None else [-0.5] * len(response)
+    return t.StepCaptured(
+        step_id=step_id,
+        step_index=index,
+        api=t.ApiKind.CHAT,
+        model="tiny",
+        prompt_token_ids=pack_tokens(prompt),
+        response_token_ids=b"" if missing else pack_tokens(response),
+        response_logprobs=b"" if missing else pack_logprobs(lps),
+        policy_version=version,
+        token_status=t.TokenStatus.MISSING if missing else t.TokenStatus.OK,
+    )
+
+
+def trajectory(
+    session_id: str, steps: list[t.StepCaptured], reward: float, index: int = 0, run_id: str = "run"
+) -> t.TrajectoryAssembled:
+    """An assembled trajectory."""
+    return t.TrajectoryAssembled(
+        event_id=f"traj:{session_id}",
+        session_id=session_id,
+        run_id=run_id,
+        task=t.Task(task_id="task"),
+        rollout_index=index,
+        group_size=2,
+        steps=tuple(steps),
+        status=t.SessionStatus.OK,
+        reward=reward,
+    )
+
+
+def episode(
+    episode_id: str,
+    rewards: tuple[float, ...] = (1.0, 0.0),
+    version: int = 0,
+    missing: bool = False,
+    run_id: str = "run",
+    prompt: list[int] | None = None,
+) -> t.EpisodeAssembled:
+    """An episode of len(rewards) one-step trajectories on a short prompt."""
+    prompt = prompt or [3, 4, 5, 6]
+    trajs = []
+    for i, r in enumerate(rewards):
+        sid = f"{episode_id}/s{i}"
+        trajs.append(
+            trajectory(
+                sid,
+                [step(f"{sid}/0", prompt, [7 + i, 8, 9 + i], version, missing=missing and i == 1)],
+                r,
+                i,
+                run_id,
+            )
+        )
+    mean = sum(rewards) / len(rewards)
+    return t.EpisodeAssembled(
+        event_id=episode_id,
+        run_id=run_id,
+        task=t.Task(task_id=episode_id),
+        trajectories=tuple(trajs),
+        rewards=rewards,
+        advantages=tuple(r - mean for r in rewards),
+        group_size=len(rewards),
+        uniform_reward=len(set(rewards)) == 1,
+    )

@@ -1,0 +1,218 @@
+"""Capability refusal, the local backend on a tiny model, verl's DataProto layout, and the
+tinker / fireworks backends against HTTP-level fakes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from pydantic import SecretStr
+
+from rllm.consumers.backends import make_backend
+from rllm.consumers.backends.fireworks.backend import FireworksBackend
+from rllm.consumers.backends.local.backend import LocalBackend
+from rllm.consumers.backends.tinker.backend import TinkerBackend
+from rllm.consumers.backends.verl.convert import to_verl_batch, verl_config
+from rllm.consumers.trainer.batching import episode_sequences
+from rllm.consumers.trainer.errors import CapabilityError
+from rllm.consumers.trainer.settings import BackendName, TrainerSettings
+from rllm.consumers.trainer.types import LossAgg, LossKind, TrainBatch, TrainSequence
+from rllm.errors import ConfigError
+from tests.fakes_training.fireworks import FakeFireworks
+from tests.fakes_training.tinker import FakeTinker
+from tests.unit.training.factory import episode
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fragments"),
+    [
+        ({"backend": BackendName.LOCAL, "lora_rank": 8}, ["'local'", "lora_rank=8"]),
+        (
+            {"backend": BackendName.TINKER, "lora_rank": 8, "kl_coef": 0.1},
+            ["'tinker'", "kl_coef=0.1"],
+        ),
+        ({"backend": BackendName.TINKER}, ["'tinker'", "lora_rank=0"]),
+        (
+            {"backend": BackendName.TINKER, "lora_rank": 8, "clip_eps_high": 0.28},
+            ["'tinker'", "clip_eps_high=0.28"],
+        ),
+        ({"backend": BackendName.VERL, "loss": LossKind.DISTILL}, ["'verl'", "loss=distill"]),
+        ({"backend": BackendName.FIREWORKS, "lora_rank": 8}, ["'fireworks'", "loss=grpo"]),
+        (
+            {
+                "backend": BackendName.FIREWORKS,
+                "lora_rank": 8,
+                "loss": LossKind.SFT,
+                "loss_agg": LossAgg.SEQ_MEAN_TOKEN_SUM,
+            },
+            ["'fireworks'", "loss_agg=seq-mean-token-sum"],
+        ),
+    ],
+)
+def test_unsupported_setting_refused_before_training(
+    overrides: dict[str, object], fragments: list[str]
+) -> None:
+    with pytest.raises(CapabilityError) as err:
+        make_backend(TrainerSettings(model="/nonexistent", **overrides))  # type: ignore[arg-type]
+    for f in fragments:
+        assert f in str(err.value)
+
+
+def _batch(n: int = 2) -> TrainBatch:
+    seqs: list[TrainSequence] = []
+    ids = []
+    for i in range(n):
+        ep = episode(f"e{i}", rewards=(1.0, 0.0), prompt=[3 + i, 4, 5, 6])
+        seqs += episode_sequences(ep, LossKind.GRPO)
+        ids.append(ep.event_id)
+    return TrainBatch(sequences=seqs, episode_ids=ids, rewards=[1.0, 0.0] * n)
+
+
+def test_local_backend_update_checkpoint_roundtrip(tiny_model: Path, tmp_path: Path) -> None:
+    settings = TrainerSettings(model=str(tiny_model), lr=1e-2, micro_batch_size=2, kl_coef=0.05)
+    backend = make_backend(settings)
+    assert isinstance(backend, LocalBackend)
+    before = {k: v.clone() for k, v in backend.state_dict().items()}
+    res = backend.update(_batch())
+    assert res.version == 1 == backend.version
+    assert {"loss", "kl", "clip_frac", "grad_norm"} <= set(res.metrics)
+    changed = [k for k, v in backend.state_dict().items() if not torch.equal(v, before[k])]
+    assert changed, "no weight changed"
+    uri = backend.save(tmp_path / "v1")
+    assert uri.startswith("file://") and (tmp_path / "v1" / "optimizer.pt").is_file()
+    other = LocalBackend(TrainerSettings(model=str(tiny_model)))
+    other.load(tmp_path / "v1", 1)
+    assert other.version == 1
+    for k, v in backend.state_dict().items():
+        assert torch.equal(other.state_dict()[k], v), k
+
+
+def test_local_backend_gradient_only_from_sampled_tokens(tiny_model: Path) -> None:
+    backend = LocalBackend(
+        TrainerSettings(model=str(tiny_model), loss=LossKind.SFT, max_grad_norm=1e9)
+    )
+    model = backend.model
+    # reference: the loss of the one sampled token (7 after prompt 3 4 5 6) alone
+    model.zero_grad()
+    logits = model(torch.tensor([[3, 4, 5, 6]])).logits
+    (-torch.log_softmax(logits[0, -1], -1)[7]).backward()
+    expected = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    seq = TrainSequence("e", "s", ("x",), [3, 4, 5, 6, 7], [0, 0, 0, 0, 1], [0.0] * 5)
+    backend.update(TrainBatch([seq], ["e"]))
+    got = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+    assert set(got) == set(expected)
+    for k, g in expected.items():
+        assert torch.allclose(got[k], g, atol=1e-6), k
+    with pytest.raises(ValueError, match="no token that carries loss"):
+        backend.update(
+            TrainBatch([TrainSequence("e", "s", ("x",), [3, 4], [0, 0], [0.0, 0.0])], ["e"])
+        )
+
+
+def test_verl_layout() -> None:
+    seq = TrainSequence(
+        "ep",
+        "s",
+        ("a", "b"),
+        [1, 2, 3, 10, 11, 20, 12],
+        [0, 0, 0, 1, 1, 0, 1],
+        [0, 0, 0, -0.1, -0.2, 0, -0.3],
+        advantage=2.0,
+    )
+    short = TrainSequence("ep2", "s2", ("c",), [5, 6, 9], [0, 0, 1], [0, 0, -0.5], advantage=-1.0)
+    vb = to_verl_batch(TrainBatch([seq, short], ["ep", "ep2"]), pad_id=0)
+    b = vb.batch
+    assert b["prompts"].tolist() == [[1, 2, 3], [0, 5, 6]]  # left-padded
+    assert b["responses"].tolist() == [[10, 11, 20, 12], [9, 0, 0, 0]]  # right-padded
+    assert b["response_mask"].tolist() == [[1, 1, 0, 1], [1, 0, 0, 0]]
+    assert b["attention_mask"].tolist() == [[1] * 7, [0, 1, 1, 1, 0, 0, 0]]
+    assert b["position_ids"][1].tolist()[:4] == [0, 0, 1, 2]
+    assert b["input_ids"].shape == (2, 7)
+    assert b["old_log_probs"][0].tolist() == pytest.approx([-0.1, -0.2, 0.0, -0.3])
+    assert b["advantages"].tolist() == [[2.0, 2.0, 0.0, 2.0], [-1.0, 0.0, 0.0, 0.0]]
+    assert list(vb.non_tensor_batch["uid"]) == ["ep", "ep2"]
+    cfg = verl_config(
+        TrainerSettings(loss_agg=LossAgg.SEQ_MEAN_TOKEN_SUM, kl_coef=0.01, clip_eps_high=0.28)
+    )
+    assert cfg["actor_rollout_ref.actor.loss_agg_mode"] == "seq-mean-token-sum"
+    assert cfg["actor_rollout_ref.actor.use_kl_loss"] is True
+    assert cfg["actor_rollout_ref.actor.clip_ratio_high"] == 0.28
+    assert cfg["algorithm.adv_estimator"] == "grpo"
+
+
+def test_verl_backend_refuses_without_gpu_or_verl() -> None:
+    with pytest.raises(ConfigError, match="verl package and CUDA"):
+        make_backend(TrainerSettings(backend=BackendName.VERL))
+
+
+def test_tinker_backend_against_fake(tmp_path: Path) -> None:
+    fake = FakeTinker()
+    settings = TrainerSettings(
+        backend=BackendName.TINKER,
+        model="Qwen/Qwen3-8B",
+        lora_rank=16,
+        tinker_api_key=SecretStr("tml-test"),
+        run_id="r1",
+    )
+    backend = TinkerBackend(settings, transport=fake.transport())
+    res = backend.update(_batch())
+    assert res.version == 1 and res.metrics == {"loss:sum": 0.5} and fake.steps == 1
+    ops = [op for op, _ in fake.calls if op != "retrieve_future"]
+    assert ops == ["create_model", "forward_backward", "optim_step"]
+    fb = next(b for op, b in fake.calls if op == "forward_backward")
+    assert fb["forward_backward_input"]["loss_fn"] == "ppo" and fb["model_id"] == "model-1"
+    datum = fb["forward_backward_input"]["data"][0]
+    assert datum["model_input"]["chunks"][0]["tokens"] == [3, 4, 5, 6, 7, 8]
+    assert datum["loss_fn_inputs"]["target_tokens"]["data"] == [4, 5, 6, 7, 8, 9]
+    # token-mean over 12 loss tokens: advantage 0.5 / 12 on the 3 sampled targets
+    assert datum["loss_fn_inputs"]["advantages"]["data"] == pytest.approx(
+        [0, 0, 0, 0.5 / 12, 0.5 / 12, 0.5 / 12]
+    )
+    uri = backend.save(tmp_path / "v1")
+    assert uri == "tinker://model-1/sampler_weights/r1-v000001"
+    backend.load(tmp_path / "v1", 1)
+    assert [op for op, _ in fake.calls if op != "retrieve_future"][-1] == "load_weights"
+    bad = TrainerSettings(
+        backend=BackendName.TINKER, model="m", lora_rank=4, tinker_api_key=SecretStr("wrong")
+    )
+    with pytest.raises(Exception, match="401"):
+        TinkerBackend(bad, transport=fake.transport())
+
+
+def test_fireworks_backend_against_fake(tmp_path: Path) -> None:
+    fake = FakeFireworks()
+    settings = TrainerSettings(
+        backend=BackendName.FIREWORKS,
+        model="accounts/fireworks/models/x",
+        loss=LossKind.SFT,
+        lora_rank=8,
+        fireworks_account="acct",
+        fireworks_api_key=SecretStr("fw-test"),
+        run_id="run_a",
+    )
+    backend = FireworksBackend(
+        settings,
+        detokenize=lambda ids: ",".join(map(str, ids)),
+        deployment="accounts/acct/deployments/d1",
+        transport=fake.transport(),
+    )
+    res = backend.update(_batch(1))
+    assert res.version == 1
+    assert fake.datasets["run-a-v1"][0]["messages"] == [
+        {"role": "user", "content": "3,4,5,6"},
+        {"role": "assistant", "content": "7,8,9"},
+    ]
+    job = fake.jobs["run-a-v1"]
+    assert job["baseModel"] == "accounts/fireworks/models/x" and job["loraRank"] == 8
+    assert fake.deployed == [
+        {
+            "model": "accounts/acct/models/run-a-v1",
+            "deployment": "accounts/acct/deployments/d1",
+            "default": True,
+            "serverless": False,
+        }
+    ]
+    backend.update(_batch(1))
+    assert fake.jobs["run-a-v2"]["warmStartFrom"] == "accounts/acct/models/run-a-v1"
+    assert backend.save(tmp_path / "c") == "fireworks://accounts/acct/models/run-a-v2"
