@@ -89,6 +89,21 @@ async def run_tasks(
         return evaluators[task.reward_fn]
 
     async def one(task: Task, index: int) -> tuple[RolloutOutcome, RewardResult | None]:
+        scorer = scorer_for(task)
+        scored: list[RewardResult] = []
+        failure: list[str] = []
+
+        async def score(outcome: RolloutOutcome) -> None:
+            # scored before the session closes: RewardAssigned precedes SessionClosed
+            if scorer is None:
+                return
+            try:
+                reward = await scorer.score(task, outcome)
+                await gateway.publish([scorer.event(outcome, reward)])
+                scored.append(reward)
+            except Exception as exc:  # scoring failures are counted, the run goes on
+                failure.append(f"scoring failed: {type(exc).__name__}: {exc}")
+
         async with semaphore:
             outcome = await agent.run(
                 task,
@@ -98,17 +113,14 @@ async def run_tasks(
                 sampling=sampling,
                 rollout_index=index,
                 group_size=attempts,
+                before_close=score,
             )
-            scorer, reward = scorer_for(task), None
-            if scorer is not None:
-                try:
-                    reward = await scorer.score(task, outcome)
-                    await gateway.publish([scorer.event(outcome, reward)])
-                except Exception as exc:  # scoring failures are counted, the run goes on
-                    outcome = _with_error(outcome, f"scoring failed: {exc}")
-            if progress is not None:
-                progress(outcome, reward)
-            return outcome, reward
+        if failure:
+            outcome = _with_error(outcome, failure[0])
+        reward = scored[0] if scored else None
+        if progress is not None:
+            progress(outcome, reward)
+        return outcome, reward
 
     jobs = [one(task, i) for task in tasks for i in range(attempts)]
     return list(await asyncio.gather(*jobs))

@@ -8,16 +8,18 @@ import asyncio
 import functools
 import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any, overload
 
 from rllm.producers.sdk.client import GatewayClient
 from rllm.producers.sdk.types import AgentAnswer, RolloutConfig, RolloutOutcome
 from rllm.schemas.types import SessionStatus, Task
 
-__all__ = ["Rollout", "rollout"]
+__all__ = ["BeforeClose", "Rollout", "answer_of", "rollout"]
 
 AgentFn = Callable[[Task, RolloutConfig], Any]
+BeforeClose = Callable[[RolloutOutcome], Awaitable[None]]
 
 
 def _jsonable(value: Any) -> Any:
@@ -84,8 +86,13 @@ class Rollout:
         rollout_index: int = 0,
         group_size: int = 1,
         session_id: str | None = None,
+        before_close: BeforeClose | None = None,
     ) -> RolloutOutcome:
-        """Run the agent on ``task`` in a new gateway session."""
+        """Run the agent on ``task`` in a new gateway session.
+
+        ``before_close`` sees the outcome (``num_steps`` not yet known) before the session
+        closes, so a reward published there precedes ``SessionClosed`` on the partition.
+        """
         handle = await gateway.open_session(
             task,
             run_id=run_id,
@@ -112,9 +119,8 @@ class Rollout:
             status, error = SessionStatus.ERROR, f"{type(exc).__name__}: {exc}"
         seconds = time.perf_counter() - started
         output = _jsonable(result)
-        num_steps = await gateway.close_session(handle, status, output, error)
         usage = result if isinstance(result, AgentAnswer) else None
-        return RolloutOutcome(
+        outcome = RolloutOutcome(
             session_id=handle.session_id,
             run_id=run_id,
             task=task,
@@ -123,11 +129,17 @@ class Rollout:
             answer=answer_of(result),
             output=output,
             error=error,
-            num_steps=num_steps,
+            num_steps=0,
             seconds=seconds,
             prompt_tokens=usage.prompt_tokens if usage else 0,
             completion_tokens=usage.completion_tokens if usage else 0,
         )
+        try:
+            if before_close is not None:
+                await before_close(outcome)
+        finally:
+            num_steps = await gateway.close_session(handle, status, output, error)
+        return replace(outcome, num_steps=num_steps)
 
 
 @overload
