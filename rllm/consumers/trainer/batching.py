@@ -5,6 +5,7 @@ and counted here; the survivors become training sequences.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rllm.consumers.trainer.errors import MissingTokensError
@@ -34,6 +35,9 @@ class DropCounts:
     """Episodes refused because a step had tokens=missing."""
     empty_episodes: int = 0
     """Episodes without any trainable token."""
+    duplicate_episodes: int = 0
+    """Re-deliveries of an episode id already trained or pending (the processors deliver
+    at least once; the first copy per event_id counts)."""
     messages: list[str] = field(default_factory=list)
     """The refusal messages (most recent last, at most 100)."""
 
@@ -50,6 +54,7 @@ class DropCounts:
             "dropped_uniform_episodes": float(self.uniform_episodes),
             "flagged_uniform_episodes": float(self.uniform_kept),
             "refused_missing_tokens_episodes": float(self.missing_tokens_episodes),
+            "skipped_duplicate_episodes": float(self.duplicate_episodes),
         }
 
 
@@ -96,14 +101,23 @@ def episode_sequences(
 class Batcher:
     """Accepts or refuses episodes and hands out full batches."""
 
-    def __init__(self, settings: TrainerSettings) -> None:
+    def __init__(self, settings: TrainerSettings, seen: Iterable[str] = ()) -> None:
         self.settings = settings
         self.drops = DropCounts()
         self._episodes: list[EpisodeAssembled] = []
         self._sequences: list[TrainSequence] = []
+        self._seen: set[str] = set(seen)
 
     def add(self, episode: EpisodeAssembled, current_version: int) -> bool:
-        """Offer one episode; return whether it joined the pending batch."""
+        """Offer one episode; return whether it joined the pending batch.
+
+        An episode id already trained or pending is skipped: the processors deliver at
+        least once, and a copy carries the same content.
+        """
+        if episode.event_id in self._seen:
+            self.drops.duplicate_episodes += 1
+            return False
+        self._seen.add(episode.event_id)
         s = self.settings
         limit = s.effective_max_staleness()
         stale = [x for x in episode_staleness(episode, current_version) if x > limit]

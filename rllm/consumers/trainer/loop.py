@@ -65,6 +65,7 @@ class TrainerCore:
             path, self.state = found
             backend.load(path, self.state.version)
             log.info("resumed from %s (version %d)", path, self.state.version)
+            self.batcher = Batcher(settings, seen=self.state.trained_episode_ids())
 
     @property
     def version(self) -> int:

@@ -78,3 +78,14 @@ def test_uniform_groups_dropped_or_flagged() -> None:
     assert keep.drops.uniform_kept == 1
     sft = Batcher(TrainerSettings(loss=LossKind.SFT))  # SFT needs no reward signal
     assert sft.add(episode("u", rewards=(1.0, 1.0)), 0)
+
+
+def test_a_redelivered_episode_is_trained_once() -> None:
+    b = Batcher(TrainerSettings(uniform_reward=UniformPolicy.KEEP), seen=["done-before"])
+    assert b.add(episode("e1"), 0)
+    assert not b.add(episode("e1"), 0)  # the processors' at-least-once copy
+    assert not b.add(episode("done-before"), 0)  # trained before the last checkpoint
+    assert b.drops.duplicate_episodes == 2
+    assert b.take().episode_ids == ["e1"]
+    assert not b.add(episode("e1"), 0), "still a duplicate after its batch was taken"
+    assert b.drops.as_metrics()["skipped_duplicate_episodes"] == 3.0
