@@ -44,6 +44,8 @@ class TrainerReport:
     updates: int = 0
     version: int = 0
     episodes_consumed: int = 0
+    episodes_settled: int = 0
+    """Episodes whose handling, and any update they triggered, has finished."""
     dead_letters: int = 0
     drops: dict[str, float] = field(default_factory=dict)
     last_metrics: dict[str, float] = field(default_factory=dict)
@@ -230,6 +232,7 @@ class Trainer:
                 self._handle(msg, publisher)
                 if self.core.batcher.ready():
                     self._update(consumer, publisher)
+                self.report.episodes_settled += 1
         finally:
             self.report.drops = self.core.batcher.drops.as_metrics()
             publisher.close()

@@ -1,0 +1,130 @@
+"""AgentTrainer runs the whole loop on the real broker: rollouts through a real gateway in
+front of the local model server (a tiny random model), episodes from a real processors
+worker, updates by the local backend, new versions taken by the server and the gateway."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+import rllm
+from rllm.consumers.backends.local.model import load_model
+from rllm.producers.gateway import GatewaySettings
+from rllm.producers.gateway import create_app as gateway_app
+from rllm.producers.sdk import RolloutConfig, RolloutOutcome
+from rllm.schemas.codec import AvroCodec
+from rllm.schemas.topics import EPISODES, POLICY_UPDATES, SESSION_EVENTS
+from rllm.schemas.types import Task
+from rllm.serving.app import create_app as serving_app
+from rllm.serving.engine import Engine
+from rllm.serving.updates import PolicyFollower
+from rllm.settings import KafkaSettings
+from tests.fakes.upstream import ThreadedServer
+from tests.integration.helpers import read_all
+from tests.integration.processors.conftest import Workers
+
+RUN = "loop-run"
+
+
+@rllm.rollout(name="completer")
+async def completer(task: Task, config: RolloutConfig) -> str:
+    body = {"model": config.model, "prompt": task.instruction, **config.sampling}
+    async with httpx.AsyncClient(timeout=60) as http:
+        resp = await http.post(
+            f"{config.base_url}/completions",
+            json=body,
+            headers={"Authorization": f"Bearer {config.api_key}"},
+        )
+    resp.raise_for_status()
+    return str(resp.json()["choices"][0]["text"])
+
+
+@rllm.evaluator
+def by_index(task: Task, outcome: RolloutOutcome) -> tuple[float, bool]:
+    """A reward that always differs inside a group of two, so no group is uniform."""
+    return float(outcome.rollout_index), outcome.rollout_index == 1
+
+
+@pytest.fixture
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from rllm.consumers.backends.local.model import tiny_model_dir
+
+    return tiny_model_dir(tmp_path_factory.mktemp("tiny"))
+
+
+def test_agent_trainer_closes_the_loop(
+    kafka: KafkaSettings,
+    make_topics: Callable[..., list[str]],
+    tiny_model: Path,
+    tmp_path: Path,
+) -> None:
+    make_topics(partitions=2)
+    engine = Engine(load_model(str(tiny_model)))
+    follower = PolicyFollower(engine, kafka, run_id=RUN, poll_s=0.2).start()
+    server = ThreadedServer(serving_app(engine, model_name="tiny"), lifespan="on")
+    gateway = ThreadedServer(
+        gateway_app(
+            GatewaySettings(
+                upstream_url=server.url, spool_dir=tmp_path / "spool", spool_fsync=False
+            ),
+            kafka,
+        ),
+        lifespan="on",
+    )
+    workers = Workers(kafka, tmp_path)
+    workers.start()
+    try:
+        tasks = [Task(task_id=f"t{i}", instruction=f"abc {i}") for i in range(4)]
+        trainer = rllm.AgentTrainer(
+            rollout=completer,
+            evaluator=by_index,
+            train_dataset=tasks,
+            kafka=kafka,
+            config={
+                "run_id": RUN,
+                "gateway_url": gateway.url,
+                "model": "tiny",
+                "group_size": 2,
+                "batch_size": 2,
+                "update_timeout_s": 120,
+                "sampling": {"max_tokens": 4, "temperature": 1.0},
+                "trainer": {
+                    "model": str(tiny_model),
+                    "lr": 0.05,
+                    "checkpoint_dir": str(tmp_path / "ckpt"),
+                },
+            },
+        )
+        report = trainer.train()
+        assert [u.version for u in report.updates] == [1, 2], report
+        assert [u.rollouts for u in report.updates] == [4, 4]
+        assert [u.reward_mean for u in report.updates] == [0.5, 0.5]
+        assert report.version == 2
+
+        deadline = time.monotonic() + 30
+        while engine.version < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert engine.version == 2, follower.errors
+        models = httpx.get(f"{server.url}/v1/models", timeout=5).json()
+        assert '"policy_version": 2' in json.dumps(models), models
+
+        codec = AvroCodec()
+        episodes = [codec.decode(m.value()) for m in read_all(kafka, kafka.topic(EPISODES))]
+        assert sorted({e.task.task_id for e in episodes}) == ["t0", "t1", "t2", "t3"]
+        updates = [codec.decode(m.value()) for m in read_all(kafka, kafka.topic(POLICY_UPDATES))]
+        assert [u.version for u in updates] == [1, 2]
+        steps = [
+            codec.decode(m.value()).payload for m in read_all(kafka, kafka.topic(SESSION_EVENTS))
+        ]
+        dispatch = sorted(s.policy_version for s in steps if type(s).__name__ == "StepCaptured")
+        assert dispatch == [0, 0, 0, 0, 1, 1, 1, 1], "sync mode: batch 2 ran on version 1"
+    finally:
+        workers.close()
+        gateway.stop()
+        server.stop()
+        follower.stop()
