@@ -25,7 +25,7 @@ from rllm.benchmarks.types import BenchmarkSpec
 from rllm.schemas.types import Task
 from rllm.settings import default_home
 
-__all__ = ["BenchmarkSettings", "cache_path", "load_tasks", "pull", "read_rows"]
+__all__ = ["BenchmarkSettings", "cache_path", "load_tasks", "pull", "read_rows", "synthetic_rows"]
 
 
 class BenchmarkSettings(BaseSettings):
@@ -91,6 +91,23 @@ def _package_rows(source: str) -> list[dict[str, Any]]:
             f"{module.replace('_', '-')}) to load this benchmark offline") from exc
     with resource.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as fh:
         return list(_json_lines(fh, Path(str(resource))))
+
+
+def synthetic_rows(source: str) -> list[dict[str, Any]]:
+    """Rows generated here, for tasks small models can learn on a CPU.
+
+    ``synthetic:multiply``: every single-digit product "What is a times b?" (a, b in 1..9),
+    in a fixed shuffled order.
+    """
+    kind = source.removeprefix("synthetic:")
+    if kind == "multiply":
+        import random
+
+        pairs = [(a, b) for a in range(1, 10) for b in range(1, 10)]
+        random.Random(0).shuffle(pairs)
+        return [{"id": f"mul-{a}x{b}", "question": f"What is {a} times {b}?",
+                 "answer": str(a * b)} for a, b in pairs]
+    raise DatasetUnavailableError(f"unknown synthetic source {source!r}; known: multiply")
 
 
 def _offline(settings: BenchmarkSettings) -> bool:
@@ -176,6 +193,8 @@ def load_tasks(bench: BenchmarkSpec | str, split: str | None = None,
         rows = read_rows(data_file)
     elif spec.source.startswith("package:"):
         rows = _package_rows(spec.source)
+    elif spec.source.startswith("synthetic:"):
+        rows = synthetic_rows(spec.source)
     elif spec.source == "harness":
         raise DatasetUnavailableError(
             f"{spec.name} is a harness benchmark (task folders from {spec.hf_id or spec.homepage});"

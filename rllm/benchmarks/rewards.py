@@ -11,7 +11,13 @@ from typing import Any
 from rllm.benchmarks.types import RewardFn, RewardResult
 from rllm.schemas.types import Task
 
-__all__ = ["exact_match", "get_reward_fn", "register_reward_fn", "reward_fn_names"]
+__all__ = [
+    "exact_match",
+    "get_reward_fn",
+    "last_number",
+    "register_reward_fn",
+    "reward_fn_names",
+]
 
 _REGISTRY: dict[str, RewardFn] = {}
 
@@ -75,6 +81,19 @@ def _truths(task: Task) -> list[str]:
         raise ValueError(f"task {task.task_id!r} has no ground truth to compare with")
     items = truth if isinstance(truth, list) else [truth]
     return [t if isinstance(t, str) else json.dumps(t) for t in items]
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+@register_reward_fn("last_number")
+def last_number(task: Task, answer: str) -> RewardResult:
+    """1.0 when the last number in the answer equals the ground truth number."""
+    found = _NUMBER.findall(answer.replace(",", ""))
+    truths = _truths(task)
+    ok = bool(found) and any(float(found[-1]) == float(t.strip('"')) for t in truths)
+    return RewardResult(reward=1.0 if ok else 0.0, is_correct=ok,
+                        metadata={"last_number": found[-1] if found else None})
 
 
 @register_reward_fn("exact_match")

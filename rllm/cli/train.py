@@ -50,16 +50,132 @@ __all__ = ["train"]
     default=None,
     help="Stop after this many seconds without episodes.",
 )
+@click.option(
+    "--benchmark",
+    default=None,
+    help="Also drive the rollouts: run this benchmark's tasks through the gateway "
+    "(e.g. multiply); without it the trainer only consumes rllm.episodes.",
+)
+@click.option("--data-file", default=None, help="Local JSONL/Parquet rows for --benchmark.")
+@click.option("--max-examples", type=int, default=None, help="Only the first N tasks.")
+@click.option("--agent", default=None, help="Built-in agent [the benchmark's].")
+@click.option("--group-size", type=int, default=8, show_default=True, help="Rollouts per task.")
+@click.option("--epochs", type=int, default=1, show_default=True)
+@click.option("--temperature", type=float, default=1.0, show_default=True)
+@click.option("--max-tokens", type=int, default=64, show_default=True)
+@click.option(
+    "--served-model", default=None, help="Model name the rollouts request [the local model's]."
+)
+@click.option(
+    "--gateway-url", envvar="RLLM_GATEWAY_URL", default="http://127.0.0.1:8400", show_default=True
+)
 @kafka_options
 @reports_errors
-def train(bootstrap_servers: str | None, topic_prefix: str | None, **flags: Any) -> None:
-    """Consume episodes, update the policy, publish PolicyUpdated, checkpoint."""
+def train(
+    bootstrap_servers: str | None,
+    topic_prefix: str | None,
+    benchmark: str | None,
+    data_file: str | None,
+    max_examples: int | None,
+    agent: str | None,
+    group_size: int,
+    epochs: int,
+    temperature: float,
+    max_tokens: int,
+    served_model: str | None,
+    gateway_url: str,
+    **flags: Any,
+) -> None:
+    """Consume episodes, update the policy, publish PolicyUpdated, checkpoint; with
+    --benchmark, run the whole loop (rollouts through the gateway, episodes from the
+    processors, updates picked up by the model server)."""
     from rllm.consumers.trainer.loop import run_trainer
     from rllm.consumers.trainer.settings import TrainerSettings
 
-    settings = TrainerSettings(**{k: v for k, v in flags.items() if v is not None})
-    report = run_trainer(settings, kafka_settings(bootstrap_servers, topic_prefix))
+    kafka = kafka_settings(bootstrap_servers, topic_prefix)
+    fields = {k: v for k, v in flags.items() if v is not None}
+    if benchmark is not None:
+        _loop(
+            benchmark,
+            data_file,
+            max_examples,
+            agent,
+            group_size,
+            epochs,
+            temperature,
+            max_tokens,
+            served_model,
+            gateway_url,
+            fields,
+            kafka,
+        )
+        return
+    settings = TrainerSettings(**fields)
+    report = run_trainer(settings, kafka)
     console.print(
         f"trained {report.updates} update(s); policy version {report.version}; "
         f"episodes consumed {report.episodes_consumed}; dropped {report.drops}"
     )
+
+
+def _loop(
+    benchmark: str,
+    data_file: str | None,
+    max_examples: int | None,
+    agent: str | None,
+    group_size: int,
+    epochs: int,
+    temperature: float,
+    max_tokens: int,
+    served_model: str | None,
+    gateway_url: str,
+    fields: dict[str, Any],
+    kafka: Any,
+) -> None:
+    from rich.table import Table
+
+    from rllm.agent_trainer import AgentTrainer, TrainConfig
+    from rllm.benchmarks.loaders import load_tasks
+    from rllm.benchmarks.registry import get_benchmark
+    from rllm.cli.eval import resolve_model
+    from rllm.producers.sdk import builtin_agent
+
+    spec = get_benchmark(benchmark)
+    tasks = load_tasks(spec, data_file=data_file, max_examples=max_examples)
+    backend = str(fields.pop("backend", "local"))
+    top = {k: fields.pop(k) for k in ("run_id", "batch_size", "mode", "max_updates") if k in fields}
+    config = TrainConfig(
+        gateway_url=gateway_url,
+        model=served_model or resolve_model("local"),
+        group_size=group_size,
+        epochs=epochs,
+        sampling={"temperature": temperature, "max_tokens": max_tokens},
+        trainer=fields,
+        **top,
+    )
+    trainer = AgentTrainer(
+        builtin_agent(agent or spec.agent),
+        train_dataset=tasks,
+        backend=backend,
+        config=config,
+        kafka=kafka,
+    )
+    console.print(
+        f"training on {spec.name}: {len(tasks)} tasks x {group_size} rollouts, "
+        f"{config.batch_size} tasks per update, run {config.run_id}"
+    )
+    report = trainer.train()
+    table = Table(title=f"run {report.run_id}")
+    for col in ("update", "policy version", "reward", "accuracy", "rollouts", "seconds"):
+        table.add_column(col, justify="right")
+    for i, u in enumerate(report.updates, 1):
+        table.add_row(
+            str(i),
+            str(u.version),
+            f"{u.reward_mean:.3f}",
+            f"{u.accuracy:.1%}",
+            str(u.rollouts),
+            f"{u.seconds:.1f}",
+        )
+    console.print(table)
+    console.print(f"policy version {report.version}; dropped {report.drops}")

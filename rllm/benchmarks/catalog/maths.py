@@ -80,4 +80,11 @@ register_benchmarks(
                 "inside <answer></answer>, for example <answer>(1 + 2) / 3</answer>."),
         reward_fn="countdown", aliases=("countdown34",),
         description="Reach a target number with arithmetic on 3-4 given numbers."),
+    BenchmarkSpec(
+        name="multiply", title="Single-digit multiplication", category=_M,
+        source="synthetic:multiply", split="train", id_field="id",
+        fields={"question": "question", "answer": "answer"},
+        prompt="{question}", reward_fn="last_number", aliases=("multiplication",),
+        description="81 generated products 'What is 7 times 8?'; reward 1 when the last number "
+                    "in the answer is right. Small models learn it with RL on a CPU."),
 )

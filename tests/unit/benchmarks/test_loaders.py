@@ -49,7 +49,7 @@ def fixture_for(name: str) -> Path:
     return found[0]
 
 
-ROW_SPECS = [s for s in all_benchmarks() if not s.source.startswith("package:")]
+ROW_SPECS = [s for s in all_benchmarks() if not s.source.startswith(("package:", "synthetic:"))]
 
 
 @pytest.mark.parametrize("spec", ROW_SPECS, ids=[s.name for s in ROW_SPECS])
