@@ -1,13 +1,17 @@
 """Throughput and latency of assemble -> score(exact_match) -> group on a real broker.
 
-Phase 1 (throughput): a backlog of 8-step sessions with 2,500-token steps (prompts
-delta-encoded, as the gateway writes them) is published, then one ``rllm-cli process``
-worker drains it; steps/s = steps / (last episode - first processed event), from the
-broker's log-append times. Phase 2 (latency): sessions are published at a paced rate
-while the worker runs; delay = EpisodeAssembled log-append time - the SessionClosed
-``emitted_at`` of the group's last session. Prints figures; the last line is JSON.
+Phase 1 (throughput): once the workers are up and idle, a backlog of 8-step sessions
+with 2,500-token steps (prompts delta-encoded, as the gateway writes them;
+``--concurrent`` sessions in flight at once, so their events interleave) is published
+and ``--workers`` ``rllm-cli process`` workers drain it; steps/s = steps / (last
+episode - first processed event), from the broker's log-append times. Worker CPU
+ms/step = the workers' CPU time (all threads) from idle to the last episode / steps:
+robust to other load on a shared machine, unlike steps/s. Phase 2 (latency): sessions
+are published at a paced rate while the worker runs; delay = EpisodeAssembled
+log-append time - the SessionClosed ``emitted_at`` of the group's last session.
+Prints figures; the last line is JSON.
 
-    python perf/pipeline.py [--bootstrap host:port] [--sessions 250] [--rate 8]
+    python perf/pipeline.py [--bootstrap host:port] [--sessions 1600] [--rate 8]
 """
 
 from __future__ import annotations
@@ -81,6 +85,68 @@ def _timestamps(kafka: KafkaSettings, topic: str) -> list[tuple[int, bytes]]:
     return [(m.timestamp()[1], m.value()) for m in read_all(kafka, kafka.topic(topic), 60)]
 
 
+def _count(kafka: KafkaSettings, topic: str) -> int:
+    """Records in a topic by its watermarks: cheap, so waiting does not steal the CPU the
+    worker is being measured on (reading every episode each second did)."""
+    from confluent_kafka import TopicPartition
+
+    from rllm.kafka import make_consumer
+
+    full = kafka.topic(topic)
+    consumer = make_consumer(kafka, "perf-count")
+    try:
+        meta = consumer.list_topics(full, timeout=10).topics[full]
+        return sum(consumer.get_watermark_offsets(TopicPartition(full, p), timeout=10)[1]
+                   for p in meta.partitions)
+    finally:
+        consumer.close()
+
+
+def _interleave(sessions: list[list[t.SessionEvent]],
+                concurrent: int) -> list[list[t.SessionEvent]]:
+    """The backlog in the order many concurrent agents write it: ``concurrent`` sessions
+    at a time advance one event each in turn (a session's events are then spread over
+    several processing batches, as in a live run, instead of arriving back to back)."""
+    out: list[list[t.SessionEvent]] = []
+    for w in range(0, len(sessions), concurrent):
+        wave = sessions[w:w + concurrent]
+        for i in range(max(len(s) for s in wave)):
+            out.extend([s[i]] for s in wave if i < len(s))
+    return out
+
+
+def _cpu_s(pids: list[int]) -> float:
+    """CPU seconds (user + system, all threads) the processes used so far."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / ticks
+
+
+def _broker_pid(broker: Any) -> int | None:
+    """The pid of the broker this script started (from its data dir's pid file)."""
+    if broker is None:
+        return None
+    try:
+        return int((Path(broker.data_dir) / "kafka.pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _wait_idle(pids: list[int], timeout_s: float = 60.0) -> None:
+    """Wait until the workers started up and sit idle (CPU flat for a second)."""
+    deadline = time.monotonic() + timeout_s
+    time.sleep(3.0)
+    last, quiet = _cpu_s(pids), 0
+    while time.monotonic() < deadline and quiet < 2:
+        time.sleep(0.5)
+        now = _cpu_s(pids)
+        quiet = quiet + 1 if now - last < 0.03 * len(pids) else 0
+        last = now
+
+
 def _publish(kafka: KafkaSettings, sessions: list[list[t.SessionEvent]],
              rate: float | None) -> dict[str, float]:
     """Publish; returns the wall time (ms) each session's close was emitted."""
@@ -144,7 +210,8 @@ def _report_profile(proc: subprocess.Popen[bytes], out: Path) -> None:
                          if any(k in f for k in keys)), "other (asyncio, stdlib)")
         shares[leafmost] = shares.get(leafmost, 0) + int(n)
         leaves[frames[0][:90]] = leaves.get(frames[0][:90], 0) + int(n)
-    print(f"profile: {busy / 50:.1f} s busy on the event loop thread during phase 1")
+    print(f"profile: {busy / 50:.1f} s busy on the event loop thread during phase 1 "
+          f"(raw py-spy samples: {out})")
     for name, n in sorted(shares.items(), key=lambda kv: -kv[1]):
         print(f"  {name:28s} {100 * n / max(busy, 1):5.1f} %")
     print("  top functions (self time):")
@@ -156,7 +223,12 @@ def main() -> None:
     """Run both phases and print the figures."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bootstrap", default=os.environ.get("RLLM_TEST_BOOTSTRAP"))
-    ap.add_argument("--sessions", type=int, default=248, help="backlog sessions (phase 1)")
+    ap.add_argument("--sessions", type=int, default=1600, help="backlog sessions (phase 1)")
+    ap.add_argument("--concurrent", type=int, default=256,
+                    help="backlog sessions in flight at once (their events interleave)")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="worker processes (one consumer group; partitions are split)")
+    ap.add_argument("--partitions", type=int, default=3, help="partitions per topic")
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=2500)
     ap.add_argument("--rate", type=float, default=8.0, help="sessions/s in phase 2")
@@ -166,35 +238,51 @@ def main() -> None:
     args = ap.parse_args()
     bootstrap, broker = _broker(args)
     kafka = KafkaSettings(bootstrap_servers=bootstrap, topic_prefix=f"perf{uuid.uuid4().hex[:6]}.")
-    ensure_topics(kafka, TOPICS, partitions=3)
+    ensure_topics(kafka, TOPICS, partitions=args.partitions)
     rng = np.random.default_rng(0)
     make = lambda n, tag: [session_events(f"{tag}{s}", f"{tag}t{s // GROUP}", s % GROUP,  # noqa: E731
                                           args.steps, args.tokens, rng) for s in range(n)]
     backlog, paced = make(args.sessions, "b"), make(args.paced, "p")
     size = sum(len(AvroCodec().encode(e)) for e in backlog[0])
     print(f"session: {args.steps} steps x {args.tokens} tokens, {size / 1024:.0f} KiB encoded")
-    _publish(kafka, backlog, None)
+    codec0 = AvroCodec()
+    encoded = [(s[0].session_id, codec0.encode(s[0]))
+               for s in _interleave(backlog, args.concurrent)]
     env = {**os.environ, "RLLM_TICK_INTERVAL_S": "0.5", "RLLM_COMMIT_INTERVAL_S": "0.2"}
-    worker = subprocess.Popen(
+    workers = [subprocess.Popen(
         [sys.executable, "-m", "rllm.cli", "process", "-b", bootstrap, "--topic-prefix",
          kafka.topic_prefix], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+        for _ in range(args.workers)]
+    pids = [w.pid for w in workers]
     try:
+        _wait_idle(pids)  # started and subscribed: CPU from here on is processing
+        cpu0 = _cpu_s(pids)
+        broker_pid = _broker_pid(broker)
+        broker0 = _cpu_s([broker_pid]) if broker_pid else 0.0
+        spy = _start_profiler(workers[0].pid) if args.profile else None
+        with EventPublisher(kafka) as pub:  # encoded beforehand: publishing is not the limit
+            for key, value in encoded:
+                pub.publish_bytes(SESSION_EVENTS, key, value)
         want = args.sessions // GROUP
-        spy = _start_profiler(worker.pid) if args.profile else None
         codec = AvroCodec()
-        while len(_timestamps(kafka, EPISODES)) < want:
-            time.sleep(1.0)
+        while _count(kafka, EPISODES) < want:
+            time.sleep(0.25)
+        cpu_ms_per_step = 1000 * (_cpu_s(pids) - cpu0) / (args.sessions * args.steps)
+        broker_ms_per_step = (1000 * (_cpu_s([broker_pid]) - broker0)
+                              / (args.sessions * args.steps)) if broker_pid else None
         changelog = _timestamps(kafka, "rllm-processors-session-headers-changelog")
         episodes = _timestamps(kafka, EPISODES)
         t0, t1 = min(ts for ts, _ in changelog), max(ts for ts, _ in episodes)
         steps_per_s = args.sessions * args.steps / ((t1 - t0) / 1000)
         print(f"phase 1: {args.sessions * args.steps} steps in {(t1 - t0) / 1000:.1f} s "
-              f"= {steps_per_s:.0f} steps/s")
+              f"= {steps_per_s:.0f} steps/s; worker CPU {cpu_ms_per_step:.2f} ms/step "
+              f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+              + (f"; broker CPU {broker_ms_per_step:.2f} ms/step" if broker_ms_per_step else ""))
         if spy is not None:
             _report_profile(*spy)
         closed = _publish(kafka, paced, args.rate)
-        while len(_timestamps(kafka, EPISODES)) < want + args.paced // GROUP:
-            time.sleep(1.0)
+        while _count(kafka, EPISODES) < want + args.paced // GROUP:
+            time.sleep(0.5)
         delays = []
         for ts, value in _timestamps(kafka, EPISODES):
             ep = codec.decode(value)
@@ -202,8 +290,10 @@ def main() -> None:
             if last > 0:
                 delays.append(ts - last)
     finally:
-        worker.terminate()
-        worker.wait(timeout=60)
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            worker.wait(timeout=60)
         if broker is not None:
             broker.stop(purge=True)
     p50, p99 = float(np.percentile(delays, 50)), float(np.percentile(delays, 99))
@@ -213,7 +303,9 @@ def main() -> None:
         "steps_per_s": round(steps_per_s, 1), "close_to_episode_p50_ms": round(p50, 1),
         "close_to_episode_p99_ms": round(p99, 1), "paced_steps_per_s": args.rate * args.steps,
         "tokens_per_step": args.tokens, "steps_per_session": args.steps,
-        "sessions": args.sessions}))
+        "worker_cpu_ms_per_step": round(cpu_ms_per_step, 3),
+        "broker_cpu_ms_per_step": broker_ms_per_step and round(broker_ms_per_step, 3),
+        "sessions": args.sessions, "workers": args.workers, "partitions": args.partitions}))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,14 @@ Agents only decode, call the books' pure-ish logic and publish. Delivery is faus
 ``at_least_once`` with idempotent outputs: every output has a deterministic ``event_id``
 (``traj:<session_id>``, ``ep:<run_id>/<task_id>``), state changes are idempotent by
 ``event_id``, and a consumer keeps the first record per ``event_id`` (see ``dedup``).
+
+Throughput: agents take records in batches (``batch_max`` / ``batch_within_s``), stage
+the batch's table writes, publish its outputs through librdkafka and await their acks
+once, then write the changelog (also through librdkafka, to explicit partitions) and
+await those acks before the batch's records are acknowledged to faust (committable).
+Records stay Avro dicts end to end (no pydantic model per hop), and the internal hops
+(scoring topic, group members table) carry prompts delta-encoded; full prompts are
+restored for rllm.trajectories and rllm.episodes only.
 """
 
 from __future__ import annotations
@@ -11,14 +19,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import faust
 
 from rllm.kafka import ensure_topics, make_admin, make_codec
-from rllm.processors.deadletter import MessageView, refused, report
+from rllm.processors.assemble import restore_prompt_dicts
+from rllm.processors.deadletter import MessageView, refused
 from rllm.processors.group import GroupBook
+from rllm.processors.publish import Outputs, Sink
 from rllm.processors.score import RewardRunner
 from rllm.processors.sessions import SessionBook
 from rllm.processors.settings import ProcessorSettings
@@ -31,7 +40,6 @@ from rllm.schemas.topics import (
     TRAJECTORIES,
     TopicSpec,
 )
-from rllm.schemas.types import SessionEvent, TrajectoryAssembled
 from rllm.settings import KafkaSettings
 
 __all__ = ["TICK", "Processors", "Sink", "topic_partitions"]
@@ -41,9 +49,8 @@ log = logging.getLogger(__name__)
 TICK = b"rllm-tick"
 """Value of a timer's tick message (internal topics only)."""
 
-Sink = Callable[[Output, bytes, bytes], Awaitable[None]]
-"""Where encoded outputs go: ``(output, key, value)``, resolved once the record is durable
-(acknowledged by Kafka in the worker)."""
+_TRAJ = "rllm.events.TrajectoryAssembled"
+_EVENT = "rllm.events.SessionEvent"
 
 _RAW: dict[str, Any] = {"key_type": bytes, "value_type": bytes,
                         "key_serializer": "raw", "value_serializer": "raw"}
@@ -73,7 +80,8 @@ class Processors:
         app_id: faust application id (consumer group, changelog and internal topics).
         partitions: ``(session-events, trajectories)`` partition counts; asked of the
             broker when None.
-        sink: replaces publishing (unit tests with ``agent.test_context()``).
+        sink: replaces publishing (unit tests with ``agent.test_context()``); table
+            changes then go through faust's changelog producer.
     """
 
     def __init__(self, settings: ProcessorSettings, kafka: KafkaSettings, *, app_id: str,
@@ -140,7 +148,7 @@ class Processors:
         self.internal = {self.names[Output.SCORING]: n_src, self.names["session_ticks"]: n_src,
                          self.names["group_ticks"]: n_traj}
         self.runner = RewardRunner(settings.reward_concurrency, settings.reward_timeout_s)
-        self.sink: Sink = sink or self._publish
+        self.outputs = Outputs(settings, kafka, self.codec, self.names, sink)
         self.last_activity = time.monotonic()
         self._build_agents()
 
@@ -155,35 +163,18 @@ class Processors:
 
     # publishing ----------------------------------------------------------------------
 
-    async def _publish(self, output: Output, key: bytes, value: bytes) -> None:
-        pending = await self.topics[output].send(key=key, value=value, force=True)
-        await pending  # the broker's ack (acks=all)
+    async def emit(self, emits: list[Emit]) -> None:
+        """Encode and publish; see ``Outputs.emit``."""
+        await self.outputs.emit(emits)
 
     async def emit_then_apply(self, emits: list[Emit], stores: tuple[StagedStore, ...]) -> None:
-        """Publish outputs and wait for their acks, then apply the state that says they went
-        out; a crash in between yields a duplicate (same event_id), never a lost record."""
-        try:
-            await self.emit(emits)
-        except BaseException:
-            for store in stores:
-                store.discard()
-            raise
-        for store in stores:
-            store.apply()
+        """Publish, then apply the state; see ``Outputs.emit_then_apply``."""
+        await self.outputs.emit_then_apply(emits, stores)
 
-    async def emit(self, emits: list[Emit]) -> None:
-        """Encode and publish; a record over the size limit becomes a dead letter."""
-        for e in emits:
-            value = self.codec.encode(e.record, topic=self.names[e.output])
-            if len(value) > self.kafka.max_message_bytes and e.output != Output.DEAD_LETTERS:
-                reason = (f"{type(e.record).__name__} {getattr(e.record, 'event_id', '')} is "
-                          f"{len(value)} bytes, over max_message_bytes="
-                          f"{self.kafka.max_message_bytes}; refused, not truncated")
-                letter = report(self.names[e.output], -1, -1, e.key, b"", reason,
-                                "MessageTooLargeError", stage=e.output.value)
-                await self.emit([letter])
-                continue
-            await self.sink(e.output, e.key, value)
+    def close(self) -> None:
+        """Flush and stop the producers and the reward threads."""
+        self.outputs.close()
+        self.runner.close()
 
     # agents --------------------------------------------------------------------------
 
@@ -191,22 +182,25 @@ class Processors:
         app, s = self.app, self.settings
         source = app.topic(self.names["source"], self.names["session_ticks"], **_RAW)
         traj_in = app.topic(self.names[Output.TRAJECTORIES], self.names["group_ticks"], **_RAW)
+        size, within = s.batch_max, s.batch_within_s
 
         @app.agent(source, name="assemble")
         async def assemble(stream: faust.StreamT[bytes]) -> None:
-            async for event in stream.events():
-                emits = self.on_session_message(_view(event.message))
+            async for events in stream.take_events(size, within):  # type: ignore[attr-defined]
+                emits = [e for ev in events for e in self.on_session_message(_view(ev.message))]
                 await self.emit_then_apply(emits, self.session_stores)
 
-        @app.agent(self.topics[Output.SCORING], name="score", concurrency=s.reward_concurrency)
+        @app.agent(self.topics[Output.SCORING], name="score")
         async def score(stream: faust.StreamT[bytes]) -> None:
-            async for value in stream:
-                await self.emit(await self.on_scoring(value))
+            async for values in stream.take(size, within):
+                done = await asyncio.gather(*(self.on_scoring(v) for v in values))
+                await self.emit([e for emits in done for e in emits])
 
         @app.agent(traj_in, name="group")
         async def group(stream: faust.StreamT[bytes]) -> None:
-            async for event in stream.events():
-                emits = self.on_trajectory_message(_view(event.message))
+            async for events in stream.take_events(size, within):  # type: ignore[attr-defined]
+                emits = [e for ev in events
+                         for e in self.on_trajectory_message(_view(ev.message))]
                 await self.emit_then_apply(emits, self.group_stores)
 
         @app.timer(s.tick_interval_s)  # type: ignore[untyped-decorator]  # faust: untyped
@@ -218,45 +212,54 @@ class Processors:
     def on_session_message(self, view: MessageView) -> list[Emit]:
         """Handle one record of rllm.session-events (or a session tick)."""
         self.last_activity = time.monotonic()
+        marks = [_enter(store, view.partition_) for store in self.session_stores]
         if view.value_ == TICK:
             return self.sessions.on_tick((view.key_ or b"").decode(), time.time())
         try:
-            event = self.codec.decode(view.value_ or b"")
-            if not isinstance(event, SessionEvent):
+            name, event = self.codec.decode_dict(view.value_ or b"")
+            if name != _EVENT:
                 raise ValueError(f"expected a SessionEvent on {view.topic_}, got "
-                                 f"{type(event).__name__}")
-            if view.key_ is not None and view.key_ != event.session_id.encode():
+                                 f"{name.rpartition('.')[2]}")
+            if view.key_ is not None and view.key_ != event["session_id"].encode():
                 raise ValueError(f"key {view.key_!r} is not the event's session_id "
-                                 f"{event.session_id!r}; events of a session must share it")
-            return self.sessions.on_event(event, view.value_ or b"", view.partition_,
-                                          view.offset_, time.time())
+                                 f"{event['session_id']!r}; events of a session must share it")
+            return self.sessions.on_event_dict(event, view.value_ or b"", view.partition_,
+                                               view.offset_, time.time())
         except Exception as exc:  # any refused record goes to the dead letters
-            for store in self.session_stores:
-                store.discard()
+            for store, mark in zip(self.session_stores, marks, strict=True):
+                store.rollback(mark)
             return [refused(view, exc, "assemble")]
 
     async def on_scoring(self, value: bytes) -> list[Emit]:
-        """Score one assembled trajectory and route it to rllm.trajectories."""
-        traj = self.codec.decode(value)
-        assert isinstance(traj, TrajectoryAssembled)
-        traj = await self.runner.score(traj)
-        key = f"{traj.run_id}/{traj.task.task_id}".encode()
-        return [Emit(Output.TRAJECTORIES, key, traj)]
+        """Score one assembled trajectory, restore its prompts and route it to
+        rllm.trajectories (Avro dicts all the way: no pydantic model per hop)."""
+        name, traj = self.codec.decode_dict(value)
+        if name != _TRAJ:
+            raise ValueError(f"expected a TrajectoryAssembled on the scoring topic, got {name}")
+        flags = restore_prompt_dicts(traj["steps"])
+        if flags:
+            traj["flags"] = sorted(set(traj["flags"]) | set(flags))
+        await self.runner.score_dict(traj)
+        key = f"{traj['run_id']}/{traj['task']['task_id']}".encode()
+        return [Emit(Output.TRAJECTORIES, key,
+                     value=self.codec.encode_dict(_TRAJ, traj, topic=self.names[
+                         Output.TRAJECTORIES]))]
 
     def on_trajectory_message(self, view: MessageView) -> list[Emit]:
         """Handle one record of rllm.trajectories (or a group tick)."""
         self.last_activity = time.monotonic()
+        marks = [_enter(store, view.partition_) for store in self.group_stores]
         if view.value_ == TICK:
             return self.groups.on_tick((view.key_ or b"").decode(), time.time())
         try:
-            traj = self.codec.decode(view.value_ or b"")
-            if not isinstance(traj, TrajectoryAssembled):
-                raise ValueError(f"expected a TrajectoryAssembled, got {type(traj).__name__}")
-            return self.groups.on_trajectory(traj, view.value_ or b"", view.partition_,
-                                             view.offset_, time.time())
+            name, traj = self.codec.decode_dict(view.value_ or b"")
+            if name != _TRAJ:
+                raise ValueError(f"expected a TrajectoryAssembled, got {name}")
+            return self.groups.on_trajectory_dict(traj, view.value_ or b"", view.partition_,
+                                                  view.offset_, time.time())
         except Exception as exc:  # any refused record goes to the dead letters
-            for store in self.group_stores:
-                store.discard()
+            for store, mark in zip(self.group_stores, marks, strict=True):
+                store.rollback(mark)
             return [refused(view, exc, "group")]
 
     # timers --------------------------------------------------------------------------
@@ -271,6 +274,12 @@ class Processors:
         if sent:
             await asyncio.sleep(0)
         return sent
+
+
+def _enter(store: StagedStore, partition: int) -> int:
+    """Point a store's writes at a record's partition; its savepoint for a rollback."""
+    store.partition = partition
+    return store.mark()
 
 
 def _view(message: Any) -> MessageView:

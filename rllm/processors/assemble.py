@@ -9,6 +9,7 @@ followed by the step's own ``prompt_token_ids``. Token arrays stay packed ``<i4`
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from rllm.processors.types import AssemblyError
 from rllm.schemas.types import (
@@ -25,8 +26,10 @@ from rllm.schemas.types import (
 __all__ = [
     "assemble_trajectory",
     "dedup_events",
+    "delta_encode_dicts",
     "group_key",
     "order_steps",
+    "restore_prompt_dicts",
     "restore_prompts",
     "trajectory_id",
 ]
@@ -108,14 +111,56 @@ def restore_prompts(steps: Sequence[StepCaptured]) -> tuple[list[StepCaptured], 
     return out, sorted(set(flags))
 
 
+def restore_prompt_dicts(steps: Sequence[dict[str, Any]]) -> list[str]:
+    """``restore_prompts`` on Avro-shaped step dicts (in ``step_index`` order), in place.
+
+    Returns:
+        Flags: ``unrestored_prompt`` when a parent is missing or too short (that step
+        stays delta-encoded).
+    """
+    full: dict[str, bytes] = {}
+    flags: list[str] = []
+    for step in steps:
+        need = step["prompt_prefix_len"] * _TOKEN_BYTES
+        if need > 0:
+            parent = full.get(step["parent_step_id"] or "")
+            if parent is None or len(parent) < need:
+                flags.append("unrestored_prompt")
+                continue
+            step["prompt_token_ids"] = parent[:need] + step["prompt_token_ids"]
+            step["prompt_prefix_len"] = 0
+        full[step["step_id"]] = step["prompt_token_ids"] + step["response_token_ids"]
+    return sorted(set(flags))
+
+
+def delta_encode_dicts(steps: Sequence[dict[str, Any]]) -> None:
+    """The inverse of ``restore_prompt_dicts``, in place: a full prompt that starts with its
+    parent's whole prompt + response keeps only the rest (``prompt_prefix_len`` > 0).
+
+    Used to keep stored copies small; ``restore_prompt_dicts`` gives back the same bytes.
+    """
+    full: dict[str, bytes] = {}
+    for step in steps:
+        prompt = step["prompt_token_ids"]
+        if step["prompt_prefix_len"] > 0:
+            return  # already delta-encoded (or unrestored): leave the rest as it is
+        full[step["step_id"]] = prompt + step["response_token_ids"]
+        parent = full.get(step["parent_step_id"] or "")
+        if parent and len(parent) <= len(prompt) and prompt.startswith(parent):
+            step["prompt_token_ids"] = prompt[len(parent):]
+            step["prompt_prefix_len"] = len(parent) // _TOKEN_BYTES
+
+
 def assemble_trajectory(
-    events: Sequence[SessionEvent], *, idle_timeout: bool = False
+    events: Sequence[SessionEvent], *, idle_timeout: bool = False, restore: bool = True
 ) -> TrajectoryAssembled:
     """Assemble one session (events in arrival order, duplicates allowed).
 
     The reward is the last RewardAssigned's, if any (scoring fills it in otherwise).
     ``idle_timeout`` closes a session that never sent SessionClosed with status
     ``timeout`` and flag ``idle_timeout``; its ``closed_at`` is its last event's time.
+    ``restore=False`` keeps prompts delta-encoded (the internal scoring hop; scoring
+    restores them with ``restore_prompt_dicts``, which adds the same flags).
 
     Raises:
         AssemblyError: without SessionOpened, without any event, or (unless
@@ -137,8 +182,9 @@ def assemble_trajectory(
     rewards = [e.payload for e in events if isinstance(e.payload, RewardAssigned)]
     steps, flags = order_steps(
         e.payload for e in events if isinstance(e.payload, StepCaptured))
-    steps, restore_flags = restore_prompts(steps)
-    flags += restore_flags
+    if restore:
+        steps, restore_flags = restore_prompts(steps)
+        flags += restore_flags
     if any(s.token_status == TokenStatus.MISSING for s in steps):
         flags.append("missing_tokens")
     op = opened.payload

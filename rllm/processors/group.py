@@ -10,19 +10,23 @@ from __future__ import annotations
 
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rllm.processors.advantages import compute_advantages, is_uniform
-from rllm.processors.assemble import group_key
+from rllm.processors.assemble import delta_encode_dicts, group_key, restore_prompt_dicts
 from rllm.processors.deadletter import report
 from rllm.processors.deadlines import DeadlineIndex
 from rllm.processors.settings import ProcessorSettings
 from rllm.processors.types import Emit, GroupHeader, Output
 from rllm.schemas.codec import AvroCodec
+from rllm.schemas.convert import to_avro
 from rllm.schemas.types import EpisodeAssembled, Task, TrajectoryAssembled, utcnow
 
-__all__ = ["GroupBook", "GroupStats", "build_episode", "episode_id"]
+__all__ = ["GroupBook", "GroupStats", "build_episode", "episode_dict", "episode_id"]
 
 Store = MutableMapping[bytes, bytes]
+_TRAJ = "rllm.events.TrajectoryAssembled"
+_EPISODE = "rllm.events.EpisodeAssembled"
 
 
 def episode_id(run_id: str, task_id: str) -> str:
@@ -116,24 +120,32 @@ class GroupBook:
     def on_trajectory(self, traj: TrajectoryAssembled, raw: bytes, partition: int,
                       offset: int, now: float) -> list[Emit]:
         """Accept one scored trajectory (``raw`` is its value as it came)."""
-        gkey = group_key(traj.run_id, traj.task.task_id)
+        return self.on_trajectory_dict(to_avro(traj), raw, partition, offset, now)
+
+    def on_trajectory_dict(self, traj: dict[str, Any], raw: bytes, partition: int,
+                           offset: int, now: float) -> list[Emit]:
+        """``on_trajectory`` on the Avro-shaped dict (the fast path; ``traj`` is consumed:
+        its prompts are delta-encoded in place for the members table)."""
+        run_id, task_id, session_id = traj["run_id"], traj["task"]["task_id"], traj["session_id"]
+        gkey = group_key(run_id, task_id)
         h = self.header(gkey) or GroupHeader(
-            run_id=traj.run_id, task_id=traj.task.task_id, partition=partition,
-            group_size=traj.group_size, first_at=now)
-        if traj.session_id in h.session_ids:
+            run_id=run_id, task_id=task_id, partition=partition,
+            group_size=traj["group_size"], first_at=now)
+        if session_id in h.session_ids:
             self.stats.duplicates += 1
             return []
-        h.session_ids.append(traj.session_id)
+        h.session_ids.append(session_id)
         if h.done:
             self.stats.late += 1
             self._save(h)
             return [report(self.source_topic, partition, offset, gkey.encode(), raw,
-                           f"late trajectory {traj.session_id} for group {gkey}: its episode "
+                           f"late trajectory {session_id} for group {gkey}: its episode "
                            "was already emitted (partial, after group_timeout_s); not merged",
                            "LateTrajectory", stage="group")]
         self.stats.accepted += 1
-        self.members[_member_key(gkey, traj.session_id)] = raw
-        h.group_size = max(h.group_size, traj.group_size)
+        delta_encode_dicts(traj["steps"])  # the changelog keeps the small form
+        self.members[_member_key(gkey, session_id)] = self.codec.encode_dict(_TRAJ, traj)
+        h.group_size = max(h.group_size, traj["group_size"])
         if len(h.session_ids) >= h.group_size:
             return self._finish(h, now, partial=False)
         self._save(h)
@@ -158,7 +170,7 @@ class GroupBook:
         gkey = group_key(h.run_id, h.task_id)
         keys = [_member_key(gkey, sid) for sid in h.session_ids]
         raws = [self.members.get(k) for k in keys]
-        trajs: list[TrajectoryAssembled] = [self.codec.decode(r) for r in raws if r is not None]
+        trajs = [self.codec.decode_dict(r)[1] for r in raws if r is not None]
         for key in keys:
             if key in self.members:
                 del self.members[key]
@@ -168,6 +180,32 @@ class GroupBook:
             return []
         self.stats.episodes += 1
         self.stats.partial += int(partial)
-        episode = build_episode(h.run_id, trajs[0].task, trajs, h.group_size, self.settings,
-                                partial=partial)
-        return [Emit(Output.EPISODES, gkey.encode(), episode)]
+        for traj in trajs:
+            restore_prompt_dicts(traj["steps"])  # as they came on rllm.trajectories
+        episode = episode_dict(h.run_id, trajs, h.group_size, self.settings, partial=partial)
+        return [Emit(Output.EPISODES, gkey.encode(),
+                     value=self.codec.encode_dict(_EPISODE, episode))]
+
+
+def episode_dict(run_id: str, trajectories: Sequence[dict[str, Any]], group_size: int,
+                 settings: ProcessorSettings, *, partial: bool = False) -> dict[str, Any]:
+    """``build_episode`` on Avro-shaped trajectory dicts (the fast path)."""
+    members = sorted(trajectories, key=lambda t: (t["rollout_index"], t["session_id"]))
+    rewards_G = [0.0 if t["reward"] is None else float(t["reward"]) for t in members]
+    advantages_G = compute_advantages(
+        settings.estimator, rewards_G, eps=settings.advantage_eps,
+        scale_by_std=settings.scale_by_std, baseline=settings.reinforce_baseline)
+    task = members[0]["task"]
+    return {
+        "event_id": episode_id(run_id, task["task_id"]),
+        "run_id": run_id,
+        "task": task,
+        "trajectories": members,
+        "rewards": rewards_G,
+        "advantages": [float(a) for a in advantages_G],
+        "estimator": settings.estimator,
+        "group_size": group_size,
+        "is_partial": partial,
+        "uniform_reward": is_uniform(rewards_G),
+        "assembled_at": utcnow(),
+    }

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from rllm.benchmarks import get_reward_fn
 from rllm.benchmarks.types import RewardFn, RewardResult
-from rllm.schemas.types import ApiKind, StepCaptured, TrajectoryAssembled
+from rllm.schemas.types import ApiKind, StepCaptured, Task, TrajectoryAssembled
 
 __all__ = ["RewardRunner", "apply_result", "extract_answer", "response_text"]
 
@@ -34,21 +35,25 @@ def _text_parts(content: Any) -> str:
 
 def response_text(step: StepCaptured) -> str | None:
     """The assistant text of one step's response, by API shape (None if none)."""
+    return _response_text(step.api, step.response_json)
+
+
+def _response_text(api: str, response_json: str) -> str | None:
     try:
-        body = json.loads(step.response_json)
+        body = json.loads(response_json)
     except ValueError:
         return None
     if not isinstance(body, dict):
         return None
-    if step.api == ApiKind.CHAT:
+    if api == ApiKind.CHAT:
         choices = body.get("choices") or []
         if choices and isinstance(choices[0], dict):
             return _text_parts((choices[0].get("message") or {}).get("content"))
-    elif step.api == ApiKind.COMPLETIONS:
+    elif api == ApiKind.COMPLETIONS:
         choices = body.get("choices") or []
         if choices and isinstance(choices[0], dict):
             return str(choices[0].get("text", ""))
-    elif step.api == ApiKind.RESPONSES:
+    elif api == ApiKind.RESPONSES:
         if isinstance(body.get("output_text"), str):
             return str(body["output_text"])
         texts = [
@@ -57,9 +62,9 @@ def response_text(step: StepCaptured) -> str | None:
             if isinstance(item, dict) and item.get("type") == "message"
         ]
         return "".join(texts) if texts else None
-    elif step.api == ApiKind.ANTHROPIC_MESSAGES:
+    elif api == ApiKind.ANTHROPIC_MESSAGES:
         return _text_parts(body.get("content"))
-    elif step.api == ApiKind.GENERATE:
+    elif api == ApiKind.GENERATE:
         text = body.get("text")
         return text if isinstance(text, str) else None
     return None
@@ -71,30 +76,38 @@ def extract_answer(traj: TrajectoryAssembled) -> str | None:
     ``output_json`` when it holds a JSON string; else the assistant text of the last
     step that has one (failed steps skipped); None when there is neither.
     """
-    if traj.output_json is not None:
+    return _answer(traj.output_json,
+                   [(s.api, s.response_json) for s in traj.steps if s.error is None])
+
+
+def _answer(output_json: str | None, steps: list[tuple[str, str]]) -> str | None:
+    if output_json is not None:
         try:
-            value = json.loads(traj.output_json)
+            value = json.loads(output_json)
         except ValueError:
             value = None
         if isinstance(value, str):
             return value
-    for step in reversed(traj.steps):
-        if step.error is None:
-            text = response_text(step)
-            if text is not None:
-                return text
+    for api, response_json in reversed(steps):
+        text = _response_text(api, response_json)
+        if text is not None:
+            return text
     return None
 
 
 def apply_result(traj: TrajectoryAssembled, name: str, result: RewardResult) -> TrajectoryAssembled:
     """The trajectory with a reward function's result filled in."""
-    return traj.model_copy(update={
+    return traj.model_copy(update=_result_fields(name, result))
+
+
+def _result_fields(name: str, result: RewardResult) -> dict[str, Any]:
+    return {
         "reward": float(result.reward),
         "is_correct": result.is_correct,
         "reward_signals": {k: float(v) for k, v in result.signals.items()},
         "evaluator": name,
         "reward_error": None,
-    })
+    }
 
 
 class RewardRunner:
@@ -112,30 +125,48 @@ class RewardRunner:
         name = traj.task.reward_fn
         if traj.reward is not None or traj.reward_error is not None or not name:
             return traj
+        update = await self._updates(traj.task, name, lambda: extract_answer(traj))
+        return traj.model_copy(update=update)
+
+    async def score_dict(self, traj: dict[str, Any]) -> None:
+        """``score`` on an Avro-shaped TrajectoryAssembled dict, in place (the fast path)."""
+        name = traj["task"]["reward_fn"]
+        if traj["reward"] is not None or traj["reward_error"] is not None or not name:
+            return
+        steps = [(s["api"], s["response_json"]) for s in traj["steps"] if s["error"] is None]
+        update = await self._updates(lambda: Task.model_validate(traj["task"]), name,
+                                     lambda: _answer(traj["output_json"], steps))
+        if "reward_signals" in update:
+            update["reward_signals"] = dict(update["reward_signals"])
+        traj.update(update)
+
+    async def _updates(self, task: Task | Callable[[], Task], name: str,
+                       answer_of: Callable[[], str | None]) -> dict[str, Any]:
+        """The fields a scoring changes: the result, or ``reward_error`` saying why not."""
         try:
             fn: RewardFn = get_reward_fn(name)
         except KeyError as exc:
-            return traj.model_copy(update={"reward_error": str(exc.args[0]), "evaluator": name})
-        answer = extract_answer(traj)
+            return {"reward_error": str(exc.args[0]), "evaluator": name}
+        answer = answer_of()
         if answer is None:
-            return traj.model_copy(update={
-                "reward_error": "no answer: output_json is not a JSON string and no step has "
-                "assistant text", "evaluator": name})
+            return {"reward_error": "no answer: output_json is not a JSON string and no step "
+                    "has assistant text", "evaluator": name}
+        if not isinstance(task, Task):
+            task = task()
         loop = asyncio.get_running_loop()
         async with self._slots:
             try:
                 result = await asyncio.wait_for(
-                    loop.run_in_executor(self._pool, fn, traj.task, answer), self.timeout_s)
+                    loop.run_in_executor(self._pool, fn, task, answer), self.timeout_s)
             except TimeoutError:
-                return traj.model_copy(update={
-                    "reward_error":
+                return {"reward_error":
                         f"reward function {name!r} timed out after {self.timeout_s:g} s",
-                    "evaluator": name})
+                        "evaluator": name}
             except Exception as exc:
-                return traj.model_copy(update={
-                    "reward_error": f"reward function {name!r} raised {type(exc).__name__}: {exc}",
-                    "evaluator": name})
-        return apply_result(traj, name, result)
+                return {"reward_error":
+                        f"reward function {name!r} raised {type(exc).__name__}: {exc}",
+                        "evaluator": name}
+        return _result_fields(name, result)
 
     def close(self) -> None:
         """Stop accepting work; running functions are not waited for."""

@@ -11,24 +11,23 @@ from __future__ import annotations
 
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from rllm.processors.assemble import assemble_trajectory
+from rllm.processors.assemble_dicts import assemble_trajectory_dict
 from rllm.processors.deadletter import report
 from rllm.processors.deadlines import DeadlineIndex
 from rllm.processors.settings import ProcessorSettings
 from rllm.processors.types import AssemblyError, Emit, Output, SessionHeader, SessionPhase
 from rllm.schemas.codec import AvroCodec
-from rllm.schemas.types import (
-    RewardAssigned,
-    SessionClosed,
-    SessionEvent,
-    SessionOpened,
-    TrajectoryAssembled,
-)
+from rllm.schemas.convert import to_avro
+from rllm.schemas.types import SessionEvent
 
 __all__ = ["SessionBook", "SessionStats"]
 
 Store = MutableMapping[bytes, bytes]
+_TRAJ = "rllm.events.TrajectoryAssembled"
+_OPENED, _REWARD, _CLOSED = (f"rllm.events.{n}" for n in
+                             ("SessionOpened", "RewardAssigned", "SessionClosed"))
 
 
 @dataclass
@@ -90,32 +89,38 @@ class SessionBook:
     def on_event(self, event: SessionEvent, raw: bytes, partition: int, offset: int,
                  now: float) -> list[Emit]:
         """Accept one decoded event (``raw`` is its value as it came)."""
-        h = self.header(event.session_id) or SessionHeader(
-            session_id=event.session_id, run_id=event.run_id, partition=partition)
-        if event.event_id in h.event_ids:
+        return self.on_event_dict(to_avro(event), raw, partition, offset, now)
+
+    def on_event_dict(self, event: dict[str, Any], raw: bytes, partition: int, offset: int,
+                      now: float) -> list[Emit]:
+        """``on_event`` on the Avro-shaped SessionEvent dict (the fast path: no model)."""
+        session_id, event_id = event["session_id"], event["event_id"]
+        kind, payload = event["payload"]
+        h = self.header(session_id) or SessionHeader(
+            session_id=session_id, run_id=event["run_id"], partition=partition)
+        if event_id in h.event_ids:
             self.stats.duplicates += 1
             return []
-        h.event_ids.append(event.event_id)
+        h.event_ids.append(event_id)
         if h.phase == SessionPhase.DONE:
             self.stats.late += 1
             self._save(h)
-            kind = type(event.payload).__name__
+            kind = kind.rpartition(".")[2]
             return [report(
-                self.source_topic, partition, offset, event.session_id.encode(), raw,
-                f"late {kind} (event {event.event_id}) for session {event.session_id}: its "
+                self.source_topic, partition, offset, session_id.encode(), raw,
+                f"late {kind} (event {event_id}) for session {session_id}: its "
                 f"trajectory was already emitted ({h.done_reason}); not merged",
                 "LateEvent")]
         self.stats.accepted += 1
-        self.events[_blob_key(event.session_id, event.event_id)] = raw
+        self.events[_blob_key(session_id, event_id)] = raw
         h.last_event_at = now
-        payload = event.payload
-        if isinstance(payload, SessionOpened):
-            h.has_reward_fn = bool(payload.task.reward_fn)
-        elif isinstance(payload, RewardAssigned):
+        if kind == _OPENED:
+            h.has_reward_fn = bool(payload["task"]["reward_fn"])
+        elif kind == _REWARD:
             h.has_reward = True
             if h.phase == SessionPhase.AWAITING_REWARD:
                 return self._finish(h, "closed", now)
-        elif isinstance(payload, SessionClosed):
+        elif kind == _CLOSED:
             if h.has_reward or h.has_reward_fn or self.settings.reward_wait_s == 0:
                 return self._finish(h, "closed", now)
             h.phase = SessionPhase.AWAITING_REWARD
@@ -144,10 +149,11 @@ class SessionBook:
     def _finish(self, h: SessionHeader, reason: str, now: float) -> list[Emit]:
         keys = [_blob_key(h.session_id, eid) for eid in h.event_ids]
         raws = [(k, self.events.get(k)) for k in keys]
-        decoded: list[SessionEvent] = [self.codec.decode(r) for _, r in raws if r is not None]
+        decoded = [self.codec.decode_dict(r)[1] for _, r in raws if r is not None]
         out: list[Emit] = []
         try:
-            traj = assemble_trajectory(decoded, idle_timeout=(reason == "idle_timeout"))
+            # prompts stay delta-encoded on the internal hop; scoring restores them
+            traj = assemble_trajectory_dict(decoded, idle_timeout=(reason == "idle_timeout"))
         except AssemblyError as exc:
             self.stats.invalid += 1
             reason = "invalid"
@@ -155,9 +161,9 @@ class SessionBook:
                               b"", str(exc), type(exc).__name__))
         else:
             if reason == "reward_wait_expired":
-                traj = traj.model_copy(update={"reward_error": (
+                traj["reward_error"] = (
                     f"no RewardAssigned within reward_wait_s={self.settings.reward_wait_s:g} s "
-                    "of SessionClosed and the task names no reward_fn")})
+                    "of SessionClosed and the task names no reward_fn")
             out.extend(self._trajectory_emits(traj, h))
         for key, raw in raws:
             if raw is not None:
@@ -169,13 +175,14 @@ class SessionBook:
         self.stats.by_reason[reason] = self.stats.by_reason.get(reason, 0) + 1
         return out
 
-    def _trajectory_emits(self, traj: TrajectoryAssembled, h: SessionHeader) -> list[Emit]:
+    def _trajectory_emits(self, traj: dict[str, Any], h: SessionHeader) -> list[Emit]:
         self.stats.trajectories += 1
-        out = [Emit(Output.SCORING, traj.session_id.encode(), traj)]
-        if "step_count_mismatch" in traj.flags:
+        out = [Emit(Output.SCORING, traj["session_id"].encode(),
+                    value=self.codec.encode_dict(_TRAJ, traj))]
+        if "step_count_mismatch" in traj["flags"]:
             out.append(report(
                 self.source_topic, h.partition, -1, h.session_id.encode(), b"",
-                f"session {h.session_id}: SessionClosed reported {traj.num_steps_reported} "
-                f"steps but {len(traj.steps)} arrived; trajectory emitted with flag "
+                f"session {h.session_id}: SessionClosed reported {traj['num_steps_reported']} "
+                f"steps but {len(traj['steps'])} arrived; trajectory emitted with flag "
                 "step_count_mismatch", "StepCountMismatch"))
         return out

@@ -61,8 +61,19 @@ class ProcessorSettings(BaseSettings):
     """How often consumed offsets are committed (at-least-once; outputs are idempotent)."""
     session_timeout_s: float = Field(default=10.0, ge=6)
     """Consumer group session timeout: how soon a killed worker's partitions move."""
+    batch_max: int = Field(default=500, ge=1)
+    """Records an agent handles as one batch: state is staged for the whole batch and
+    its outputs' acks are awaited once."""
+    batch_within_s: float = Field(default=0.02, gt=0)
+    """How long an agent waits to fill a batch before handling what it has."""
     linger_s: float = Field(default=0.005, ge=0)
     """Producer linger: how long outputs wait to be batched into one request."""
+    output_compression: Literal["zstd", "lz4", "snappy", "gzip", "none"] = "zstd"
+    """Producer compression of trajectories, episodes and dead letters (zstd matches those
+    topics' ``compression.type``, so the broker stores the batches as sent)."""
+    internal_compression: Literal["zstd", "lz4", "snappy", "gzip", "none"] = "none"
+    """Producer compression of the internal scoring topic (read back at once: compressing
+    costs more CPU than it saves on a local broker)."""
     timeout_s: float | None = Field(default=None, gt=0)
     """Stop the worker after this many seconds (None: run until stopped)."""
     log_level: str = "warning"

@@ -5,15 +5,26 @@ the "trajectory emitted" state reached the changelog before the trajectory reach
 topic, a crash in between would lose the trajectory for good. Applying state only after
 the outputs' acks turns that window into a possible duplicate (same ``event_id``, same
 content), which consumers drop.
+
+Batches: a batch of records stages its writes here; ``mark``/``rollback`` undo one
+refused record's writes without losing the rest. Several writes to one key within a
+batch reach the changelog once (the last one). Writes go to the changelog partition
+given by ``partition`` at the time of the write (the partition of the record being
+handled), since a batch spans partitions and faust's ``current_event`` does not.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
+from typing import Any
 
-__all__ = ["StagedStore"]
+__all__ = ["ChangelogSend", "StagedStore"]
+
+ChangelogSend = Callable[[int, bytes, "bytes | None"], None]
+"""Writes one changelog record: ``(partition, key, value)``, None value = tombstone."""
 
 _DELETED = object()
+_ABSENT = object()
 
 
 class StagedStore(MutableMapping[bytes, bytes]):
@@ -21,37 +32,44 @@ class StagedStore(MutableMapping[bytes, bytes]):
 
     def __init__(self, table: MutableMapping[bytes, bytes]) -> None:
         self.table = table
-        self._staged: dict[bytes, object] = {}
+        self.partition: int | None = None
+        """Changelog partition of the writes made now (set per record by the app)."""
+        self._staged: dict[bytes, tuple[object, int | None]] = {}
+        self._undo: list[tuple[bytes, object]] = []
 
     def __getitem__(self, key: bytes) -> bytes:
-        value = self._staged.get(key, None)
-        if value is _DELETED:
-            raise KeyError(key)
-        if value is not None:
-            assert isinstance(value, bytes)
-            return value
+        entry = self._staged.get(key)
+        if entry is not None:
+            if entry[0] is _DELETED:
+                raise KeyError(key)
+            assert isinstance(entry[0], bytes)
+            return entry[0]
         found = self.table.get(key)
         if found is None:
             raise KeyError(key)
         return found
 
+    def _stage(self, key: bytes, value: object) -> None:
+        self._undo.append((key, self._staged.get(key, _ABSENT)))
+        self._staged[key] = (value, self.partition)
+
     def __setitem__(self, key: bytes, value: bytes) -> None:
-        self._staged[key] = value
+        self._stage(key, value)
 
     def __delitem__(self, key: bytes) -> None:
         if key not in self:
             raise KeyError(key)
-        self._staged[key] = _DELETED
+        self._stage(key, _DELETED)
 
     def __contains__(self, key: object) -> bool:
-        value = self._staged.get(key) if isinstance(key, bytes) else None
-        if value is _DELETED:
-            return False
-        return value is not None or self.table.get(key) is not None  # type: ignore[call-overload]
+        entry = self._staged.get(key) if isinstance(key, bytes) else None
+        if entry is not None:
+            return entry[0] is not _DELETED
+        return self.table.get(key) is not None  # type: ignore[call-overload]
 
     def __iter__(self) -> Iterator[bytes]:
         seen = set()
-        for key, value in self._staged.items():
+        for key, (value, _) in self._staged.items():
             seen.add(key)
             if value is not _DELETED:
                 yield key
@@ -64,20 +82,62 @@ class StagedStore(MutableMapping[bytes, bytes]):
 
     @property
     def pending(self) -> int:
-        """Writes and deletes not applied yet."""
+        """Keys with writes or deletes not applied yet."""
         return len(self._staged)
 
-    def apply(self) -> None:
-        """Write the staged changes to the table (inside the stream event that made them)."""
-        for key, value in self._staged.items():
-            if value is _DELETED:
+    def mark(self) -> int:
+        """A savepoint for ``rollback`` (before handling one record of a batch)."""
+        return len(self._undo)
+
+    def rollback(self, mark: int) -> None:
+        """Undo the writes staged since ``mark``, keeping earlier ones."""
+        while len(self._undo) > mark:
+            key, previous = self._undo.pop()
+            if previous is _ABSENT:
+                self._staged.pop(key, None)
+            else:
+                self._staged[key] = previous  # type: ignore[assignment]
+
+    def apply(self, send: ChangelogSend | None = None) -> None:
+        """Write the staged changes to the table and its changelog.
+
+        Args:
+            send: ``(partition, key, value or None)`` writes one changelog record (the
+                worker's own producer); default: the faust table's ``send_changelog``.
+        """
+        if send is None and hasattr(self.table, "send_changelog"):
+            send = _faust_send(self.table)
+        data: Any = getattr(self.table, "data", self.table) if send is not None else None
+        for key, (value, partition) in self._staged.items():
+            if send is not None and partition is not None:
+                if value is _DELETED:
+                    if data.get(key) is not None:
+                        send(partition, key, None)
+                        del data[key]
+                else:
+                    assert isinstance(value, bytes)
+                    send(partition, key, value)
+                    data[key] = value
+            elif value is _DELETED:
                 if self.table.get(key) is not None:
                     del self.table[key]
             else:
                 assert isinstance(value, bytes)
                 self.table[key] = value
         self._staged.clear()
+        self._undo.clear()
 
     def discard(self) -> None:
-        """Drop the staged changes (the outputs could not be published)."""
+        """Drop all staged changes (the outputs could not be published)."""
         self._staged.clear()
+        self._undo.clear()
+
+
+def _faust_send(table: Any) -> ChangelogSend:
+    """A changelog writer through faust's producer, to an explicit partition."""
+    def send(partition: int, key: bytes, value: bytes | None) -> None:
+        if value is None:
+            table.send_changelog(partition, key, None, value_serializer="raw")
+        else:
+            table.send_changelog(partition, key, value)
+    return send

@@ -57,8 +57,10 @@ class Emit:
     """Destination."""
     key: bytes
     """Kafka key."""
-    record: _Record
+    record: _Record | None = None
     """The record (encoded with the Avro codec by the app)."""
+    value: bytes | None = None
+    """Or the record already encoded (fast paths that never build a pydantic model)."""
 
 
 class SessionPhase(StrEnum):

@@ -65,4 +65,4 @@ def run_processors(settings: ProcessorSettings, kafka: KafkaSettings,
         if exc.code not in (0, None):
             raise
     finally:
-        procs.runner.close()
+        procs.close()

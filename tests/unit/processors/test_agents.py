@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from rllm.processors.app import Processors
+from rllm.processors.assemble import assemble_trajectory
 from rllm.processors.settings import ProcessorSettings
 from rllm.processors.types import Output
 from rllm.schemas.codec import AvroCodec
@@ -58,6 +59,8 @@ async def test_assemble_score_group_through_agents(procs: tuple[Processors, Capt
         await agent.put(CODEC.encode(events[1]), key=b"s-a")  # duplicate: ignored
     scoring = sink.of(Output.SCORING)
     assert [t.session_id for t in scoring] == ["s-a", "s-b"]  # type: ignore[attr-defined]
+    # the internal hop keeps prompts delta-encoded: 4x less to move for long sessions
+    assert [s.prompt_prefix_len for s in scoring[0].steps] == [0, 7, 13]  # type: ignore[attr-defined]
     async with p.score.test_context() as agent:
         for traj in scoring:
             await agent.put(CODEC.encode(traj), key=b"k")  # type: ignore[arg-type]
@@ -68,6 +71,8 @@ async def test_assemble_score_group_through_agents(procs: tuple[Processors, Capt
     trajs = sink.of(Output.TRAJECTORIES)
     assert all(isinstance(t, TrajectoryAssembled) for t in trajs)
     rewards = {t.session_id: t.reward for t in trajs}  # type: ignore[attr-defined]
+    full = {t.session_id: t for t in trajs}["s-a"]  # type: ignore[attr-defined]
+    assert full.steps == assemble_trajectory(events[:5]).steps  # prompts restored
     assert rewards == {"s-a": 1.0, "s-b": 0.0}
     async with p.group.test_context() as agent:
         for traj in trajs:
@@ -78,6 +83,8 @@ async def test_assemble_score_group_through_agents(procs: tuple[Processors, Capt
     assert episode.rewards == (1.0, 0.0)
     assert episode.advantages == pytest.approx((1.0, -1.0), abs=1e-5)
     assert not episode.is_partial and not episode.uniform_reward
+    assert {t.session_id: t for t in episode.trajectories} == {
+        t.session_id: t for t in trajs}  # type: ignore[attr-defined]  # as on rllm.trajectories
 
 
 async def test_poison_goes_to_dead_letters_and_agent_keeps_going(

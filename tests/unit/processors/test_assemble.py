@@ -6,8 +6,15 @@ import random
 
 import pytest
 
-from rllm.processors.assemble import assemble_trajectory, restore_prompts
+from rllm.processors.assemble import (
+    assemble_trajectory,
+    delta_encode_dicts,
+    restore_prompt_dicts,
+    restore_prompts,
+)
+from rllm.processors.assemble_dicts import assemble_trajectory_dict
 from rllm.processors.types import AssemblyError
+from rllm.schemas.codec import AvroCodec
 from rllm.schemas.tokens import pack_tokens
 from rllm.schemas.types import SessionClosed, SessionStatus, StepCaptured, TokenStatus
 from tests.unit.processors.factory import make_session
@@ -68,3 +75,49 @@ def test_idle_timeout_closes_with_status_timeout() -> None:
     assert traj.status == SessionStatus.TIMEOUT and traj.flags == ("idle_timeout",)
     assert traj.closed_at == events[-1].emitted_at
     assert isinstance(make_session("t")[-1].payload, SessionClosed)
+
+
+def test_dict_restore_and_delta_encoding_round_trip_byte_for_byte() -> None:
+    codec = AvroCodec()
+    events = make_session("s", num_steps=4)
+    delta = assemble_trajectory(events, restore=False)
+    assert [s.prompt_prefix_len for s in delta.steps] == [0, 7, 13, 19]
+    full = assemble_trajectory(events)
+    _, d = codec.decode_dict(codec.encode(delta))
+    assert restore_prompt_dicts(d["steps"]) == []
+    assert codec.encode_dict("TrajectoryAssembled", d) == codec.encode(full)
+    delta_encode_dicts(d["steps"])
+    assert codec.encode_dict("TrajectoryAssembled", d) == codec.encode(delta)
+    # a missing parent: flagged like restore_prompts, the step stays delta-encoded
+    _, gap = codec.decode_dict(codec.encode(assemble_trajectory(events[:2] + events[3:],
+                                                                restore=False)))
+    assert restore_prompt_dicts(gap["steps"]) == ["unrestored_prompt"]
+    assert [s["prompt_prefix_len"] for s in gap["steps"]] == [0, 13, 19]
+
+
+@pytest.mark.parametrize("case", ["plain", "reward_dups_shuffled", "gap", "mismatch", "idle",
+                                  "no_open", "not_closed"])
+def test_dict_assembly_matches_the_model_assembly_byte_for_byte(case: str) -> None:
+    codec = AvroCodec()
+    events = make_session("s", num_steps=3, reward=0.5 if case != "plain" else None,
+                          reported_steps=5 if case == "mismatch" else None,
+                          close=case not in ("idle", "not_closed"))
+    if case == "reward_dups_shuffled":
+        events = events[:1] + random.Random(5).sample(events[1:], len(events) - 1) + events[1:3]
+    elif case == "gap":
+        events = events[:2] + events[3:]
+    elif case == "no_open":
+        events = events[1:]
+    idle = case == "idle"
+    dicts = [codec.decode_dict(codec.encode(e))[1] for e in events]
+    if case in ("no_open", "not_closed"):
+        with pytest.raises(AssemblyError) as model_err:
+            assemble_trajectory(events, restore=False)
+        with pytest.raises(AssemblyError) as dict_err:
+            assemble_trajectory_dict(dicts)
+        assert str(dict_err.value) == str(model_err.value)
+        return
+    want = codec.encode(assemble_trajectory(events, idle_timeout=idle, restore=False))
+    got = codec.encode_dict("TrajectoryAssembled",
+                            assemble_trajectory_dict(dicts, idle_timeout=idle))
+    assert got == want

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rllm.processors.group import GroupBook, build_episode
 from rllm.processors.sessions import SessionBook
 from rllm.processors.settings import ProcessorSettings
-from rllm.processors.types import Output
+from rllm.processors.types import Emit, Output
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.types import RewardAssigned, SessionEvent, TrajectoryAssembled
 from tests.unit.processors.factory import T0, make_session, task
@@ -13,6 +15,11 @@ from tests.unit.processors.factory import T0, make_session, task
 CODEC = AvroCodec()
 SETTINGS = ProcessorSettings(reward_wait_s=10, idle_timeout_s=60, closed_retention_s=100,
                              group_timeout_s=30)
+
+
+def rec(emit: Emit) -> Any:
+    """The record an emit carries (fast paths carry it encoded)."""
+    return emit.record if emit.record is not None else CODEC.decode(emit.value or b"")
 
 
 def _book() -> SessionBook:
@@ -35,11 +42,11 @@ def test_task_without_reward_fn_waits_reward_wait_s_for_a_reward() -> None:
     reward = SessionEvent(event_id="a/r", session_id="a", run_id="run-1", emitted_at=T0,
                           payload=RewardAssigned(reward=0.9, evaluator="judge"))
     (emit,) = book.on_event(reward, CODEC.encode(reward), 0, 9, 105.0)
-    assert emit.output == Output.SCORING and emit.record.reward == 0.9  # type: ignore[attr-defined]
+    assert emit.output == Output.SCORING and rec(emit).reward == 0.9
     assert book.due_keys(110.0) == [("b", 0)]
     (late,) = book.on_tick("b", 110.0)
-    assert late.record.reward is None  # type: ignore[attr-defined]
-    assert "reward_wait_s=10" in late.record.reward_error  # type: ignore[attr-defined]
+    assert rec(late).reward is None
+    assert "reward_wait_s=10" in rec(late).reward_error
     assert book.events == {}  # raw events dropped once the trajectory is out
 
 
@@ -57,12 +64,12 @@ def test_duplicates_late_events_idle_timeout_and_retention() -> None:
     assert book.stats.duplicates == 2
     assert book.on_tick("a", 59.0) == []
     (emit,) = book.on_tick("a", 60.0)
-    assert emit.record.flags == ("idle_timeout",)  # type: ignore[attr-defined]
+    assert rec(emit).flags == ("idle_timeout",)
     assert _feed(book, events[:1], now=61.0) == []  # a known event: still just a duplicate
     late = events[1].model_copy(update={"event_id": "a/late"})
     (report,) = _feed(book, [late], now=62.0)
     assert report.output == Output.DEAD_LETTERS
-    assert "late StepCaptured" in report.record.reason  # type: ignore[attr-defined]
+    assert "late StepCaptured" in rec(report).reason
     assert book.on_tick("a", 159.0) == [] and book.header("a") is not None
     assert book.on_tick("a", 160.0) == [] and book.header("a") is None
 
@@ -76,18 +83,24 @@ def _scored(session: str, reward: float, index: int, size: int = 3) -> Trajector
 
 
 def test_group_completes_dedups_times_out_and_reports_late() -> None:
-    book = GroupBook(SETTINGS, {}, {}, CODEC, "rllm.trajectories")
+    members: dict[bytes, bytes] = {}
+    book = GroupBook(SETTINGS, {}, members, CODEC, "rllm.trajectories")
     a, b, c = _scored("a", 1.0, 2), _scored("b", 0.0, 0), _scored("c", 0.0, 1)
+    assert all(s.prompt_prefix_len == 0 for s in a.steps)
     assert book.on_trajectory(a, CODEC.encode(a), 0, 0, 0.0) == []
     assert book.on_trajectory(a, CODEC.encode(a), 0, 1, 0.0) == []  # duplicate
     assert book.on_trajectory(b, CODEC.encode(b), 0, 2, 1.0) == []
+    stored = CODEC.decode(members[b"run-1/t\x00a"])
+    assert [s.prompt_prefix_len for s in stored.steps] == [0, 7, 13]  # kept delta-encoded
     assert book.on_tick("run-1/t", 29.0) == []
     (emit,) = book.on_tick("run-1/t", 30.0)
-    episode = emit.record
-    assert emit.key == b"run-1/t" and episode.is_partial  # type: ignore[attr-defined]
-    assert [t.session_id for t in episode.trajectories] == ["b", "a"]  # type: ignore[attr-defined]
+    assert emit.value is not None
+    episode = CODEC.decode(emit.value)
+    assert emit.key == b"run-1/t" and episode.is_partial
+    assert [t.session_id for t in episode.trajectories] == ["b", "a"]
+    assert episode.trajectories == (b, a)  # prompts restored byte for byte
     (late,) = book.on_trajectory(c, CODEC.encode(c), 0, 3, 31.0)
-    assert late.output == Output.DEAD_LETTERS and "late trajectory c" in late.record.reason  # type: ignore[attr-defined]
+    assert late.output == Output.DEAD_LETTERS and "late trajectory c" in rec(late).reason
 
 
 def test_build_episode_orders_by_rollout_and_counts_missing_reward_as_zero() -> None:
