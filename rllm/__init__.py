@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "rollout": ("rllm.producers.sdk.rollout", "rollout"),
     "evaluator": ("rllm.producers.sdk.evaluator", "evaluator"),
-    "AgentTrainer": ("rllm.trainer_api", "AgentTrainer"),
+    "AgentTrainer": ("rllm.agent_trainer", "AgentTrainer"),
 }
 
 
