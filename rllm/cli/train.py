@@ -71,21 +71,7 @@ __all__ = ["train"]
 )
 @kafka_options
 @reports_errors
-def train(
-    bootstrap_servers: str | None,
-    topic_prefix: str | None,
-    benchmark: str | None,
-    data_file: str | None,
-    max_examples: int | None,
-    agent: str | None,
-    group_size: int,
-    epochs: int,
-    temperature: float,
-    max_tokens: int,
-    served_model: str | None,
-    gateway_url: str,
-    **flags: Any,
-) -> None:
+def train(bootstrap_servers: str | None, topic_prefix: str | None, **flags: Any) -> None:
     """Consume episodes, update the policy, publish PolicyUpdated, checkpoint; with
     --benchmark, run the whole loop (rollouts through the gateway, episodes from the
     processors, updates picked up by the model server)."""
@@ -93,22 +79,10 @@ def train(
     from rllm.consumers.trainer.settings import TrainerSettings
 
     kafka = kafka_settings(bootstrap_servers, topic_prefix)
+    loop = {k: flags.pop(k) for k in _LOOP_OPTIONS}
     fields = {k: v for k, v in flags.items() if v is not None}
-    if benchmark is not None:
-        _loop(
-            benchmark,
-            data_file,
-            max_examples,
-            agent,
-            group_size,
-            epochs,
-            temperature,
-            max_tokens,
-            served_model,
-            gateway_url,
-            fields,
-            kafka,
-        )
+    if loop["benchmark"] is not None:
+        _loop(loop, fields, kafka)
         return
     settings = TrainerSettings(**fields)
     report = run_trainer(settings, kafka)
@@ -118,20 +92,22 @@ def train(
     )
 
 
-def _loop(
-    benchmark: str,
-    data_file: str | None,
-    max_examples: int | None,
-    agent: str | None,
-    group_size: int,
-    epochs: int,
-    temperature: float,
-    max_tokens: int,
-    served_model: str | None,
-    gateway_url: str,
-    fields: dict[str, Any],
-    kafka: Any,
-) -> None:
+_LOOP_OPTIONS = (
+    "benchmark",
+    "data_file",
+    "max_examples",
+    "agent",
+    "group_size",
+    "epochs",
+    "temperature",
+    "max_tokens",
+    "served_model",
+    "gateway_url",
+)
+
+
+def _loop(loop: dict[str, Any], fields: dict[str, Any], kafka: Any) -> None:
+    """Run AgentTrainer with a built-in agent on a benchmark (the flags in ``loop``)."""
     from rich.table import Table
 
     from rllm.agent_trainer import AgentTrainer, TrainConfig
@@ -140,28 +116,28 @@ def _loop(
     from rllm.cli.eval import resolve_model
     from rllm.producers.sdk import builtin_agent
 
-    spec = get_benchmark(benchmark)
-    tasks = load_tasks(spec, data_file=data_file, max_examples=max_examples)
+    spec = get_benchmark(loop["benchmark"])
+    tasks = load_tasks(spec, data_file=loop["data_file"], max_examples=loop["max_examples"])
     backend = str(fields.pop("backend", "local"))
     top = {k: fields.pop(k) for k in ("run_id", "batch_size", "mode", "max_updates") if k in fields}
     config = TrainConfig(
-        gateway_url=gateway_url,
-        model=served_model or resolve_model("local"),
-        group_size=group_size,
-        epochs=epochs,
-        sampling={"temperature": temperature, "max_tokens": max_tokens},
+        gateway_url=loop["gateway_url"],
+        model=loop["served_model"] or resolve_model("local"),
+        group_size=loop["group_size"],
+        epochs=loop["epochs"],
+        sampling={"temperature": loop["temperature"], "max_tokens": loop["max_tokens"]},
         trainer=fields,
         **top,
     )
     trainer = AgentTrainer(
-        builtin_agent(agent or spec.agent),
+        builtin_agent(loop["agent"] or spec.agent),
         train_dataset=tasks,
         backend=backend,
         config=config,
         kafka=kafka,
     )
     console.print(
-        f"training on {spec.name}: {len(tasks)} tasks x {group_size} rollouts, "
+        f"training on {spec.name}: {len(tasks)} tasks x {loop['group_size']} rollouts, "
         f"{config.batch_size} tasks per update, run {config.run_id}"
     )
     report = trainer.train()

@@ -7,32 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from rllm.producers.gateway import GatewaySettings, create_app
 from rllm.settings import KafkaSettings
-from tests.fakes.upstream import RunningUpstream, ThreadedServer, start_fake_upstream
+from tests.fakes.upstream import ThreadedServer
+from tests.integration.gateway.conftest import start_gateway, upstream
 
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[RunningUpstream]:
-    server = start_fake_upstream()
-    yield server
-    server.stop()
+__all__ = ["gateway", "start_gateway", "upstream"]
 
 
 @pytest.fixture
-def gateway(
-    kafka: KafkaSettings,
-    make_topics: Callable[..., list[str]],
-    tmp_path: Path,
-    upstream: RunningUpstream,
-) -> Iterator[ThreadedServer]:
-    make_topics(partitions=3)
-    settings = GatewaySettings(
-        upstream_url=upstream.url,
-        spool_dir=tmp_path / "spool",
-        spool_fsync=False,
-        follow_policy_updates=False,
-    )
-    server = ThreadedServer(create_app(settings, kafka), lifespan="on")
-    yield server
-    server.stop()
+def gateway(start_gateway: Callable[..., ThreadedServer]) -> Iterator[ThreadedServer]:
+    """One gateway on this test's topics (3 partitions), stopped by ``start_gateway``."""
+    yield start_gateway()
