@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rllm.benchmarks.errors import SandboxError
@@ -36,8 +37,10 @@ class SandboxSettings(BaseSettings):
     """Address-space limit of the program."""
     max_output_bytes: int = 1_000_000
     """Stdout/stderr beyond this is cut."""
-    python: str = sys.executable
-    """Interpreter the program runs with."""
+    python: str = Field(default_factory=lambda: base_python())
+    """Interpreter the program runs with: the base interpreter, not the venv's (the
+    program needs only the standard library, and a venv may live under /tmp, which the
+    sandbox replaces with an empty tmpfs)."""
 
 
 @dataclass(frozen=True)
@@ -72,12 +75,20 @@ def _tools() -> tuple[str, str]:
     return bwrap, prlimit
 
 
+def base_python() -> str:
+    """The real file of the base interpreter behind ``sys.executable``."""
+    return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+
+
 def _command(workdir: Path, settings: SandboxSettings, timeout_s: float) -> list[str]:
     bwrap, prlimit = _tools()
     memory = settings.memory_mb * 1024 * 1024
+    # an interpreter installed under /tmp stays visible (read-only) over the tmpfs
+    prefix = Path(settings.python).resolve().parents[1]
+    keep = ["--ro-bind", str(prefix), str(prefix)] if prefix.is_relative_to("/tmp") else []
     return [
         bwrap, "--unshare-all", "--die-with-parent", "--new-session",
-        "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+        "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *keep,
         "--bind", str(workdir), "/tmp/sandbox", "--chdir", "/tmp/sandbox",
         "--setenv", "HOME", "/tmp/sandbox", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
         prlimit, f"--as={memory}", f"--cpu={int(timeout_s) + 1}", "--fsize=67108864",

@@ -8,6 +8,7 @@ except ``assembled_at``). Consumers keep the first per ``event_id`` (``dedup_by_
 from __future__ import annotations
 
 import signal
+import time
 from collections import Counter
 from typing import Any
 
@@ -34,15 +35,22 @@ def test_sigkill_mid_stream_then_restart_equals_uninterrupted_replay(
     for s in range(SESSIONS):
         events += make_session(f"s{s}", the_task=task(f"t{s // GROUP}"), rollout_index=s % GROUP,
                                group_size=GROUP, num_steps=2, answer="56" if s % 3 else "no")
-    publish(kafka, events)
+    # The stream goes on while the worker dies: 60% is in the log when the worker starts,
+    # it is killed as soon as a tenth of the trajectories are out (polled every 20 ms, the
+    # worker is fast), and the rest arrives before the restart.
+    cut = len(events) * 6 // 10
+    publish(kafka, events[:cut])
 
     first = workers.start()
-    wait_until(lambda: count(kafka, TRAJECTORIES) >= SESSIONS // 5, 60,
-               "the first worker to emit some trajectories")
+    deadline = time.monotonic() + 60
+    while count(kafka, TRAJECTORIES) < SESSIONS // 10:
+        assert time.monotonic() < deadline, "the first worker emitted no trajectories"
+        time.sleep(0.02)
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=10)
     emitted_before_kill = count(kafka, TRAJECTORIES)
     assert emitted_before_kill < SESSIONS, "the kill came too late to interrupt anything"
+    publish(kafka, events[cut:])
 
     second = workers.start()
     wait_until(lambda: count(kafka, EPISODES) >= SESSIONS // GROUP
