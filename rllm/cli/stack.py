@@ -74,7 +74,7 @@ def up(
 
     stack = _stack(home, kafka_port, partitions, services=services, model=model)
     console.print(f"starting the local stack in {stack.home} ...")
-    _print(stack_up(stack))
+    _print(stack_up(stack, say=console.print))
     console.print(f"export RLLM_BOOTSTRAP_SERVERS={stack.bootstrap_servers}")
     console.print(f"export RLLM_GATEWAY_URL=http://127.0.0.1:{stack.gateway_port}")
 

