@@ -151,14 +151,21 @@ class AgentTrainer:
         them, before any rollout)."""
         from rllm.consumers.trainer.settings import TrainerSettings
 
+        # In sync mode this driver holds new rollouts until the gateway serves the new
+        # version, so rollouts are at most one version behind the trainer; a batch that
+        # straddles an update (dropped uniform groups leave it partial) must not be refused
+        # as stale, so the trainer itself runs with a staleness limit of 1.
+        trainer = {k: v for k, v in self.config.trainer.items() if k != "mode"}
+        if self.config.mode == "sync":
+            trainer["max_staleness"] = 1
         fields = {
             "run_id": self.config.run_id,
             "backend": self.backend,
             "batch_size": self.config.batch_size,
-            "mode": self.config.mode,
+            "mode": "async",
             "group_id": f"rllm-trainer-{self.config.run_id}",
             "poll_timeout_s": 0.2,
-            **self.config.trainer,
+            **trainer,
         }
         return TrainerSettings(**fields)
 

@@ -1,0 +1,38 @@
+"""AgentTrainer's configuration, checked before any rollout."""
+
+from __future__ import annotations
+
+import pytest
+
+import rllm
+from rllm.errors import ConfigError
+from rllm.producers.sdk import RolloutConfig
+from rllm.schemas.types import Task
+
+
+@rllm.rollout
+def agent(task: Task, config: RolloutConfig) -> str:
+    return "x"
+
+
+def test_sync_driver_lets_the_trainer_take_batches_one_version_behind() -> None:
+    trainer = rllm.AgentTrainer(agent, train_dataset=[Task(task_id="t")],
+                                config={"mode": "sync", "batch_size": 3, "run_id": "r",
+                                        "trainer": {"max_staleness": 5, "lr": 1e-4}})
+    settings = trainer.trainer_settings()
+    assert settings.mode.value == "async" and settings.max_staleness == 1
+    assert (settings.batch_size, settings.run_id, settings.lr) == (3, "r", 1e-4)
+    loose = rllm.AgentTrainer(agent, train_dataset=[Task(task_id="t")],
+                              config={"mode": "async", "trainer": {"max_staleness": 3}})
+    assert loose.trainer_settings().max_staleness == 3
+
+
+def test_bad_arguments_are_named() -> None:
+    with pytest.raises(ConfigError, match="mode must be sync or async, got 'later'"):
+        rllm.AgentTrainer(agent, config={"mode": "later"})
+    with pytest.raises(ConfigError, match=r"train_dataset\[1\] is a dict"):
+        rllm.AgentTrainer(agent, train_dataset=[Task(task_id="t"), {"task_id": "u"}])
+    with pytest.raises(ConfigError, match=r"must be an @rllm\.rollout function"):
+        rllm.AgentTrainer(lambda t, c: "x")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"train\(\) needs a train_dataset"):
+        rllm.AgentTrainer(agent).train()
