@@ -164,6 +164,7 @@ class AgentTrainer:
             "batch_size": self.config.batch_size,
             "mode": "async",
             "group_id": f"rllm-trainer-{self.config.run_id}",
+            "episode_run_ids": (self.config.run_id,),
             "poll_timeout_s": 0.2,
             **trainer,
         }
@@ -276,7 +277,7 @@ class AgentTrainer:
             if trainer.core.version > version:
                 if self._gateway_version() >= trainer.core.version:
                     return
-            elif trainer.report.episodes_settled >= submitted:
+            elif trainer.report.episodes_settled - trainer.report.other_runs >= submitted:
                 return  # consumed without an update (dropped groups, partial batch): go on
             time.sleep(0.2)
         raise RllmError(

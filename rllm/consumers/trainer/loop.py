@@ -45,6 +45,8 @@ class TrainerReport:
     version: int = 0
     episodes_consumed: int = 0
     episodes_settled: int = 0
+    other_runs: int = 0
+    """Episodes skipped because they belong to a run not in ``episode_run_ids``."""
     """Episodes whose handling, and any update they triggered, has finished."""
     dead_letters: int = 0
     drops: dict[str, float] = field(default_factory=dict)
@@ -186,6 +188,10 @@ class Trainer:
         except SchemaError as exc:
             self.report.dead_letters += 1
             publisher.publish_sync(DEAD_LETTERS, msg.key(), dead_letter_for(msg, exc, "trainer"))
+            return
+        wanted = self.settings.episode_run_ids
+        if wanted and record.run_id not in wanted:
+            self.report.other_runs += 1
             return
         self.core.batcher.add(record, self.core.version)
 

@@ -49,6 +49,9 @@ class TrainerSettings(BaseSettings):
     """Training run id, written on every PolicyUpdated."""
     group_id: str = "rllm-trainer"
     """Kafka consumer group of the trainer."""
+    episode_run_ids: tuple[str, ...] = ()
+    """Train only on episodes of these rollout runs (empty: every episode on the topic;
+    AgentTrainer sets its own run id so eval runs and older runs are not trained on)."""
     backend: BackendName = BackendName.LOCAL
     """Training backend (local, verl, tinker, fireworks)."""
     checkpoint_dir: Path = Field(default_factory=lambda: default_home() / "checkpoints")

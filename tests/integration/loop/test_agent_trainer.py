@@ -14,6 +14,7 @@ import pytest
 
 import rllm
 from rllm.consumers.backends.local.model import load_model
+from rllm.kafka import EventPublisher
 from rllm.producers.gateway import GatewaySettings
 from rllm.producers.gateway import create_app as gateway_app
 from rllm.producers.sdk import RolloutConfig, RolloutOutcome
@@ -27,6 +28,7 @@ from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
 from tests.integration.helpers import read_all
 from tests.integration.processors.conftest import Workers
+from tests.unit.training.factory import episode
 
 RUN = "loop-run"
 
@@ -78,6 +80,9 @@ def test_agent_trainer_closes_the_loop(
     )
     workers = Workers(kafka, tmp_path)
     workers.start()
+    with EventPublisher(kafka) as pub:  # episodes of another run on the same topic
+        for i in range(3):
+            pub.publish_sync(EPISODES, f"other/{i}", episode(f"ep:other/{i}", run_id="other"))
     try:
         tasks = [Task(task_id=f"t{i}", instruction=f"abc {i}") for i in range(4)]
         trainer = rllm.AgentTrainer(
@@ -115,9 +120,13 @@ def test_agent_trainer_closes_the_loop(
 
         codec = AvroCodec()
         episodes = [codec.decode(m.value()) for m in read_all(kafka, kafka.topic(EPISODES))]
-        assert sorted({e.task.task_id for e in episodes}) == ["t0", "t1", "t2", "t3"]
+        ours = sorted({e.task.task_id for e in episodes if e.run_id == RUN})
+        assert ours == ["t0", "t1", "t2", "t3"]
         updates = [codec.decode(m.value()) for m in read_all(kafka, kafka.topic(POLICY_UPDATES))]
         assert [u.version for u in updates] == [1, 2]
+        state = json.loads((tmp_path / "ckpt" / RUN / "v000002" / "state.json").read_text())
+        trained = [i for h in state["history"] for i in h["episode_ids"]]
+        assert sorted(trained) == [f"ep:{RUN}/t{i}" for i in range(4)], "only this run's"
         steps = [
             codec.decode(m.value()).payload for m in read_all(kafka, kafka.topic(SESSION_EVENTS))
         ]

@@ -16,14 +16,25 @@ def agent(task: Task, config: RolloutConfig) -> str:
 
 
 def test_sync_driver_lets_the_trainer_take_batches_one_version_behind() -> None:
-    trainer = rllm.AgentTrainer(agent, train_dataset=[Task(task_id="t")],
-                                config={"mode": "sync", "batch_size": 3, "run_id": "r",
-                                        "trainer": {"max_staleness": 5, "lr": 1e-4}})
+    trainer = rllm.AgentTrainer(
+        agent,
+        train_dataset=[Task(task_id="t")],
+        config={
+            "mode": "sync",
+            "batch_size": 3,
+            "run_id": "r",
+            "trainer": {"max_staleness": 5, "lr": 1e-4},
+        },
+    )
     settings = trainer.trainer_settings()
     assert settings.mode.value == "async" and settings.max_staleness == 1
     assert (settings.batch_size, settings.run_id, settings.lr) == (3, "r", 1e-4)
-    loose = rllm.AgentTrainer(agent, train_dataset=[Task(task_id="t")],
-                              config={"mode": "async", "trainer": {"max_staleness": 3}})
+    assert settings.episode_run_ids == ("r",), "only this run's episodes are trained"
+    loose = rllm.AgentTrainer(
+        agent,
+        train_dataset=[Task(task_id="t")],
+        config={"mode": "async", "trainer": {"max_staleness": 3}},
+    )
     assert loose.trainer_settings().max_staleness == 3
 
 

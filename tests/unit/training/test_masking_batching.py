@@ -89,3 +89,8 @@ def test_a_redelivered_episode_is_trained_once() -> None:
     assert b.take().episode_ids == ["e1"]
     assert not b.add(episode("e1"), 0), "still a duplicate after its batch was taken"
     assert b.drops.as_metrics()["skipped_duplicate_episodes"] == 3.0
+
+
+def test_trainer_settings_name_the_runs_to_train_on() -> None:
+    assert TrainerSettings().episode_run_ids == ()
+    assert TrainerSettings(episode_run_ids=("a", "b")).episode_run_ids == ("a", "b")
