@@ -11,5 +11,5 @@ __all__: list[str] = []
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "local_model: loads the SmolLM2 GGUF (skipped unless `rllm-cli model install-local` ran)",
+        "local_model: loads the SmolLM2 GGUF (`rllm-cli model install-local`, which .ci/run does)",
     )
