@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,8 +60,11 @@ class TrainConfig(BaseModel):
     off-policy (the trainer's max_staleness)."""
     sampling: dict[str, Any] = Field(default_factory=lambda: {"temperature": 1.0})
     """Sampling parameters of the rollouts."""
-    concurrency: int = Field(default=16, ge=1)
-    """Rollouts in flight."""
+    concurrency: int = Field(default=0, ge=0)
+    """Rollouts in flight (0: a whole batch, ``batch_size * group_size``, at once, so the
+    model server generates it as one batch)."""
+    max_minutes: float = Field(default=0.0, ge=0)
+    """Stop starting new batches after this many minutes of wall time (0: no limit)."""
     update_timeout_s: float = Field(default=900.0, gt=0)
     """How long a batch waits for its update before the run fails with a reason."""
     trainer: dict[str, Any] = Field(default_factory=dict)
@@ -82,6 +85,19 @@ class UpdateRecord:
     """Rollouts in the batch."""
     seconds: float
     """Wall time of rollouts plus update."""
+    rollout_s: float = 0.0
+    """Wall time of the rollouts (generation through the gateway)."""
+    update_s: float = 0.0
+    """Wall time from the last rollout to the gateway serving the new version (sync mode):
+    processors, training, checkpoint, publish and the model server's reload."""
+    train_s: float = 0.0
+    """The backend's update time, as the trainer reported it (0 when no update)."""
+    checkpoint_s: float = 0.0
+    """Writing the checkpoint, as the trainer reported it."""
+    completion_tokens: int = 0
+    """Tokens the rollouts generated."""
+    elapsed_s: float = 0.0
+    """Wall time since train() started, at the end of this batch."""
 
 
 @dataclass
@@ -143,6 +159,10 @@ class AgentTrainer:
         self.backend = backend
         self.kafka = kafka or KafkaSettings()
         self.config = config if isinstance(config, TrainConfig) else TrainConfig(**(config or {}))
+        self._started = time.perf_counter()
+        """When the running train() began."""
+        self._submitted = 0
+        """Tasks the running train() has rolled out."""
         if self.config.mode not in ("sync", "async"):
             raise ConfigError(f"mode must be sync or async, got {self.config.mode!r}")
 
@@ -197,15 +217,18 @@ class AgentTrainer:
                 run_id=run_id,
                 model=self.config.model,
                 attempts=attempts,
-                concurrency=self.config.concurrency,
+                concurrency=self.config.concurrency or len(tasks) * attempts,
                 sampling=self.config.sampling,
                 evaluator=self.evaluator,
             )
         finally:
             await gateway.aclose()
 
-    def train(self) -> TrainReport:
+    def train(self, on_update: Callable[[UpdateRecord], None] | None = None) -> TrainReport:
         """Run the RL loop; return the per-update record.
+
+        Args:
+            on_update: called with each batch's record as soon as it is known.
 
         Raises:
             ConfigError / CapabilityError: a setting is bad or the backend cannot honour it.
@@ -217,7 +240,6 @@ class AgentTrainer:
 
         if not self.train_tasks:
             raise ConfigError("train() needs a train_dataset")
-        cfg = self.config
         settings = self.trainer_settings()
         trainer = Trainer(settings, self.kafka, make_backend(settings))
         failure: list[BaseException] = []
@@ -230,31 +252,19 @@ class AgentTrainer:
 
         thread = threading.Thread(target=run_trainer, name="rllm-trainer", daemon=True)
         thread.start()
-        report = TrainReport(run_id=cfg.run_id, version=trainer.core.version)
-        submitted = 0
+        report = TrainReport(run_id=self.config.run_id, version=trainer.core.version)
+        self._started, self._submitted = time.perf_counter(), 0
         try:
-            for _epoch in range(cfg.epochs):
-                for start in range(0, len(self.train_tasks), cfg.batch_size):
-                    if cfg.max_updates and len(report.updates) >= cfg.max_updates:
-                        break
-                    batch = self.train_tasks[start : start + cfg.batch_size]
-                    began, version = time.perf_counter(), trainer.core.version
-                    results = asyncio.run(self._run(batch, cfg.group_size, cfg.run_id))
-                    submitted += len(batch)
-                    if cfg.mode == "sync":
-                        self._wait(trainer, version, submitted, failure)
-                    rewards = [r.reward for _, r in results if r is not None]
-                    correct = [bool(r.is_correct) for _, r in results if r is not None]
-                    report.updates.append(
-                        UpdateRecord(
-                            version=trainer.core.version,
-                            reward_mean=float(np.mean(rewards)) if rewards else 0.0,
-                            accuracy=float(np.mean(correct)) if correct else 0.0,
-                            rollouts=len(results),
-                            seconds=time.perf_counter() - began,
-                        )
-                    )
-                    log.info("update %d: %s", len(report.updates), report.updates[-1])
+            if self.config.mode == "sync":
+                self._wait_start(trainer, failure)
+            for batch in self._batches():
+                if self._out_of_budget(report):
+                    break
+                record = self._one_batch(trainer, batch, report, failure)
+                report.updates.append(record)
+                log.info("update %d: %s", len(report.updates), record)
+                if on_update is not None:
+                    on_update(record)
         finally:
             trainer.stop()
             thread.join(timeout=120)
@@ -265,30 +275,101 @@ class AgentTrainer:
         report.messages = list(trainer.core.batcher.drops.messages)
         return report
 
+    def _batches(self) -> Iterator[list[Task]]:
+        size = self.config.batch_size
+        for _epoch in range(self.config.epochs):
+            for start in range(0, len(self.train_tasks), size):
+                yield self.train_tasks[start : start + size]
+
+    def _out_of_budget(self, report: TrainReport) -> bool:
+        cfg = self.config
+        if cfg.max_updates and len(report.updates) >= cfg.max_updates:
+            return True
+        if not cfg.max_minutes:
+            return False
+        return time.perf_counter() - self._started >= cfg.max_minutes * 60
+
+    def _one_batch(
+        self, trainer: Any, batch: list[Task], report: TrainReport, failure: list[BaseException]
+    ) -> UpdateRecord:
+        """Roll out one batch, wait for its update (sync mode), and time both."""
+        cfg = self.config
+        began, version = time.perf_counter(), trainer.core.version
+        results = asyncio.run(self._run(batch, cfg.group_size, cfg.run_id))
+        self._submitted += len(batch)
+        rolled = time.perf_counter()
+        if cfg.mode == "sync":
+            self._wait(trainer, version, self._submitted, failure)
+        done = time.perf_counter()
+        updated = trainer.core.version > version
+        metrics = trainer.report.last_metrics if updated else {}
+        rewards = [r.reward for _, r in results if r is not None]
+        correct = [bool(r.is_correct) for _, r in results if r is not None]
+        return UpdateRecord(
+            version=trainer.core.version,
+            reward_mean=float(np.mean(rewards)) if rewards else 0.0,
+            accuracy=float(np.mean(correct)) if correct else 0.0,
+            rollouts=len(results),
+            seconds=done - began,
+            rollout_s=rolled - began,
+            update_s=done - rolled,
+            train_s=float(metrics.get("train_s", 0.0)),
+            checkpoint_s=float(metrics.get("checkpoint_s", 0.0)),
+            completion_tokens=sum(o.completion_tokens for o, _ in results),
+            elapsed_s=done - self._started,
+        )
+
     def _wait(
         self, trainer: Any, version: int, submitted: int, failure: list[BaseException]
     ) -> None:
-        """Until the trainer published a newer version and the gateway serves it, or the
-        trainer consumed every submitted episode without an update (dropped groups)."""
+        """Until the trainer published a newer version and the model behind the gateway
+        serves it, or the trainer consumed every submitted episode without an update
+        (dropped groups)."""
         deadline = time.monotonic() + self.config.update_timeout_s
         while time.monotonic() < deadline:
             if failure:
                 raise failure[0]
             if trainer.core.version > version:
-                if self._gateway_version() >= trainer.core.version:
+                if self._served(trainer.core.version):
                     return
             elif trainer.report.episodes_settled - trainer.report.other_runs >= submitted:
                 return  # consumed without an update (dropped groups, partial batch): go on
-            time.sleep(0.2)
+            time.sleep(0.1)
         raise RllmError(
             f"no policy update within {self.config.update_timeout_s:.0f} s: the trainer consumed "
             f"{trainer.report.episodes_consumed} of {submitted} episodes at version "
             f"{trainer.core.version}; are the processors running (rllm-cli up)?"
         )
 
-    def _gateway_version(self) -> int:
+    def _wait_start(self, trainer: Any, failure: list[BaseException]) -> None:
+        """Until the gateway (and the model server, when it reports one) serve this run's
+        starting version: a server that served another run switches to this run's base
+        weights first, so the first batch is sampled from the policy being trained."""
+        deadline = time.monotonic() + self.config.update_timeout_s
+        while time.monotonic() < deadline:
+            if failure:
+                raise failure[0]
+            if trainer.report.announced and self._served(trainer.core.version):
+                return
+            time.sleep(0.1)
+        raise RllmError(
+            f"the gateway at {self.config.gateway_url} did not take run {self.config.run_id}'s "
+            f"policy version {trainer.core.version} within {self.config.update_timeout_s:.0f} s "
+            f"(it follows rllm.policy-updates; is it running with the same Kafka?)"
+        )
+
+    def _served(self, version: int) -> bool:
+        """Whether the gateway stamps this run's ``version`` and its upstream serves it."""
         try:
             resp = httpx.get(f"{self.config.gateway_url}/admin/policy", timeout=5)
-            return int(resp.json().get("policy_version", 0))
+            info = resp.json()
         except (httpx.HTTPError, ValueError):
-            return -1
+            return False
+        if info.get("policy_run") != self.config.run_id or info.get("policy_version") != version:
+            return False
+        upstream = info.get("upstream_policy_version")
+        upstream_run = info.get("upstream_policy_run")
+        return (upstream is None or upstream == version) and upstream_run in (
+            None,
+            self.config.run_id,
+        )

@@ -1,7 +1,8 @@
 """Follow ``rllm.policy-updates`` and load each new policy version into the engine.
 
 Each server reads the whole topic with a consumer group of its own (every server must see
-every update); when it has caught up it loads the newest version above its own.
+every update); when it has caught up it loads the policy the log points at
+(``rllm.schemas.lineage``: the latest run's newest version), if it is not loaded yet.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import threading
 import uuid
 
 from rllm.kafka import make_codec, make_consumer
+from rllm.schemas.lineage import PolicyPointer, advance
 from rllm.schemas.topics import POLICY_UPDATES
 from rllm.schemas.types import PolicyUpdated
 from rllm.serving.engine import Engine
@@ -31,7 +33,9 @@ class PolicyFollower:
         self.reloads: list[tuple[int, float]] = []
         """(version, seconds) of every reload."""
         self.errors: list[str] = []
-        self._failed: set[int] = set()
+        self.loaded: PolicyPointer | None = None
+        """The run and version the engine serves (None: the weights it started with)."""
+        self._failed: set[PolicyPointer] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rllm-policy-follower", daemon=True)
 
@@ -53,6 +57,7 @@ class PolicyFollower:
             **{"topic.metadata.refresh.interval.ms": 2000},  # see a topic created later
         )
         consumer.subscribe([self.kafka.topic(POLICY_UPDATES)])
+        pointer: PolicyPointer | None = None
         newest: PolicyUpdated | None = None
         try:
             while not self._stop.is_set():
@@ -63,18 +68,12 @@ class PolicyFollower:
                     except Exception as exc:
                         self.errors.append(f"undecodable policy update: {exc}")
                         continue
-                    if (
-                        isinstance(rec, PolicyUpdated)
-                        and (self.run_id in (None, rec.run_id))
-                        and (newest is None or rec.version > newest.version)
-                    ):
-                        newest = rec
+                    if isinstance(rec, PolicyUpdated) and self.run_id in (None, rec.run_id):
+                        moved = advance(pointer, rec)
+                        if moved != pointer:
+                            pointer, newest = moved, rec
                     continue
-                if (
-                    newest is not None
-                    and newest.version > self.engine.version
-                    and newest.version not in self._failed
-                ):
+                if newest is not None and pointer != self.loaded and pointer not in self._failed:
                     self._load(newest)
         finally:
             consumer.close()
@@ -83,9 +82,12 @@ class PolicyFollower:
         try:
             seconds = self.engine.load_checkpoint(rec.checkpoint_uri, rec.version)
         except (OSError, ValueError) as exc:
-            self.errors.append(f"policy version {rec.version} from {rec.checkpoint_uri}: {exc}")
+            self.errors.append(
+                f"policy {rec.run_id} version {rec.version} from {rec.checkpoint_uri}: {exc}"
+            )
             log.error("cannot load %s", self.errors[-1])
-            self._failed.add(rec.version)
+            self._failed.add(PolicyPointer.of(rec))
             return
+        self.loaded = PolicyPointer.of(rec)
         self.reloads.append((rec.version, seconds))
-        log.info("loaded policy version %d in %.2fs", rec.version, seconds)
+        log.info("loaded policy %s version %d in %.2fs", rec.run_id, rec.version, seconds)

@@ -45,10 +45,12 @@ class TrainerReport:
     version: int = 0
     episodes_consumed: int = 0
     episodes_settled: int = 0
+    """Episodes whose handling, and any update they triggered, has finished."""
     other_runs: int = 0
     """Episodes skipped because they belong to a run not in ``episode_run_ids``."""
-    """Episodes whose handling, and any update they triggered, has finished."""
     dead_letters: int = 0
+    announced: bool = False
+    """Whether the starting policy version was published."""
     drops: dict[str, float] = field(default_factory=dict)
     last_metrics: dict[str, float] = field(default_factory=dict)
 
@@ -65,6 +67,8 @@ class TrainerCore:
         )
         self.state = CheckpointState(run_id=settings.run_id, base_model=backend.base_model)
         found = self.store.latest()
+        self.resumed = found is not None
+        """Whether a checkpoint of this run was found (else the run starts fresh)."""
         if found is not None:
             path, self.state = found
             backend.load(path, self.state.version)
@@ -75,6 +79,14 @@ class TrainerCore:
     def version(self) -> int:
         """Current policy version."""
         return self.backend.version
+
+    def write_base(self) -> None:
+        """Checkpoint the starting weights as version 0 of a fresh run, so that model
+        servers that served another run switch to this run's base policy."""
+        started = time.perf_counter()
+        self.store.write(self.state, self.backend.save)
+        self.state.metrics = {"checkpoint_s": time.perf_counter() - started}
+        self.resumed = True
 
     def train_pending(
         self, offsets: dict[str, dict[str, int]], fault: FaultHook | None = None
@@ -219,8 +231,12 @@ class Trainer:
         consumer = make_consumer(self.kafka, s.group_id)
         publisher = EventPublisher(self.kafka, codec=self.codec)
         try:
-            if self.core.state.version > 0:  # re-announce: the publish may have been lost
-                publisher.publish_sync(POLICY_UPDATES, s.run_id, self.core.policy_event())
+            # Announce the policy this run serves from: version 0 (its base weights) on a
+            # fresh run, else the version it resumed from (that publish may have been lost).
+            if not self.core.resumed:
+                self.core.write_base()
+            publisher.publish_sync(POLICY_UPDATES, s.run_id, self.core.policy_event())
+            self.report.announced = True
             self._assign(consumer)
             idle_since = time.monotonic()
             while not self._stop:

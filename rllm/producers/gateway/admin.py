@@ -6,14 +6,18 @@ from __future__ import annotations
 import hmac
 from typing import Any
 
+import httpx
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from rllm.errors import RllmError
+from rllm.schemas.lineage import PolicyPointer, advance
+from rllm.schemas.types import PolicyUpdated
 
 from .errors import GatewayError
 from .routing import request_key
 from .sessions import Session
+from .settings import UpstreamKind
 from .state import GatewayState
 from .validation import read_json
 
@@ -27,7 +31,7 @@ __all__ = [
     "pause",
     "policy",
     "require_admin",
-    "set_version",
+    "set_policy",
     "state_of",
 ]
 
@@ -59,8 +63,12 @@ def may_use(state: GatewayState, session: Session, key: str | None) -> bool:
     return key is not None and hmac.compare_digest(session.key.encode(), key.encode())
 
 
-def set_version(state: GatewayState, version: int) -> None:
-    state.policy_version = max(state.policy_version, version)
+def set_policy(state: GatewayState, record: PolicyUpdated) -> None:
+    """Take a PolicyUpdated read from the log (``rllm.schemas.lineage``'s rule: a new run
+    takes over from version 0, the current run only moves forward)."""
+    moved = advance(state.policy, record)
+    if moved != state.policy:
+        state.policy, state.policy_version = moved, moved.version
 
 
 def state_of(request: Request) -> GatewayState:
@@ -111,8 +119,23 @@ async def metrics(request: Request) -> Response:
     )
 
 
+async def upstream_policy_version(state: GatewayState) -> int | None:
+    """The policy version the upstream reports on ``/health`` (the local model server
+    does; vLLM and SGLang do not), or None."""
+    if state.upstream.kind is UpstreamKind.HOSTED:
+        return None
+    try:
+        resp = await state.upstream.client.get("/health", timeout=2.0)
+        version = resp.json().get("policy_version") if resp.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    return version if isinstance(version, int) and not isinstance(version, bool) else None
+
+
 @guarded
 async def policy(request: Request) -> Response:
+    """GET: the version steps are stamped with, its run, and the upstream's own version.
+    POST ``{"version": N[, "run_id": R]}``: set it by hand (a trainer without Kafka)."""
     st = state_of(request)
     if request.method == "POST":
         require_admin(st, request)
@@ -120,12 +143,22 @@ async def policy(request: Request) -> Response:
         version = body.get("version") if isinstance(body, dict) else None
         if not isinstance(version, int) or isinstance(version, bool) or version < 0:
             raise GatewayError(400, f"version must be a non-negative integer, got {version!r}")
-        if version < st.policy_version:
+        run = body.get("run_id", st.policy.run_id if st.policy else "")
+        if not isinstance(run, str):
+            raise GatewayError(400, f"run_id must be a string, got {run!r}")
+        same_run = st.policy is None or st.policy.run_id == run
+        if same_run and version < st.policy_version:
             raise GatewayError(
                 409, f"policy version {version} is older than the current {st.policy_version}"
             )
-        st.policy_version = version
-    return JSONResponse({"policy_version": st.policy_version})
+        st.policy, st.policy_version = PolicyPointer(run, version), version
+    return JSONResponse(
+        {
+            "policy_version": st.policy_version,
+            "policy_run": st.policy.run_id if st.policy else None,
+            "upstream_policy_version": await upstream_policy_version(st),
+        }
+    )
 
 
 @guarded

@@ -29,7 +29,7 @@ from .admin import (
     pause,
     policy,
     require_admin,
-    set_version,
+    set_policy,
     state_of,
 )
 from .calls import API_PATHS, handle_call
@@ -90,7 +90,7 @@ def create_app(
         )
         follower = None
         if settings.follow_policy_updates:
-            follower = PolicyFollower(kafka, lambda v: set_version(state, v))
+            follower = PolicyFollower(kafka, lambda rec: set_policy(state, rec))
             follower.start()
         app.state.gw = state
         sink.start()

@@ -1,4 +1,4 @@
-"""Follow ``rllm.policy-updates``: each new ``PolicyUpdated`` sets the gateway's version."""
+"""Follow ``rllm.policy-updates``: each ``PolicyUpdated`` goes to ``on_update`` in log order."""
 
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ log = logging.getLogger("rllm.gateway")
 
 
 class PolicyFollower:
-    """A daemon thread reading policy updates from the beginning; calls ``on_version``."""
+    """A daemon thread reading policy updates from the beginning; calls ``on_update``."""
 
-    def __init__(self, kafka: KafkaSettings, on_version: Callable[[int], None]) -> None:
+    def __init__(self, kafka: KafkaSettings, on_update: Callable[[PolicyUpdated], None]) -> None:
         self._kafka = kafka
-        self._on_version = on_version
+        self._on_update = on_update
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rllm-policy-follower", daemon=True)
 
@@ -58,7 +58,7 @@ class PolicyFollower:
                     )
                     continue
                 if isinstance(update, PolicyUpdated):
-                    self._on_version(update.version)
+                    self._on_update(update)
         finally:
             consumer.close()
 

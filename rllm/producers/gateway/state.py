@@ -6,6 +6,7 @@ import json
 import uuid
 from dataclasses import dataclass, field
 
+from rllm.schemas.lineage import PolicyPointer
 from rllm.schemas.topics import SESSION_EVENTS
 from rllm.schemas.types import SessionClosed, SessionEvent, SessionOpened, SessionStatus, Task
 
@@ -28,6 +29,8 @@ class GatewayState:
     metrics: Metrics
     sessions: SessionRegistry = field(default_factory=SessionRegistry)
     policy_version: int = 0
+    policy: PolicyPointer | None = None
+    """The run and version ``rllm.policy-updates`` points at (None: none published yet)."""
     paused: bool = False
 
     @property

@@ -91,9 +91,8 @@ def test_pause_policy_version_and_metrics(
     r = httpx.post(base, json=CHAT, headers=ADMIN)
     assert r.status_code == 429 and r.headers["retry-after"] == "7"
     httpx.post(f"{url}/admin/pause", json={"paused": False}, headers=ADMIN)
-    assert httpx.post(f"{url}/admin/policy", json={"version": 3}, headers=ADMIN).json() == {
-        "policy_version": 3
-    }
+    set_by_hand = httpx.post(f"{url}/admin/policy", json={"version": 3}, headers=ADMIN).json()
+    assert (set_by_hand["policy_version"], set_by_hand["policy_run"]) == (3, "")
     assert httpx.post(f"{url}/admin/policy", json={"version": 2}, headers=ADMIN).status_code == 409
     assert (
         httpx.post(f"{url}/admin/policy", json={"version": "x"}, headers=ADMIN).status_code == 400
@@ -115,9 +114,25 @@ def test_pause_policy_version_and_metrics(
     steps = [e.payload for _, e in session_events() if isinstance(e.payload, StepCaptured)]
     assert [s.policy_version for s in steps] == [0, 3, 5]
     metrics = httpx.get(f"{url}/metrics").text
+    assert "rllm_gateway_policy_version 5" in metrics
+    # a new run takes over from its version 0; its own older versions do not go back
+    with EventPublisher(kafka) as pub:
+        for run, version in (("run2", 0), ("run2", 1), ("run2", 0)):
+            pub.publish_sync(
+                POLICY_UPDATES,
+                run,
+                PolicyUpdated(
+                    event_id=uuid.uuid4().hex, run_id=run, version=version, checkpoint_uri="x"
+                ),
+            )
+    while httpx.get(f"{url}/admin/policy").json()["policy_run"] != "run2":
+        assert time.monotonic() < deadline, "the new run's policy never arrived"
+        time.sleep(0.2)
+    time.sleep(1.0)  # let the follower read the last record too
+    now = httpx.get(f"{url}/admin/policy").json()
+    assert (now["policy_run"], now["policy_version"]) == ("run2", 1)
     assert 'rllm_gateway_requests_total{api="chat",status="200"} 3' in metrics
     assert 'rllm_gateway_requests_total{api="gateway",status="429"} 1' in metrics
-    assert "rllm_gateway_policy_version 5" in metrics
     assert "rllm_gateway_produce_latency_seconds_count" in metrics
     assert "# TYPE rllm_gateway_added_latency_seconds histogram" in metrics
 

@@ -123,7 +123,7 @@ def test_agent_trainer_closes_the_loop(
         ours = sorted({e.task.task_id for e in episodes if e.run_id == RUN})
         assert ours == ["t0", "t1", "t2", "t3"]
         updates = [codec.decode(m.value()) for m in read_all(kafka, kafka.topic(POLICY_UPDATES))]
-        assert [u.version for u in updates] == [1, 2]
+        assert [u.version for u in updates] == [0, 1, 2]  # 0: the run's base weights
         state = json.loads((tmp_path / "ckpt" / RUN / "v000002" / "state.json").read_text())
         trained = [i for h in state["history"] for i in h["episode_ids"]]
         assert sorted(trained) == [f"ep:{RUN}/t{i}" for i in range(4)], "only this run's"

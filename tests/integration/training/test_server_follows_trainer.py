@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from starlette.testclient import TestClient
 
 from rllm.consumers.backends.local.backend import LocalBackend
@@ -14,6 +15,7 @@ from rllm.consumers.backends.local.model import load_model
 from rllm.consumers.trainer.loop import Trainer
 from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.kafka import EventPublisher, make_codec
+from rllm.schemas.lineage import PolicyPointer
 from rllm.schemas.topics import DEAD_LETTERS, EPISODES
 from rllm.schemas.types import DeadLetter
 from rllm.serving.app import POLICY_HEADER, create_app
@@ -58,7 +60,8 @@ def test_server_reloads_weights_on_policy_updated(
         while engine.version != 1 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert engine.version == 1, follower.errors
-        assert [v for v, _ in follower.reloads] == [1]
+        # version 0 (the run's base weights) may be loaded first if it was read alone
+        assert [v for v, _ in follower.reloads] in ([1], [0, 1])
     finally:
         follower.stop()
     (after,) = engine.generate([[5, 6, 7]], [greedy])
@@ -66,3 +69,56 @@ def test_server_reloads_weights_on_policy_updated(
     with TestClient(create_app(engine, "tiny")) as client:
         r = client.get("/v1/models")
         assert r.json()["data"][0]["policy_version"] == 1 and r.headers[POLICY_HEADER] == "1"
+
+
+def test_server_switches_to_a_new_runs_base_weights(
+    kafka: KafkaSettings, make_topics: Callable[..., list[str]], tiny_model: Path, tmp_path: Path
+) -> None:
+    """Run A trained to version 1; run B starts: the server goes back to the base weights
+    (B's version 0) instead of keeping A's policy, and then follows B's versions."""
+    make_topics(partitions=1)
+    engine = Engine(load_model(str(tiny_model)))
+    greedy = SamplingParams(temperature=0, max_tokens=6)
+    (base,) = engine.generate([[5, 6, 7]], [greedy])
+    follower = PolicyFollower(engine, kafka, poll_s=0.2).start()
+
+    def settle(run: str, version: int) -> None:
+        deadline = time.monotonic() + 30
+        while follower.loaded != PolicyPointer(run, version) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert follower.loaded == PolicyPointer(run, version), follower.errors
+
+    try:
+        with EventPublisher(kafka) as pub:
+            for i in range(2):
+                pub.publish_sync(EPISODES, f"k{i}", episode(f"a-{i}", rewards=(1.0, 0.0)))
+        run_a = TrainerSettings(
+            model=str(tiny_model),
+            checkpoint_dir=tmp_path,
+            lr=0.05,
+            run_id="run-a",
+            batch_size=2,
+            max_updates=1,
+            group_id="trainer-a",
+            poll_timeout_s=0.2,
+        )
+        assert Trainer(run_a, kafka, LocalBackend(run_a)).run().version == 1
+        settle("run-a", 1)
+        (trained,) = engine.generate([[5, 6, 7]], [greedy])
+        assert trained.logprobs != base.logprobs
+        run_b = TrainerSettings(
+            **{
+                **run_a.model_dump(),
+                "run_id": "run-b",
+                "group_id": "trainer-b",
+                "episode_run_ids": ("run-b",),  # A's episodes are not B's to train
+                "idle_exit_s": 0.5,
+            }
+        )
+        assert Trainer(run_b, kafka, LocalBackend(run_b)).run().updates == 0
+        settle("run-b", 0)
+        assert engine.version == 0
+    finally:
+        follower.stop()
+    (again,) = engine.generate([[5, 6, 7]], [greedy])
+    assert again.logprobs == pytest.approx(base.logprobs, abs=1e-5)
