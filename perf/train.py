@@ -1,23 +1,30 @@
 """GRPO on single-digit multiplication with SmolLM2-135M: reward per policy version,
 tokens/s and seconds per update (generation, training, checkpoint, weight reload).
 
-In-process (default): the local model server's engine and the trainer core run in one
-process, weights handed over through checkpoints exactly as the server reloads them.
-``--pipeline`` will run the full path (gateway -> Kafka -> processors -> trainer) once
-those components exist; until then it says what is missing.
+Three modes, on the same tasks (the ``multiply`` benchmark, in its fixed order):
+
+- in-process (default): the local model server's engine and the trainer core in one
+  process, weights handed over through checkpoints exactly as the server reloads them.
+- ``--pipeline``: the whole loop: ``rllm-cli up``'s stack (Kafka, model server, gateway,
+  processors; started here when not running) and ``AgentTrainer``: rollouts through the
+  gateway, episodes from the processors, the trainer consumer, the server's reload.
+- ``--compare``: both, one after the other in this run, and their ratio of seconds per
+  update (the issue's target: the pipeline at most 1.3x the in-process loop).
 
     python perf/train.py --minutes 10 --plot /tmp/train.png
+    python perf/train.py --pipeline --minutes 10
+    python perf/train.py --compare --minutes 6
 
 The last line is JSON: model, task, reward_first, reward_last, minutes, minutes_to_0_8,
-updates, seconds_per_update, tokens_per_s.
+updates, seconds_per_update, tokens_per_s (with --compare, the pipeline's figures plus
+``in_process`` and ``ratio_seconds_per_update``).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import random
+import os
 import re
 import sys
 import tempfile
@@ -26,6 +33,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from rllm.benchmarks.loaders import load_tasks
 from rllm.consumers.backends.local.backend import LocalBackend
 from rllm.consumers.backends.local.model import load_model
 from rllm.consumers.trainer.loop import TrainerCore
@@ -119,13 +127,14 @@ def run_in_process(args: argparse.Namespace) -> dict[str, Any]:
     print(f"loaded {backend.base_model} twice in {time.perf_counter() - t0:.1f}s", flush=True)
     core = TrainerCore(settings, backend)
     tok = engine.tokenizer
-    rng = random.Random(args.seed)
+    pairs = multiply_pairs()
     params = SamplingParams(temperature=args.temperature, max_tokens=args.max_tokens)
     rows: list[dict[str, float]] = []
     start = time.perf_counter()
     while time.perf_counter() - start < args.minutes * 60 and len(rows) < args.max_updates:
         version = engine.version
-        tasks = [(rng.randint(2, 9), rng.randint(2, 9)) for _ in range(args.prompts)]
+        at = len(rows) * args.prompts
+        tasks = [pairs[(at + k) % len(pairs)] for k in range(args.prompts)]
         prompts = [
             list(
                 tok.apply_chat_template(
@@ -172,6 +181,86 @@ def run_in_process(args: argparse.Namespace) -> dict[str, Any]:
             flush=True,
         )
     return summarize(rows, backend.base_model)
+
+
+def multiply_pairs() -> list[tuple[int, int]]:
+    """(a, b) of the ``multiply`` benchmark's tasks, in its order (the pipeline's too)."""
+    pairs = []
+    for task in load_tasks("multiply"):
+        a, b = (int(x) for x in NUM.findall(task.instruction)[:2])
+        pairs.append((a, b))
+    return pairs
+
+
+def run_pipeline(args: argparse.Namespace) -> dict[str, Any]:
+    """The whole loop through the local stack, timed per batch by AgentTrainer."""
+    from rllm.agent_trainer import AgentTrainer, TrainConfig, UpdateRecord
+    from rllm.cli.eval import resolve_model
+    from rllm.infra.stack import stack_up
+    from rllm.producers.sdk import builtin_agent
+    from rllm.settings import KafkaSettings, StackSettings
+
+    stack = StackSettings(services="serve,gateway,processors")
+    t0 = time.perf_counter()
+    stack_up(stack, say=lambda line: print(line, flush=True))
+    print(f"stack up in {time.perf_counter() - t0:.1f}s", flush=True)
+    ckpt = Path(args.checkpoint_dir or tempfile.mkdtemp(prefix="rllm-perf-"))
+    config = TrainConfig(
+        run_id=f"perf-pipeline-{uuid.uuid4().hex[:6]}",
+        gateway_url=f"http://127.0.0.1:{stack.gateway_port}",
+        model=resolve_model("local"),
+        group_size=args.samples,
+        batch_size=args.prompts,
+        epochs=1000,
+        max_updates=args.max_updates,
+        max_minutes=args.minutes,
+        sampling={"temperature": args.temperature, "max_tokens": args.max_tokens},
+        trainer={
+            "model": args.model,
+            "lr": args.lr,
+            "micro_batch_size": args.micro_batch,
+            "checkpoint_dir": str(ckpt),
+            "save_optimizer": False,
+            "keep_checkpoints": 2,
+            "seed": args.seed,
+        },
+    )
+    trainer = AgentTrainer(
+        builtin_agent("chat"),
+        train_dataset=load_tasks("multiply"),
+        config=config,
+        kafka=KafkaSettings(bootstrap_servers=stack.bootstrap_servers),
+    )
+    rows: list[dict[str, float]] = []
+
+    def on_update(u: UpdateRecord) -> None:
+        overhead = u.update_s - u.train_s - u.checkpoint_s
+        row = {
+            "version": u.version,
+            "reward": u.reward_mean,
+            "gen_s": u.rollout_s,
+            "train_s": u.train_s,
+            "checkpoint_s": u.checkpoint_s,
+            "reload_s": max(overhead, 0.0),
+            "gen_tokens": u.completion_tokens,
+            "tokens_per_s": u.completion_tokens / u.rollout_s if u.rollout_s else 0.0,
+            "elapsed_min": u.elapsed_s / 60,
+        }
+        rows.append(row)
+        print(
+            f"v{u.version:3d} reward {u.reward_mean:.3f}  rollouts {u.rollout_s:5.1f}s "
+            f"({row['tokens_per_s']:.0f} tok/s)  train {u.train_s:5.1f}s  "
+            f"ckpt {u.checkpoint_s:4.1f}s  other {overhead:4.1f}s "
+            f"(processors, publish, reload)  t={row['elapsed_min']:.1f}min",
+            flush=True,
+        )
+
+    report = trainer.train(on_update=on_update)
+    summary = summarize(rows, args.model or "SmolLM2-135M-Instruct")
+    summary["mode"] = "pipeline"
+    summary["seconds_other"] = summary.pop("seconds_reload")
+    summary["dropped"] = report.drops
+    return summary
 
 
 def summarize(rows: list[dict[str, float]], model: str) -> dict[str, Any]:
@@ -250,24 +339,25 @@ def main() -> None:
         action="store_true",
         help="gateway -> Kafka -> processors -> trainer instead of in-process",
     )
+    ap.add_argument("--compare", action="store_true", help="in-process, then --pipeline")
     args = ap.parse_args()
-    if args.pipeline:
-        missing = [
-            m
-            for m in ("rllm.producers.gateway", "rllm.processors.app")
-            if importlib.util.find_spec(m) is None
-        ]
-        raise SystemExit(
-            "--pipeline (agent -> gateway -> Kafka -> processors -> trainer -> model server) "
-            "is not wired yet"
-            + (f"; missing: {', '.join(missing)}" if missing else "")
-            + "; run without --pipeline for the in-process loop"
-        )
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
-    summary = run_in_process(args)
+        os.environ["RLLM_TORCH_THREADS"] = str(args.threads)
+    if args.compare:
+        inner = run_in_process(args)
+        print(json.dumps(inner), flush=True)
+        summary = run_pipeline(args)
+        summary["in_process"] = inner
+        summary["ratio_seconds_per_update"] = round(
+            summary["seconds_per_update"] / inner["seconds_per_update"], 2
+        )
+    elif args.pipeline:
+        summary = run_pipeline(args)
+    else:
+        summary = run_in_process(args)
     if args.plot:
         plot(summary["rewards"], args.plot)
         print(f"plot: {args.plot}", file=sys.stderr)
