@@ -1,6 +1,7 @@
 """The local model server's ASGI app: OpenAI ``chat/completions`` and ``completions`` with
-vLLM's token IDs, ``/v1/models`` with the policy version, and an admin reload endpoint.
-Concurrent requests are batched into one generation.
+vLLM's token IDs and ``prompt_logprobs``, vLLM's ``/tokenize``, ``/v1/models`` with the
+policy version, and an admin reload endpoint. Concurrent requests are batched into one
+generation.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from rllm.serving.engine import Completion, Engine, SamplingParams
+from rllm.serving.engine import Completion, Engine, PromptLogprobs, SamplingParams
 from rllm.serving.protocol import (
     RequestError,
     chat_response,
     completion_response,
+    prompt_logprobs_count,
     sampling_params,
 )
 
@@ -89,6 +91,10 @@ class RequestBatcher:
                 at += it.params.n
 
 
+def _is_id(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
 def _error(status: int, message: str, kind: str = "BadRequestError") -> JSONResponse:
     return JSONResponse(
         {
@@ -124,6 +130,30 @@ def create_app(
                 f"prompt has {len(prompt)} tokens; the model's context is {engine.max_model_len}"
             )
 
+    def check_ids(prompt: list[int]) -> None:
+        vocab = engine.vocab_size
+        bad = [(i, t) for i, t in enumerate(prompt) if not 0 <= t < vocab]
+        if bad:
+            raise RequestError(
+                f"prompt token {bad[0][1]} at position {bad[0][0]} is not in the model's "
+                f"vocabulary (IDs 0..{vocab - 1})"
+            )
+
+    async def score(prompts: list[list[int]], top_k: int | None) -> list[PromptLogprobs] | None:
+        if top_k is None:
+            return None
+        return (await asyncio.to_thread(engine.prompt_logprobs, prompts, top_k))[0]
+
+    async def generate_and_score(
+        prompts: list[list[int]], params: SamplingParams, top_k: int | None
+    ) -> tuple[list[list[Completion]], list[PromptLogprobs] | None]:
+        """Completions and prompt logprobs; one forward pass when one token is asked for."""
+        if top_k is not None and params.max_tokens == 1:
+            scored, outs = await asyncio.to_thread(engine.prompt_logprobs, prompts, top_k, params)
+            return outs, scored
+        generated = asyncio.gather(*(batcher.submit(p, params) for p in prompts))
+        return await asyncio.gather(generated, score(prompts, top_k))
+
     async def chat(request: Request) -> JSONResponse:
         try:
             body = await read(request)
@@ -131,6 +161,7 @@ def create_app(
             if not isinstance(messages, list) or not messages:
                 raise RequestError(f"messages={messages!r} must be a non-empty list")
             params = sampling_params(body, chat=True)
+            top_k = prompt_logprobs_count(body)
             try:
                 prompt = list(
                     tok.apply_chat_template(
@@ -142,15 +173,16 @@ def create_app(
             check_len(prompt)
         except RequestError as exc:
             return _error(400, str(exc))
-        outs = await batcher.submit(prompt, params)
+        groups, scored = await generate_and_score([prompt], params, top_k)
         return respond(
             chat_response(
                 body.get("model") or model_name,
                 prompt,
-                outs,
+                groups[0],
                 tok,
                 bool(body.get("logprobs")),
                 bool(body.get("return_token_ids")),
+                None if scored is None else scored[0],
             )
         )
 
@@ -160,7 +192,7 @@ def create_app(
             raw = body.get("prompt")
             if isinstance(raw, str):
                 prompts = [list(tok.encode(raw, add_special_tokens=False))]
-            elif isinstance(raw, list) and raw and all(isinstance(x, int) for x in raw):
+            elif isinstance(raw, list) and raw and all(_is_id(x) for x in raw):
                 prompts = [list(raw)]
             elif isinstance(raw, list) and raw and all(isinstance(x, str | list) for x in raw):
                 prompts = [
@@ -172,21 +204,40 @@ def create_app(
             if body.get("echo"):
                 raise RequestError("echo=true is not supported by the local model server")
             params = sampling_params(body, chat=False)
-            for p in prompts:
+            top_k = prompt_logprobs_count(body)
+            for i, p in enumerate(prompts):
+                if not p or not all(_is_id(x) for x in p):
+                    raise RequestError(
+                        f"prompt[{i}]={str(p)[:80]} must be a non-empty list of token IDs"
+                    )
                 check_len(p)
+                check_ids(p)
         except RequestError as exc:
             return _error(400, str(exc))
-        outs = await asyncio.gather(*(batcher.submit(p, params) for p in prompts))
+        outs, scored = await generate_and_score(prompts, params, top_k)
         return respond(
             completion_response(
                 body.get("model") or model_name,
                 prompts,
-                list(outs),
+                outs,
                 tok,
                 body.get("logprobs") is not None,
                 bool(body.get("return_token_ids")),
+                scored,
             )
         )
+
+    async def tokenize(request: Request) -> JSONResponse:
+        try:
+            body = await read(request)
+            text = body.get("prompt")
+            if not isinstance(text, str):
+                raise RequestError(f"prompt={text!r} must be a string")
+            add_special = body.get("add_special_tokens", True)
+            ids = list(tok.encode(text, add_special_tokens=bool(add_special)))
+        except RequestError as exc:
+            return _error(400, str(exc))
+        return respond({"count": len(ids), "max_model_len": engine.max_model_len, "tokens": ids})
 
     async def models(request: Request) -> JSONResponse:
         return respond(
@@ -208,15 +259,20 @@ def create_app(
         )
 
     async def health(request: Request) -> JSONResponse:
-        return respond({"status": "ok", "policy_version": engine.version})
+        return respond(
+            {"status": "ok", "policy_version": engine.version, "policy_run": engine.policy_run}
+        )
 
     async def reload(request: Request) -> JSONResponse:
         try:
             body = await read(request)
             uri, version = body.get("checkpoint_uri"), body.get("version")
-            if not isinstance(uri, str) or not isinstance(version, int):
-                raise RequestError('reload needs {"checkpoint_uri": str, "version": int}')
-            seconds = await asyncio.to_thread(engine.load_checkpoint, uri, version)
+            run = body.get("run_id", "")
+            if not isinstance(uri, str) or not isinstance(version, int) or not isinstance(run, str):
+                raise RequestError(
+                    'reload needs {"checkpoint_uri": str, "version": int[, "run_id": str]}'
+                )
+            seconds = await asyncio.to_thread(engine.load_checkpoint, uri, version, run)
         except (RequestError, FileNotFoundError, ValueError) as exc:
             return _error(400, str(exc))
         return respond({"policy_version": engine.version, "reload_s": seconds})
@@ -236,6 +292,7 @@ def create_app(
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/v1/completions", completions, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
+            Route("/tokenize", tokenize, methods=["POST"]),
             Route("/health", health, methods=["GET"]),
             Route("/admin/reload", reload, methods=["POST"]),
         ],

@@ -2,7 +2,9 @@
 returns the sampled token IDs and their logprobs, and swaps weights for a new policy.
 
 Logprobs are those of the raw model distribution (before temperature and top-p), as
-vLLM reports them by default, so the trainer's forward pass recomputes them.
+vLLM reports them by default, so the trainer's forward pass recomputes them. The engine
+also scores given token sequences (vLLM's ``prompt_logprobs``), e.g. as a distillation
+teacher.
 """
 
 from __future__ import annotations
@@ -18,7 +20,11 @@ import torch
 
 from rllm.consumers.backends.local.model import LoadedModel, stop_token_ids
 
-__all__ = ["Completion", "Engine", "SamplingParams", "checkpoint_path"]
+__all__ = ["Completion", "Engine", "PromptLogprobs", "SamplingParams", "checkpoint_path"]
+
+PromptLogprobs = list[dict[int, tuple[float, int]] | None]
+"""Per prompt position: ``{token_id: (logprob, rank)}`` for the prompt's own token and the
+top-k tokens, given the tokens before it; ``None`` at position 0 (nothing predicts it)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,29 @@ def _filter_top_p(probs_V: torch.Tensor, top_p: float) -> torch.Tensor:
     return torch.zeros_like(probs_V).scatter(-1, idx, sorted_p)
 
 
+def _score_rows(
+    logp_TV: torch.Tensor, targets: list[int], top_k: int
+) -> list[dict[int, tuple[float, int]] | None]:
+    """``{token: (logprob, rank)}`` of each target (and the top-k) under ``logp_TV``."""
+    targets_T = torch.tensor(targets, device=logp_TV.device)
+    chosen_T = logp_TV.gather(-1, targets_T.unsqueeze(-1)).squeeze(-1)
+    rank_T = (logp_TV > chosen_T.unsqueeze(-1)).sum(-1) + 1
+    tops: list[list[tuple[int, float]]] = [[] for _ in targets]
+    if top_k:
+        vals_TK, idx_TK = torch.topk(logp_TV, top_k)
+        tops = [
+            list(zip(i, v, strict=True))
+            for i, v in zip(idx_TK.tolist(), vals_TK.tolist(), strict=True)
+        ]
+    rows: list[dict[int, tuple[float, int]] | None] = []
+    for tok, lp, rank, top in zip(targets, chosen_T.tolist(), rank_T.tolist(), tops, strict=True):
+        row = {tok: (float(lp), int(rank))}
+        for r, (j, v) in enumerate(top, 1):
+            row.setdefault(int(j), (float(v), r))
+        rows.append(row)
+    return rows
+
+
 class Engine:
     """Generates for many requests at once on one model; thread-safe."""
 
@@ -76,6 +105,8 @@ class Engine:
         self.tokenizer: Any = loaded.tokenizer
         self.source = loaded.source
         self.version = version
+        self.policy_run = ""
+        """Training run whose ``version`` is loaded ("": the weights it started with)."""
         self.lock = threading.Lock()
         self.stop_ids = stop_token_ids(self.tokenizer, self.model)
         self.max_model_len = max_model_len or int(
@@ -86,13 +117,15 @@ class Engine:
         self.last_reload_s = 0.0
 
     # --- weights ---------------------------------------------------------------------
-    def load_state_dict(self, state: dict[str, torch.Tensor], version: int) -> None:
-        """Copy new weights in (between batches) and report ``version``."""
+    def load_state_dict(
+        self, state: dict[str, torch.Tensor], version: int, run_id: str = ""
+    ) -> None:
+        """Copy new weights in (between batches) and report ``version`` of ``run_id``."""
         with self.lock, torch.no_grad():
             self.model.load_state_dict(state, strict=False)
-            self.version = version
+            self.version, self.policy_run = version, run_id
 
-    def load_checkpoint(self, uri: str, version: int) -> float:
+    def load_checkpoint(self, uri: str, version: int, run_id: str = "") -> float:
         """Load safetensors weights from a checkpoint directory; return seconds taken."""
         from safetensors.torch import load_file
 
@@ -104,9 +137,67 @@ class Engine:
         state: dict[str, torch.Tensor] = {}
         for f in files:
             state.update(load_file(str(f), device=str(self.device)))
-        self.load_state_dict(state, version)
+        self.load_state_dict(state, version, run_id)
         self.last_reload_s = time.perf_counter() - started
         return self.last_reload_s
+
+    @property
+    def vocab_size(self) -> int:
+        """Rows of the model's input embeddings: valid token IDs are below it."""
+        return int(self.model.get_input_embeddings().num_embeddings)
+
+    # --- scoring ---------------------------------------------------------------------
+    def prompt_logprobs(
+        self, prompts: list[list[int]], top_k: int = 0, sample: SamplingParams | None = None
+    ) -> tuple[list[PromptLogprobs], list[list[Completion]]]:
+        """Score token sequences: the logprob and rank (1 = most likely) of every token
+        given the tokens before it, plus the ``top_k`` most likely tokens at each position,
+        all prompts in one right-padded forward pass. With ``sample`` (``max_tokens`` 1),
+        also its ``n`` one-token completions per prompt from the same pass (else none)."""
+        if not prompts:
+            return [], []
+        with self.lock, torch.inference_mode():
+            return self._prompt_logprobs(prompts, top_k, sample)
+
+    def _prompt_logprobs(
+        self, prompts: list[list[int]], top_k: int, sample: SamplingParams | None
+    ) -> tuple[list[PromptLogprobs], list[list[Completion]]]:
+        b, width = len(prompts), max(len(p) for p in prompts)
+        ids = torch.full((b, width), int(self.tokenizer.pad_token_id or 0), dtype=torch.long)
+        attn = torch.zeros((b, width), dtype=torch.long)
+        for i, p in enumerate(prompts):
+            ids[i, : len(p)] = torch.tensor(p)
+            attn[i, : len(p)] = 1
+        logits_BTV = self.model(
+            input_ids=ids.to(self.device), attention_mask=attn.to(self.device), use_cache=False
+        ).logits
+        results: list[PromptLogprobs] = []
+        samples: list[list[Completion]] = []
+        for i, p in enumerate(prompts):
+            rows: PromptLogprobs = [None]
+            if len(p) > 1:
+                logp_TV = torch.log_softmax(logits_BTV[i, : len(p) - 1].float(), -1)
+                rows += _score_rows(logp_TV, p[1:], top_k)
+            results.append(rows)
+            if sample is not None:
+                logp_V = torch.log_softmax(logits_BTV[i, len(p) - 1].float(), -1).cpu()
+                samples.append(self._one_token(logp_V, sample))
+        return results, samples
+
+    def _one_token(self, logp_V: torch.Tensor, p: SamplingParams) -> list[Completion]:
+        """``p.n`` one-token completions from one next-token distribution (seeds as the
+        batcher gives them: ``seed + k``)."""
+        out = []
+        for k in range(p.n):
+            gen = self._rng if p.seed is None else torch.Generator().manual_seed(p.seed + k)
+            c = Completion()
+            tok = self._sample(logp_V, p, gen)
+            self._record(c, logp_V, tok, p)
+            self._finished(c, tok, p, 1)
+            if not isinstance(c.stop_reason, str):
+                c.text = self.tokenizer.decode(c.token_ids, skip_special_tokens=True)
+            out.append(c)
+        return out
 
     # --- generation ------------------------------------------------------------------
     def generate(self, prompts: list[list[int]], params: list[SamplingParams]) -> list[Completion]:

@@ -5,7 +5,10 @@ With ``return_token_ids`` a chat response carries the prompt's IDs at the top le
 completions choice carries both (``prompt_token_ids``, ``token_ids``), as vLLM >= 0.10.2
 does. Logprobs follow OpenAI: chat ``logprobs.content[{token, logprob, bytes,
 top_logprobs}]``, completions ``logprobs{tokens, token_logprobs, top_logprobs,
-text_offset}``. Both carry vLLM's ``stop_reason``.
+text_offset}``. Both carry vLLM's ``stop_reason``. vLLM's ``prompt_logprobs: k`` scores
+the prompt: per position ``{"<token id>": {logprob, rank, decoded_token}}`` for the prompt
+token and the k most likely ones, ``null`` first (per choice in completions, top level in
+chat).
 """
 
 from __future__ import annotations
@@ -15,9 +18,19 @@ import uuid
 from typing import Any
 
 from rllm.errors import ConfigError
-from rllm.serving.engine import Completion, SamplingParams
+from rllm.serving.engine import Completion, PromptLogprobs, SamplingParams
 
-__all__ = ["RequestError", "chat_response", "completion_response", "sampling_params"]
+__all__ = [
+    "MAX_PROMPT_LOGPROBS",
+    "RequestError",
+    "chat_response",
+    "completion_response",
+    "prompt_logprobs_count",
+    "sampling_params",
+]
+
+MAX_PROMPT_LOGPROBS = 20
+"""Most top tokens per prompt position (vLLM's default ``--max-logprobs``)."""
 
 
 class RequestError(ConfigError):
@@ -66,6 +79,40 @@ def sampling_params(body: dict[str, Any], chat: bool) -> SamplingParams:
         seed=seed,
         top_logprobs=top,
     )
+
+
+def prompt_logprobs_count(body: dict[str, Any]) -> int | None:
+    """vLLM's ``prompt_logprobs``: None (not asked) or the top tokens per position.
+
+    Raises:
+        RequestError: naming the bad value, or ``stream`` together with it.
+    """
+    value = body.get("prompt_logprobs")
+    if value is None:
+        return None
+    if isinstance(value, bool):  # True is how some clients ask for the prompt's own token
+        return 0 if value else None
+    if not isinstance(value, int) or not 0 <= value <= MAX_PROMPT_LOGPROBS:
+        raise RequestError(
+            f"prompt_logprobs={value!r} must be an integer in [0, {MAX_PROMPT_LOGPROBS}]"
+        )
+    return value
+
+
+def _prompt_logprobs_json(
+    tokenizer: Any, rows: PromptLogprobs | None
+) -> list[dict[str, Any] | None] | None:
+    if rows is None:
+        return None
+    return [
+        None
+        if row is None
+        else {
+            str(tok): {"logprob": lp, "rank": rank, "decoded_token": _token_text(tokenizer, tok)}
+            for tok, (lp, rank) in row.items()
+        }
+        for row in rows
+    ]
 
 
 def _positive(name: str, value: Any) -> int:
@@ -117,6 +164,7 @@ def chat_response(
     tokenizer: Any,
     want_logprobs: bool,
     want_ids: bool,
+    prompt_logprobs: PromptLogprobs | None = None,
 ) -> dict[str, Any]:
     """A ``chat.completion`` body as vLLM returns it."""
     choices: list[dict[str, Any]] = [
@@ -148,7 +196,7 @@ def chat_response(
         "service_tier": None,
         "system_fingerprint": None,
         "usage": _usage(len(prompt_ids), outs),
-        "prompt_logprobs": None,
+        "prompt_logprobs": _prompt_logprobs_json(tokenizer, prompt_logprobs),
         "prompt_token_ids": list(prompt_ids) if want_ids else None,
         "kv_transfer_params": None,
     }
@@ -177,11 +225,16 @@ def completion_response(
     tokenizer: Any,
     want_logprobs: bool,
     want_ids: bool,
+    prompt_logprobs: list[PromptLogprobs] | None = None,
 ) -> dict[str, Any]:
     """A ``text_completion`` body as vLLM returns it (n choices per prompt, in order)."""
     choices: list[dict[str, Any]] = []
     index = 0
-    for prompt, group in zip(prompt_ids, outs, strict=True):
+    scored: list[PromptLogprobs | None] = (
+        list(prompt_logprobs) if prompt_logprobs is not None else [None] * len(prompt_ids)
+    )
+    for prompt, group, rows in zip(prompt_ids, outs, scored, strict=True):
+        rendered = _prompt_logprobs_json(tokenizer, rows)
         for o in group:
             choices.append(
                 {
@@ -190,7 +243,7 @@ def completion_response(
                     "logprobs": _completion_logprobs(tokenizer, o) if want_logprobs else None,
                     "finish_reason": o.finish_reason,
                     "stop_reason": o.stop_reason,
-                    "prompt_logprobs": None,
+                    "prompt_logprobs": rendered,
                     "prompt_token_ids": list(prompt) if want_ids else None,
                     "token_ids": list(o.token_ids) if want_ids else None,
                 }

@@ -10,6 +10,8 @@ from rllm.consumers.trainer.errors import (
     TrainerError,
 )
 from rllm.consumers.trainer.settings import BackendName, SyncMode, TrainerSettings
+from rllm.consumers.trainer.sft_loop import SftReport, train_sft
+from rllm.consumers.trainer.teacher import TeacherClient, TeacherError
 from rllm.consumers.trainer.types import (
     Capabilities,
     LossAgg,
@@ -30,11 +32,15 @@ __all__ = [
     "LossAgg",
     "LossKind",
     "MissingTokensError",
+    "SftReport",
     "SyncMode",
+    "TeacherClient",
+    "TeacherError",
     "TrainBatch",
     "TrainSequence",
     "TrainerError",
     "TrainerSettings",
     "TrainingBackend",
     "UpdateResult",
+    "train_sft",
 ]

@@ -5,13 +5,14 @@ from __future__ import annotations
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rllm.consumers.trainer.types import LossAgg, LossKind
+from rllm.errors import ConfigError
 from rllm.settings import default_home
 
-__all__ = ["BackendName", "SyncMode", "TrainerSettings", "UniformPolicy"]
+__all__ = ["BackendName", "SyncMode", "TeacherApi", "TrainerSettings", "UniformPolicy"]
 
 
 class BackendName(StrEnum):
@@ -30,6 +31,15 @@ class SyncMode(StrEnum):
     """Only episodes sampled by the current policy are trained (staleness 0)."""
     ASYNC = "async"
     """Episodes up to ``max_staleness`` versions old are trained."""
+
+
+class TeacherApi(StrEnum):
+    """How a served teacher is asked for the logprobs of given tokens."""
+
+    VLLM = "vllm"
+    """``POST /v1/completions`` with ``prompt_logprobs`` (vLLM, ``rllm-cli serve``)."""
+    SGLANG = "sglang"
+    """``POST /generate`` with ``return_logprob`` and ``logprob_start_len`` (SGLang)."""
 
 
 class UniformPolicy(StrEnum):
@@ -95,7 +105,7 @@ class TrainerSettings(BaseSettings):
     gguf_file: str | None = None
     """GGUF file name inside ``model`` (or a full path)."""
     teacher_model: str | None = None
-    """Local teacher model directory for distillation."""
+    """Local teacher model directory for distillation (or ``teacher_url``)."""
     lr: float = Field(default=2e-5, gt=0)
     """AdamW learning rate."""
     weight_decay: float = Field(default=0.0, ge=0)
@@ -115,6 +125,23 @@ class TrainerSettings(BaseSettings):
     save_optimizer: bool = True
     """Keep the AdamW state in checkpoints (exact resume; ~2x the weights on disk)."""
 
+    # --- distillation teacher served over HTTP -------------------------------------
+    teacher_url: str | None = None
+    """Base URL of a served teacher for loss=distill (vLLM, SGLang or ``rllm-cli serve``;
+    a trailing ``/v1`` is dropped). It must use the student's tokenizer."""
+    teacher_api: TeacherApi = TeacherApi.VLLM
+    """vllm: /v1/completions with prompt_logprobs; sglang: /generate with return_logprob."""
+    teacher_api_key: SecretStr | None = None
+    """Bearer key sent to the teacher (never logged)."""
+    teacher_served_model: str | None = None
+    """Model name sent to a vLLM teacher (None: the first one /v1/models lists)."""
+    teacher_timeout_s: float = Field(default=60.0, gt=0)
+    """Timeout of one teacher request, in seconds."""
+    teacher_concurrency: int = Field(default=8, ge=1)
+    """Teacher requests in flight at once (one sequence per request)."""
+    teacher_retries: int = Field(default=3, ge=0)
+    """Retries of a request that failed with a 5xx/429 answer or a connection error."""
+
     # --- hosted backends ------------------------------------------------------------
     tinker_url: str = "https://tinker.thinkingmachines.dev/services/tinker-prod"
     """Tinker service URL."""
@@ -126,6 +153,38 @@ class TrainerSettings(BaseSettings):
     """Fireworks API key."""
     fireworks_account: str = ""
     """Fireworks account id."""
+
+    @field_validator("teacher_url")
+    @classmethod
+    def _check_teacher_url(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"teacher URL {value!r} must start with http:// or https:// (RLLM_TEACHER_URL)"
+            )
+        value = value.rstrip("/")
+        return value[:-3] if value.endswith("/v1") else value
+
+    @model_validator(mode="after")
+    def _check_teacher(self) -> TrainerSettings:
+        pairs = (("teacher_model", self.teacher_model), ("teacher_url", self.teacher_url))
+        given = [name for name, value in pairs if value]
+        # With neither, a backend other than local refuses loss=distill by its capabilities.
+        needs_one = self.backend is BackendName.LOCAL or len(given) > 1
+        if self.loss is LossKind.DISTILL and len(given) != 1 and needs_one:
+            got = " and ".join(given) if given else "neither"
+            raise ConfigError(
+                f"loss=distill needs exactly one of teacher_model (a local model directory, "
+                f"--teacher-model / RLLM_TEACHER_MODEL) or teacher_url (a served teacher, "
+                f"--teacher-url / RLLM_TEACHER_URL); got {got}"
+            )
+        if self.loss is not LossKind.DISTILL and given:
+            raise ConfigError(
+                f"{' and '.join(given)} is set but loss={self.loss.value}; a teacher is used "
+                f"only by loss=distill (unset it or choose --loss distill)"
+            )
+        return self
 
     def effective_max_staleness(self) -> int:
         """0 in sync mode, ``max_staleness`` in async mode."""

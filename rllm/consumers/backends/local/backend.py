@@ -1,4 +1,8 @@
-"""The ``local`` backend: torch + transformers on one machine, full fine-tuning with AdamW."""
+"""The ``local`` backend: torch + transformers on one machine, full fine-tuning with AdamW.
+
+For loss=distill the teacher is a local model directory (``teacher_model``) or a served
+model (``teacher_url``, through ``rllm.consumers.trainer.teacher``).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,8 @@ from rllm.consumers.backends.local.tensors import SequenceTensors, to_tensors
 from rllm.consumers.trainer.errors import CheckpointError
 from rllm.consumers.trainer.losses import LossInputs, compute_loss, token_logprobs
 from rllm.consumers.trainer.settings import TrainerSettings
+from rllm.consumers.trainer.teacher import TeacherClient
+from rllm.consumers.trainer.teacher import fill_teacher_logprobs as fill_from_client
 from rllm.consumers.trainer.types import (
     Capabilities,
     LossAgg,
@@ -57,8 +63,11 @@ class LocalBackend:
         if settings.kl_coef > 0:
             self.reference = copy.deepcopy(self.model).eval().requires_grad_(False)
         self.teacher: Any = None
+        self.teacher_client: TeacherClient | None = None
         if settings.loss is LossKind.DISTILL and settings.teacher_model:
             self.teacher = load_model(settings.teacher_model, None, settings.device).model.eval()
+        elif settings.loss is LossKind.DISTILL and settings.teacher_url:
+            self.teacher_client = TeacherClient.from_settings(settings, self._encode)
         self._version = 0
 
     @property
@@ -75,8 +84,15 @@ class LocalBackend:
         out = model(input_ids=t.input_ids_BT, attention_mask=t.attention_BT)
         return token_logprobs(out.logits, t.targets_BT)
 
+    def _encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
     def fill_teacher_logprobs(self, seqs: list[TrainSequence]) -> None:
-        """Score every sequence with the teacher model (distillation)."""
+        """Score every sequence with the teacher (distillation): the served one when
+        ``teacher_url`` is set, else the local teacher model."""
+        if self.teacher_client is not None:
+            fill_from_client(self.teacher_client, seqs)
+            return
         if self.teacher is None:
             return
         pad = int(self.tokenizer.pad_token_id or 0)
@@ -93,8 +109,10 @@ class LocalBackend:
         seqs = [q for q in batch.sequences if q.num_loss_tokens > 0]
         if not seqs:
             raise ValueError("batch has no token that carries loss")
+        teacher_s = 0.0
         if s.loss is LossKind.DISTILL:
             self.fill_teacher_logprobs(seqs)
+            teacher_s = time.perf_counter() - started
         pad = int(self.tokenizer.pad_token_id or 0)
         total_tokens = sum(q.num_loss_tokens for q in seqs)
         self.optimizer.zero_grad(set_to_none=True)
@@ -137,6 +155,7 @@ class LocalBackend:
         sums.update(
             grad_norm=float(grad_norm),
             train_s=time.perf_counter() - started,
+            **({"teacher_s": teacher_s} if s.loss is LossKind.DISTILL else {}),
             num_sequences=float(len(seqs)),
             num_tokens=float(total_tokens),
         )
