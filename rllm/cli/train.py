@@ -30,7 +30,12 @@ __all__ = ["train"]
     type=click.Choice(["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"]),
     default=None,
 )
-@click.option("--batch-size", type=int, default=None, help="Episodes (tasks) per update.")
+@click.option(
+    "--batch-size",
+    type=int,
+    default=None,
+    help="Episodes (tasks) per update; with an SFT --data-file, sequences per update.",
+)
 @click.option("--mode", type=click.Choice(["sync", "async"]), default=None)
 @click.option("--max-staleness", type=int, default=None, help="Versions, in async mode.")
 @click.option("--uniform-reward", type=click.Choice(["drop", "keep"]), default=None)
@@ -40,6 +45,18 @@ __all__ = ["train"]
 @click.option("--clip-eps-high", type=float, default=None)
 @click.option("--lora-rank", type=int, default=None, help="0 trains all weights.")
 @click.option("--teacher-model", default=None, help="Teacher model dir (loss=distill).")
+@click.option(
+    "--teacher-url",
+    default=None,
+    help="Served teacher's base URL (loss=distill; vLLM, SGLang or rllm-cli serve; "
+    "RLLM_TEACHER_URL, key in RLLM_TEACHER_API_KEY).",
+)
+@click.option(
+    "--teacher-api",
+    type=click.Choice(["vllm", "sglang"]),
+    default=None,
+    help="How the teacher is asked [default: vllm; env RLLM_TEACHER_API].",
+)
 @click.option("--checkpoint-dir", default=None, help="Where checkpoints go.")
 @click.option("--run-id", default=None, help="Training run id.")
 @click.option("--max-updates", type=int, default=None, help="Stop after N updates.")
@@ -56,13 +73,36 @@ __all__ = ["train"]
     help="Also drive the rollouts: run this benchmark's tasks through the gateway "
     "(e.g. multiply); without it the trainer only consumes rllm.episodes.",
 )
-@click.option("--data-file", default=None, help="Local JSONL/Parquet rows for --benchmark.")
+@click.option(
+    "--data-file",
+    default=None,
+    help="Local JSONL/Parquet rows for --benchmark; without --benchmark (and with --loss "
+    "sft) the SFT dataset to train on (from rllm-cli replay --out), with no episodes consumed.",
+)
+@click.option(
+    "--offline",
+    is_flag=True,
+    help="SFT on --data-file: publish no PolicyUpdated even when a broker is configured "
+    "(without -b / RLLM_BOOTSTRAP_SERVERS nothing is published anyway).",
+)
 @click.option("--max-examples", type=int, default=None, help="Only the first N tasks.")
 @click.option("--agent", default=None, help="Built-in agent [the benchmark's].")
 @click.option("--group-size", type=int, default=8, show_default=True, help="Rollouts per task.")
-@click.option("--epochs", type=int, default=1, show_default=True)
+@click.option(
+    "--epochs",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Passes over the tasks (--benchmark) or over the SFT --data-file.",
+)
 @click.option("--temperature", type=float, default=1.0, show_default=True)
 @click.option("--max-tokens", type=int, default=64, show_default=True)
+@click.option(
+    "--max-minutes",
+    type=float,
+    default=None,
+    help="--benchmark: start no new batch after this many minutes.",
+)
 @click.option(
     "--served-model", default=None, help="Model name the rollouts request [the local model's]."
 )
@@ -74,17 +114,22 @@ __all__ = ["train"]
 def train(bootstrap_servers: str | None, topic_prefix: str | None, **flags: Any) -> None:
     """Consume episodes, update the policy, publish PolicyUpdated, checkpoint; with
     --benchmark, run the whole loop (rollouts through the gateway, episodes from the
-    processors, updates picked up by the model server)."""
+    processors, updates picked up by the model server); with --loss sft --data-file FILE,
+    SFT on a dataset from rllm-cli replay (publishing PolicyUpdated only when -b is given)."""
     from rllm.consumers.trainer.loop import run_trainer
     from rllm.consumers.trainer.settings import TrainerSettings
 
     kafka = kafka_settings(bootstrap_servers, topic_prefix)
     loop = {k: flags.pop(k) for k in _LOOP_OPTIONS}
+    offline = bool(flags.pop("offline"))
     fields = {k: v for k, v in flags.items() if v is not None}
     if loop["benchmark"] is not None:
         _loop(loop, fields, kafka)
         return
     settings = TrainerSettings(**fields)
+    if loop["data_file"] is not None:
+        _sft(settings, loop, None if offline or not bootstrap_servers else kafka)
+        return
     report = run_trainer(settings, kafka)
     console.print(
         f"trained {report.updates} update(s); policy version {report.version}; "
@@ -94,6 +139,7 @@ def train(bootstrap_servers: str | None, topic_prefix: str | None, **flags: Any)
 
 _LOOP_OPTIONS = (
     "benchmark",
+    "max_minutes",
     "data_file",
     "max_examples",
     "agent",
@@ -126,6 +172,7 @@ def _loop(loop: dict[str, Any], fields: dict[str, Any], kafka: Any) -> None:
         group_size=loop["group_size"],
         epochs=loop["epochs"],
         sampling={"temperature": loop["temperature"], "max_tokens": loop["max_tokens"]},
+        max_minutes=loop["max_minutes"] or 0.0,
         trainer=fields,
         **top,
     )
@@ -140,7 +187,7 @@ def _loop(loop: dict[str, Any], fields: dict[str, Any], kafka: Any) -> None:
         f"training on {spec.name}: {len(tasks)} tasks x {loop['group_size']} rollouts, "
         f"{config.batch_size} tasks per update, run {config.run_id}"
     )
-    report = trainer.train()
+    report = trainer.train(on_update=_progress)
     table = Table(title=f"run {report.run_id}")
     for col in ("update", "policy version", "reward", "accuracy", "rollouts", "seconds"):
         table.add_column(col, justify="right")
@@ -155,3 +202,44 @@ def _loop(loop: dict[str, Any], fields: dict[str, Any], kafka: Any) -> None:
         )
     console.print(table)
     console.print(f"policy version {report.version}; dropped {report.drops}")
+
+
+def _sft(settings: Any, loop: dict[str, Any], kafka: Any) -> None:
+    """SFT on a replayed dataset file (``--data-file`` without ``--benchmark``)."""
+    from pathlib import Path
+
+    from rllm.consumers.trainer.sft_loop import train_sft
+    from rllm.consumers.trainer.types import LossKind
+    from rllm.errors import ConfigError
+
+    if settings.loss is not LossKind.SFT:
+        raise ConfigError(
+            f"--data-file without --benchmark is an SFT dataset, but the loss is "
+            f"{settings.loss.value}; add --loss sft (or give --benchmark for RL on its tasks)"
+        )
+    unused = [k for k in ("max_examples", "agent", "served_model") if loop[k] is not None]
+    if unused:
+        raise ConfigError(f"--{unused[0].replace('_', '-')} applies only with --benchmark")
+    report = train_sft(settings, Path(loop["data_file"]), kafka=kafka, epochs=loop["epochs"])
+    losses = report.losses
+    console.print(
+        f"sft on {report.data_file}: {report.rows} rows -> {report.sequences} sequences "
+        f"({report.tokens_per_epoch} loss tokens per epoch; {report.text_rows} tokenized "
+        f"from text; {report.duplicates_skipped} duplicate rows skipped)"
+    )
+    console.print(
+        f"trained {report.updates} update(s), {report.tokens} tokens; policy version "
+        f"{report.version}"
+        + (f"; loss {losses[0]:.4f} -> {losses[-1]:.4f}" if losses else "")
+        + (f"; {report.published} PolicyUpdated published" if kafka is not None else "")
+        + (f"; checkpoint {report.checkpoint_uri}" if report.checkpoint_uri else "")
+    )
+
+
+def _progress(u: Any) -> None:
+    """One line per batch while the loop runs."""
+    console.print(
+        f"version {u.version}: reward {u.reward_mean:.3f} ({u.accuracy:.0%} correct) "
+        f"rollouts {u.rollout_s:.1f}s, train {u.train_s:.1f}s, "
+        f"wait for the new version {u.update_s:.1f}s, t={u.elapsed_s / 60:.1f} min"
+    )

@@ -119,17 +119,20 @@ async def metrics(request: Request) -> Response:
     )
 
 
-async def upstream_policy_version(state: GatewayState) -> int | None:
-    """The policy version the upstream reports on ``/health`` (the local model server
-    does; vLLM and SGLang do not), or None."""
+async def upstream_policy(state: GatewayState) -> tuple[int | None, str | None]:
+    """The policy version and run the upstream reports on ``/health`` (the local model
+    server does; vLLM and SGLang do not), or Nones."""
     if state.upstream.kind is UpstreamKind.HOSTED:
-        return None
+        return None, None
     try:
         resp = await state.upstream.client.get("/health", timeout=2.0)
-        version = resp.json().get("policy_version") if resp.status_code == 200 else None
+        info = resp.json() if resp.status_code == 200 else {}
+        version, run = info.get("policy_version"), info.get("policy_run")
     except (httpx.HTTPError, ValueError, AttributeError):
-        return None
-    return version if isinstance(version, int) and not isinstance(version, bool) else None
+        return None, None
+    if not isinstance(version, int) or isinstance(version, bool):
+        return None, None
+    return version, run if isinstance(run, str) else None
 
 
 @guarded
@@ -152,11 +155,13 @@ async def policy(request: Request) -> Response:
                 409, f"policy version {version} is older than the current {st.policy_version}"
             )
         st.policy, st.policy_version = PolicyPointer(run, version), version
+    upstream_version, upstream_run = await upstream_policy(st)
     return JSONResponse(
         {
             "policy_version": st.policy_version,
             "policy_run": st.policy.run_id if st.policy else None,
-            "upstream_policy_version": await upstream_policy_version(st),
+            "upstream_policy_version": upstream_version,
+            "upstream_policy_run": upstream_run,
         }
     )
 
