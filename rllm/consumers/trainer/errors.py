@@ -6,14 +6,27 @@
     └── TrainerError
         ├── CapabilityError(ConfigError)   a setting the chosen backend cannot honour
         ├── MissingTokensError(ValueError) a step without token IDs reached training
-        └── CheckpointError(RuntimeError)  a checkpoint could not be written or read
+        ├── CheckpointError(RuntimeError)  a checkpoint could not be written or read
+        └── TeacherError(RuntimeError)     the served distillation teacher could not be used
+            ├── TeacherUnavailableError             unreachable, or 5xx/429 after retries
+            └── TeacherResponseError(ValueError)    an answer refused or unusable
+                └── TeacherTokenMismatchError       another token/tokenizer than the student's
 """
 
 from __future__ import annotations
 
 from rllm.errors import ConfigError, RllmError
 
-__all__ = ["CapabilityError", "CheckpointError", "MissingTokensError", "TrainerError"]
+__all__ = [
+    "CapabilityError",
+    "CheckpointError",
+    "MissingTokensError",
+    "TeacherError",
+    "TeacherResponseError",
+    "TeacherTokenMismatchError",
+    "TeacherUnavailableError",
+    "TrainerError",
+]
 
 
 class TrainerError(RllmError):
@@ -30,3 +43,19 @@ class MissingTokensError(TrainerError, ValueError):
 
 class CheckpointError(TrainerError, RuntimeError):
     """A checkpoint could not be written or read."""
+
+
+class TeacherError(TrainerError, RuntimeError):
+    """The served teacher could not be used."""
+
+
+class TeacherUnavailableError(TeacherError):
+    """The teacher was unreachable, or answered 5xx/429, after every retry."""
+
+
+class TeacherResponseError(TeacherError, ValueError):
+    """The teacher refused a request (4xx) or answered something unusable."""
+
+
+class TeacherTokenMismatchError(TeacherResponseError):
+    """The teacher scored other tokens than asked, or tokenizes unlike the student."""

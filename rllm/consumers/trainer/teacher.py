@@ -7,15 +7,8 @@ with ``input_ids``, ``return_logprob`` and ``logprob_start_len: s``;
 ``meta_info.input_token_logprobs`` holds ``[logprob, token_id, text]`` for ``ids[s:]``, the
 first with a ``null`` logprob. The teacher must share the student's tokenizer: every
 answered position must name the token asked about, and a vLLM teacher's ``/tokenize`` of a
-probe text must equal the student's.
-
-::
-
-    TrainerError
-    └── TeacherError(RuntimeError)              the teacher could not be used
-        ├── TeacherUnavailableError             unreachable, or 5xx/429 after the retries
-        └── TeacherResponseError(ValueError)    an answer that is refused or unusable
-            └── TeacherTokenMismatchError       another token / tokenizer than the student's
+probe text must equal the student's. Errors: ``rllm.consumers.trainer.errors``; parsing:
+``teacher_parse``.
 """
 
 from __future__ import annotations
@@ -29,8 +22,14 @@ from typing import Any
 
 import httpx
 
-from rllm.consumers.trainer.errors import TrainerError
+from rllm.consumers.trainer.errors import (
+    TeacherError,
+    TeacherResponseError,
+    TeacherTokenMismatchError,
+    TeacherUnavailableError,
+)
 from rllm.consumers.trainer.settings import TeacherApi, TrainerSettings
+from rllm.consumers.trainer.teacher_parse import excerpt, parse_sglang, parse_vllm
 from rllm.consumers.trainer.types import TrainSequence
 
 __all__ = [
@@ -55,22 +54,6 @@ PROBE_TEXT = "The teacher's tokenizer, 1234 + 5678 = 6912? Naïve café: ok.\n"
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
-class TeacherError(TrainerError, RuntimeError):
-    """The served teacher could not be used."""
-
-
-class TeacherUnavailableError(TeacherError):
-    """The teacher was unreachable, or answered 5xx/429, after every retry."""
-
-
-class TeacherResponseError(TeacherError, ValueError):
-    """The teacher refused a request (4xx) or answered something unusable."""
-
-
-class TeacherTokenMismatchError(TeacherResponseError):
-    """The teacher scored other tokens than asked, or tokenizes unlike the student."""
-
-
 @dataclass(frozen=True)
 class ScoreRequest:
     """One sequence to score: the teacher's logprob of every token from ``start`` on."""
@@ -79,92 +62,6 @@ class ScoreRequest:
     """Prompt then response token IDs."""
     start: int
     """First position whose logprob is wanted (>= 1: nothing predicts position 0)."""
-
-
-def excerpt(text: str, limit: int = 300) -> str:
-    """The start of an answer body, on one line."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:limit] + "..."
-
-
-def _logprob(value: Any, where: str, t: int) -> float:
-    if isinstance(value, dict):
-        value = value.get("logprob")
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        raise TeacherResponseError(f"{where}: position {t} has logprob {value!r}, not a number")
-    return float(value)
-
-
-def parse_vllm(ids: list[int], start: int, data: Any, where: str) -> list[float]:
-    """Logprobs of ``ids[start:]`` from a vLLM completions answer with ``prompt_logprobs``.
-
-    Raises:
-        TeacherResponseError: no ``prompt_logprobs``, or not one entry per token.
-        TeacherTokenMismatchError: a position does not score the token asked about.
-    """
-    try:
-        rows = data["choices"][0]["prompt_logprobs"]
-    except (KeyError, IndexError, TypeError):
-        rows = None
-    if not isinstance(rows, list):
-        raise TeacherResponseError(
-            f"teacher {where} answered without choices[0].prompt_logprobs (does it support "
-            f"vLLM's prompt_logprobs?): {excerpt(str(data))}"
-        )
-    if len(rows) != len(ids):
-        raise TeacherResponseError(
-            f"teacher {where} answered {len(rows)} prompt logprobs for {len(ids)} tokens"
-        )
-    out: list[float] = []
-    for t in range(start, len(ids)):
-        row = rows[t]
-        if not isinstance(row, dict):
-            raise TeacherResponseError(f"teacher {where}: position {t} has no logprobs ({row!r})")
-        item = row.get(str(ids[t]), row.get(ids[t]))
-        if item is None:
-            raise TeacherTokenMismatchError(
-                f"teacher {where}: position {t} should score token {ids[t]} but names "
-                f"{sorted(row)[:5]}; teacher and student must share one tokenizer"
-            )
-        out.append(_logprob(item, f"teacher {where}", t))
-    return out
-
-
-def parse_sglang(ids: list[int], start: int, data: Any, where: str) -> list[float]:
-    """Logprobs of ``ids[start:]`` from an SGLang ``/generate`` answer asked with
-    ``logprob_start_len = start - 1`` (its first entry has no logprob).
-
-    Raises:
-        TeacherResponseError: no ``input_token_logprobs``, or not one entry per token.
-        TeacherTokenMismatchError: an entry names another token than asked.
-    """
-    if isinstance(data, list) and len(data) == 1:
-        data = data[0]
-    try:
-        rows = data["meta_info"]["input_token_logprobs"]
-    except (KeyError, TypeError):
-        rows = None
-    if not isinstance(rows, list):
-        raise TeacherResponseError(
-            f"teacher {where} answered without meta_info.input_token_logprobs: {excerpt(str(data))}"
-        )
-    want = len(ids) - start + 1
-    if len(rows) != want:
-        raise TeacherResponseError(
-            f"teacher {where} answered {len(rows)} input logprobs; {want} expected for "
-            f"{len(ids)} tokens from position {start - 1}"
-        )
-    out: list[float] = []
-    for t, row in zip(range(start, len(ids)), rows[1:], strict=True):
-        if not isinstance(row, list | tuple) or len(row) < 2:
-            raise TeacherResponseError(f"teacher {where}: position {t} has entry {row!r}")
-        if row[1] != ids[t]:
-            raise TeacherTokenMismatchError(
-                f"teacher {where}: position {t} should score token {ids[t]} but names "
-                f"{row[1]!r}; teacher and student must share one tokenizer"
-            )
-        out.append(_logprob(row[0], f"teacher {where}", t))
-    return out
 
 
 def score_start(seq: TrainSequence) -> int:
