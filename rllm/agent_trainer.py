@@ -171,10 +171,10 @@ class AgentTrainer:
         them, before any rollout)."""
         from rllm.consumers.trainer.settings import TrainerSettings
 
-        # In sync mode this driver holds new rollouts until the gateway serves the new
-        # version, so rollouts are at most one version behind the trainer; a batch that
-        # straddles an update (dropped uniform groups leave it partial) must not be refused
-        # as stale, so the trainer itself runs with a staleness limit of 1.
+        # In sync mode this driver holds new rollouts until the model server serves the
+        # new version and has the trainer flush each batch (Trainer.flush_after), so
+        # rollouts are on the trainer's version; a limit of 1 only keeps a batch whose
+        # first requests raced the server's reload.
         trainer = {k: v for k, v in self.config.trainer.items() if k != "mode"}
         if self.config.mode == "sync":
             trainer["max_staleness"] = 1
@@ -299,6 +299,7 @@ class AgentTrainer:
         self._submitted += len(batch)
         rolled = time.perf_counter()
         if cfg.mode == "sync":
+            trainer.flush_after(self._submitted)  # this batch's groups, all that are kept
             self._wait(trainer, version, self._submitted, failure)
         done = time.perf_counter()
         updated = trainer.core.version > version
@@ -322,18 +323,16 @@ class AgentTrainer:
     def _wait(
         self, trainer: Any, version: int, submitted: int, failure: list[BaseException]
     ) -> None:
-        """Until the trainer published a newer version and the model behind the gateway
-        serves it, or the trainer consumed every submitted episode without an update
-        (dropped groups)."""
+        """Until the trainer has settled every submitted episode and trained the kept ones
+        (``Trainer.flush_after``), and the model behind the gateway serves the result."""
         deadline = time.monotonic() + self.config.update_timeout_s
         while time.monotonic() < deadline:
             if failure:
                 raise failure[0]
-            if trainer.core.version > version:
-                if self._served(trainer.core.version):
-                    return
-            elif trainer.report.episodes_settled - trainer.report.other_runs >= submitted:
-                return  # consumed without an update (dropped groups, partial batch): go on
+            if trainer.report.flushed_through >= submitted:
+                now = trainer.core.version
+                if now == version or self._served(now):
+                    return  # no update (every group uniform) or the new version is served
             time.sleep(0.1)
         raise RllmError(
             f"no policy update within {self.config.update_timeout_s:.0f} s: the trainer consumed "

@@ -51,6 +51,8 @@ class TrainerReport:
     dead_letters: int = 0
     announced: bool = False
     """Whether the starting policy version was published."""
+    flushed_through: int = 0
+    """The last ``flush_after`` point whose episodes are settled and trained."""
     drops: dict[str, float] = field(default_factory=dict)
     last_metrics: dict[str, float] = field(default_factory=dict)
 
@@ -156,10 +158,29 @@ class Trainer:
             t: dict(p) for t, p in self.core.state.offsets.items()
         }
         self._stop = False
+        self._flush_after: int | None = None
 
     def stop(self) -> None:
         """Ask the loop to stop after the current poll."""
         self._stop = True
+
+    def flush_after(self, episodes: int) -> None:
+        """Train the pending batch, full or not, as soon as ``episodes`` episodes of the
+        wanted runs have been settled in all: a driver that rolled out that many tasks
+        waits for their update (uniform groups dropped leave the batch short)."""
+        self._flush_after = episodes
+
+    def _check_flush(self, consumer: Consumer, publisher: EventPublisher) -> None:
+        """Once the episodes ``flush_after`` waits for are settled, train what is pending
+        and record the point as flushed (``report.flushed_through``)."""
+        target = self._flush_after
+        if target is None or self.report.flushed_through >= target:
+            return
+        if self.report.episodes_settled - self.report.other_runs < target:
+            return
+        if self.core.batcher.pending:
+            self._update(consumer, publisher)
+        self.report.flushed_through = target
 
     def _assign(self, consumer: Consumer) -> None:
         """Take every partition, at the checkpoint's offsets where it has them (else the
@@ -244,6 +265,7 @@ class Trainer:
                     break
                 msg = consumer.poll(s.poll_timeout_s)
                 if msg is None:
+                    self._check_flush(consumer, publisher)
                     if s.idle_exit_s and time.monotonic() - idle_since > s.idle_exit_s:
                         break
                     continue
@@ -255,6 +277,7 @@ class Trainer:
                 if self.core.batcher.ready():
                     self._update(consumer, publisher)
                 self.report.episodes_settled += 1
+                self._check_flush(consumer, publisher)
         finally:
             self.report.drops = self.core.batcher.drops.as_metrics()
             publisher.close()
