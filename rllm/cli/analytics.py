@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from rllm.cli.common import console, reports_errors
+from rllm.cli.common import console, history_store_options, reports_errors
 
 __all__ = ["analytics"]
 
@@ -33,19 +33,7 @@ _NAMES = ("runs", "rewards", "passk", "tokens", "latency", "staleness", "failure
     default=None,
     help="Write a PNG of the time series (rewards, latency --by time, staleness).",
 )
-@click.option(
-    "--history-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    envvar="RLLM_HISTORY_DIR",
-    help="chDB directory [default: ~/.rllm/history].",
-)
-@click.option(
-    "--clickhouse-url",
-    default=None,
-    envvar="RLLM_CLICKHOUSE_URL",
-    help="Use this ClickHouse server instead of chDB.",
-)
+@history_store_options
 @reports_errors
 def analytics(
     query: str,

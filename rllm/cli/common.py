@@ -1,10 +1,11 @@
-"""What every command shares: the console, error reporting, Kafka options."""
+"""What every command shares: the console, error reporting, Kafka and history-store options."""
 
 from __future__ import annotations
 
 import functools
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -13,7 +14,14 @@ from rich.console import Console
 
 from rllm.errors import RllmError
 
-__all__ = ["console", "err_console", "kafka_options", "reports_errors"]
+__all__ = [
+    "console",
+    "err_console",
+    "history_store_options",
+    "kafka_options",
+    "kafka_settings",
+    "reports_errors",
+]
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -55,6 +63,24 @@ def kafka_options(func: F) -> F:
         default=None,
         envvar="RLLM_BOOTSTRAP_SERVERS",
         help="Kafka host:port list [default: 127.0.0.1:9092].",
+    )(func)
+    return func
+
+
+def history_store_options(func: F) -> F:
+    """``--history-dir`` and ``--clickhouse-url``, the same fields as RLLM_ env vars."""
+    func = click.option(
+        "--clickhouse-url",
+        default=None,
+        envvar="RLLM_CLICKHOUSE_URL",
+        help="Use this ClickHouse server instead of chDB.",
+    )(func)
+    func = click.option(
+        "--history-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        envvar="RLLM_HISTORY_DIR",
+        help="chDB directory [default: ~/.rllm/history].",
     )(func)
     return func
 

@@ -9,26 +9,20 @@ from typing import Any
 
 import click
 
-from rllm.cli.common import console, kafka_options, kafka_settings, reports_errors
+from rllm.cli.common import (
+    console,
+    history_store_options,
+    kafka_options,
+    kafka_settings,
+    reports_errors,
+)
 
 __all__ = ["history"]
 
 
 @click.command()
 @kafka_options
-@click.option(
-    "--history-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    envvar="RLLM_HISTORY_DIR",
-    help="chDB directory [default: ~/.rllm/history].",
-)
-@click.option(
-    "--clickhouse-url",
-    default=None,
-    envvar="RLLM_CLICKHOUSE_URL",
-    help="Sink into this ClickHouse server instead of chDB.",
-)
+@history_store_options
 @click.option(
     "--batch-rows",
     type=int,

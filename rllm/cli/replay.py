@@ -8,7 +8,13 @@ from typing import Any
 
 import click
 
-from rllm.cli.common import console, kafka_options, kafka_settings, reports_errors
+from rllm.cli.common import (
+    console,
+    history_store_options,
+    kafka_options,
+    kafka_settings,
+    reports_errors,
+)
 
 __all__ = ["replay"]
 
@@ -42,13 +48,7 @@ __all__ = ["replay"]
 @click.option("--model", default=None)
 @click.option("--run", default=None)
 @click.option("--no-dedup", is_flag=True, help="Keep duplicate prompt+response pairs.")
-@click.option(
-    "--history-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    envvar="RLLM_HISTORY_DIR",
-)
-@click.option("--clickhouse-url", default=None, envvar="RLLM_CLICKHOUSE_URL")
+@history_store_options
 @kafka_options
 @reports_errors
 def replay(
