@@ -1,13 +1,26 @@
-"""What every API adapter returns: the parsed upstream answer, ready to capture."""
+"""What every API adapter returns (the parsed upstream answer, ready to capture) and the
+token capture the OpenAI-shaped adapters share: what the client asked for, and stripping
+the token IDs and logprobs the gateway asked for on its own behalf."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from rllm.errors import RllmError
 from rllm.schemas.types import Usage
 
-__all__ = ["Parsed", "sse", "usage_of"]
+__all__ = [
+    "Parsed",
+    "asked_ids",
+    "asked_logprobs",
+    "capture_choices",
+    "first_choice",
+    "sse",
+    "strip_capture",
+    "usage_of",
+    "with_capture",
+]
 
 
 @dataclass
@@ -35,6 +48,94 @@ def usage_of(data: Any, prompt_ids: list[int] | None, response_ids: list[int] | 
             cached_tokens=int(cached),
         )
     return Usage(prompt_tokens=len(prompt_ids or ()), completion_tokens=len(response_ids or ()))
+
+
+def asked_ids(body: dict[str, Any]) -> bool:
+    """Whether the client itself asked for token IDs."""
+    return bool(body.get("return_token_ids"))
+
+
+def asked_logprobs(body: dict[str, Any]) -> bool:
+    """Whether the client itself asked for logprobs."""
+    lp = body.get("logprobs")
+    return lp is not None and lp is not False
+
+
+def with_capture(body: dict[str, Any], capture: bool, **asks: Any) -> dict[str, Any]:
+    """The upstream body: the client's, plus the ``asks`` that capture needs."""
+    return {**body, **asks} if capture else body
+
+
+def strip_capture(
+    choice: dict[str, Any], body: dict[str, Any], answer: dict[str, Any] | None = None
+) -> None:
+    """Remove from one choice (and from ``answer``, its top level, when given) the token IDs
+    and logprobs that were asked for capture only, not by the client's ``body``."""
+    if not asked_ids(body):
+        if answer is not None:
+            answer.pop("prompt_token_ids", None)
+        choice.pop("token_ids", None)
+        choice.pop("prompt_token_ids", None)
+    if not asked_logprobs(body) and "logprobs" in choice:
+        choice["logprobs"] = None
+
+
+def first_choice(data: Any) -> dict[str, Any]:
+    """The first choice of an OpenAI chat or completion answer.
+
+    Raises:
+        RllmError: the upstream answer has no choices.
+    """
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("choices"), list)
+        or not data["choices"]
+    ):
+        raise RllmError("upstream answer has no choices")
+    choice: dict[str, Any] = data["choices"][0]
+    return choice
+
+
+def capture_choices(
+    body: dict[str, Any],
+    data: dict[str, Any],
+    *,
+    prompt_ids: list[int] | None,
+    logprobs: list[float] | None,
+    text: str,
+    tool_calls: list[dict[str, Any]] | None = None,
+    strip_top: bool = True,
+) -> Parsed:
+    """The capture of a whole (non-streamed) OpenAI answer, then every choice stripped for
+    the client.
+
+    Args:
+        body: the client's request (what it asked for itself).
+        data: the upstream answer; it becomes ``Parsed.client`` and is stripped in place.
+        prompt_ids: the prompt's token IDs, read by the caller.
+        logprobs: the first choice's per-token logprobs, read by the caller.
+        text: the first choice's answer text.
+        tool_calls: the first choice's tool calls.
+        strip_top: also strip the answer's top-level ``prompt_token_ids``.
+
+    Returns:
+        The parsed answer: response token IDs, finish reason and usage from the first choice.
+    """
+    choice = data["choices"][0]
+    response_ids = choice.get("token_ids")
+    parsed = Parsed(
+        client=data,
+        prompt_ids=prompt_ids,
+        response_ids=response_ids,
+        logprobs=logprobs,
+        finish_reason=choice.get("finish_reason"),
+        usage=usage_of(data.get("usage"), prompt_ids, response_ids),
+        text=text,
+        tool_calls=list(tool_calls or []),
+    )
+    for c in data["choices"]:
+        strip_capture(c, body, data if strip_top else None)
+    return parsed
 
 
 def sse(data: Any, event: str | None = None) -> bytes:

@@ -5,41 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from rllm.errors import RllmError
+from .base import (
+    Parsed,
+    capture_choices,
+    first_choice,
+    strip_capture,
+    usage_of,
+    with_capture,
+)
 
-from .base import Parsed, usage_of
-
-__all__ = ["ChatStream", "asked_ids", "asked_logprobs", "parse_chat", "prepare_chat"]
-
-
-def asked_ids(body: dict[str, Any]) -> bool:
-    """Whether the client itself asked for token IDs."""
-    return bool(body.get("return_token_ids"))
-
-
-def asked_logprobs(body: dict[str, Any]) -> bool:
-    """Whether the client itself asked for logprobs."""
-    lp = body.get("logprobs")
-    return lp is not None and lp is not False
+__all__ = ["ChatStream", "parse_chat", "prepare_chat"]
 
 
 def prepare_chat(body: dict[str, Any], capture: bool) -> dict[str, Any]:
     """The upstream body: the client's, plus ``logprobs`` and ``return_token_ids`` to capture."""
-    if not capture:
-        return body
-    out = dict(body)
-    out["logprobs"] = True
-    out["return_token_ids"] = True
-    return out
-
-
-def _strip(data: dict[str, Any], choice: dict[str, Any], body: dict[str, Any]) -> None:
-    if not asked_ids(body):
-        data.pop("prompt_token_ids", None)
-        choice.pop("token_ids", None)
-        choice.pop("prompt_token_ids", None)
-    if not asked_logprobs(body) and "logprobs" in choice:
-        choice["logprobs"] = None
+    return with_capture(body, capture, logprobs=True, return_token_ids=True)
 
 
 def _lp_content(choice: dict[str, Any]) -> list[float] | None:
@@ -55,34 +35,23 @@ def parse_chat(body: dict[str, Any], data: Any) -> Parsed:
     Raises:
         RllmError: the upstream answer is not a chat completion.
     """
-    if (
-        not isinstance(data, dict)
-        or not isinstance(data.get("choices"), list)
-        or not data["choices"]
-    ):
-        raise RllmError("upstream answer has no choices")
-    choice = data["choices"][0]
-    prompt_ids = data.get("prompt_token_ids") or choice.get("prompt_token_ids")
-    response_ids = choice.get("token_ids")
-    logprobs = _lp_content(choice)
+    choice = first_choice(data)
     message = choice.get("message") or {}
-    parsed = Parsed(
-        client=data,
-        prompt_ids=prompt_ids,
-        response_ids=response_ids,
-        logprobs=logprobs,
-        finish_reason=choice.get("finish_reason"),
-        usage=usage_of(data.get("usage"), prompt_ids, response_ids),
+    return capture_choices(
+        body,
+        data,
+        prompt_ids=data.get("prompt_token_ids") or choice.get("prompt_token_ids"),
+        logprobs=_lp_content(choice),
         text=message.get("content") or "",
-        tool_calls=list(message.get("tool_calls") or []),
+        tool_calls=message.get("tool_calls"),
     )
-    for c in data["choices"]:
-        _strip(data, c, body)
-    return parsed
 
 
 class ChatStream:
     """Accumulates a streamed chat completion chunk by chunk and strips each chunk."""
+
+    strip_top = True
+    """Whether a chunk's top-level ``prompt_token_ids`` are read and stripped."""
 
     def __init__(self, body: dict[str, Any]) -> None:
         self.body = body
@@ -99,22 +68,25 @@ class ChatStream:
         """Take one chunk; return it as the client should see it."""
         if not self.head:
             self.head = {k: chunk.get(k) for k in ("id", "created", "model")}
-        if chunk.get("prompt_token_ids") is not None:
+        if self.strip_top and chunk.get("prompt_token_ids") is not None:
             self.prompt_ids = list(chunk["prompt_token_ids"])
         if chunk.get("usage"):
             self.usage = chunk["usage"]
         for choice in chunk.get("choices") or []:
             if choice.get("index", 0) == 0:
                 self._take(choice)
-            _strip(chunk, choice, self.body)
+            strip_capture(choice, self.body, chunk if self.strip_top else None)
         return chunk
+
+    def _logprobs_of(self, choice: dict[str, Any]) -> list[float] | None:
+        return _lp_content(choice)
 
     def _take(self, choice: dict[str, Any]) -> None:
         if choice.get("prompt_token_ids") is not None:
             self.prompt_ids = list(choice["prompt_token_ids"])
         if choice.get("token_ids") is not None:
             self.response_ids = (self.response_ids or []) + list(choice["token_ids"])
-        lps = _lp_content(choice)
+        lps = self._logprobs_of(choice)
         if lps is not None:
             self.logprobs = (self.logprobs or []) + lps
         delta = choice.get("delta") or choice
@@ -147,6 +119,10 @@ class ChatStream:
         }
         if self.usage:
             client["usage"] = self.usage
+        return self._parsed(client, calls)
+
+    def _parsed(self, client: Any, tool_calls: list[dict[str, Any]] | None = None) -> Parsed:
+        """What was captured so far, with ``client`` as the client's answer."""
         return Parsed(
             client=client,
             prompt_ids=self.prompt_ids,
@@ -155,5 +131,5 @@ class ChatStream:
             finish_reason=self.finish_reason,
             usage=usage_of(self.usage, self.prompt_ids, self.response_ids),
             text="".join(self.text),
-            tool_calls=calls,
+            tool_calls=tool_calls if tool_calls is not None else [],
         )

@@ -4,31 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from rllm.errors import RllmError
-
-from .base import Parsed, usage_of
-from .chat import ChatStream, asked_ids, asked_logprobs
+from .base import Parsed, asked_logprobs, capture_choices, first_choice, with_capture
+from .chat import ChatStream
 
 __all__ = ["CompletionStream", "parse_completion", "prepare_completion"]
 
 
 def prepare_completion(body: dict[str, Any], capture: bool) -> dict[str, Any]:
     """The upstream body, asking for the sampled token's logprob and the token IDs."""
-    if not capture:
-        return body
-    out = dict(body)
-    if not asked_logprobs(body):
-        out["logprobs"] = 0
-    out["return_token_ids"] = True
-    return out
-
-
-def _strip(choice: dict[str, Any], body: dict[str, Any]) -> None:
-    if not asked_ids(body):
-        choice.pop("token_ids", None)
-        choice.pop("prompt_token_ids", None)
-    if not asked_logprobs(body) and "logprobs" in choice:
-        choice["logprobs"] = None
+    sampled = {} if asked_logprobs(body) else {"logprobs": 0}
+    return with_capture(body, capture, **sampled, return_token_ids=True)
 
 
 def _logprobs(choice: dict[str, Any]) -> list[float] | None:
@@ -44,46 +29,24 @@ def parse_completion(body: dict[str, Any], data: Any) -> Parsed:
     Raises:
         RllmError: the upstream answer is not a completion.
     """
-    if (
-        not isinstance(data, dict)
-        or not isinstance(data.get("choices"), list)
-        or not data["choices"]
-    ):
-        raise RllmError("upstream answer has no choices")
-    choice = data["choices"][0]
-    prompt_ids = choice.get("prompt_token_ids") or data.get("prompt_token_ids")
-    response_ids = choice.get("token_ids")
-    parsed = Parsed(
-        client=data,
-        prompt_ids=prompt_ids,
-        response_ids=response_ids,
+    choice = first_choice(data)
+    return capture_choices(
+        body,
+        data,
+        prompt_ids=choice.get("prompt_token_ids") or data.get("prompt_token_ids"),
         logprobs=_logprobs(choice),
-        finish_reason=choice.get("finish_reason"),
-        usage=usage_of(data.get("usage"), prompt_ids, response_ids),
         text=choice.get("text") or "",
+        strip_top=False,
     )
-    for c in data["choices"]:
-        _strip(c, body)
-    return parsed
 
 
 class CompletionStream(ChatStream):
     """Accumulates a streamed completion."""
 
-    def feed(self, chunk: dict[str, Any]) -> dict[str, Any]:
-        """Take one chunk; return it as the client should see it."""
-        if not self.head:
-            self.head = {k: chunk.get(k) for k in ("id", "created", "model")}
-        if chunk.get("usage"):
-            self.usage = chunk["usage"]
-        for choice in chunk.get("choices") or []:
-            if choice.get("index", 0) == 0:
-                self._take(choice)
-                lps = _logprobs(choice)
-                if lps is not None:
-                    self.logprobs = (self.logprobs or []) + lps
-            _strip(choice, self.body)
-        return chunk
+    strip_top = False
+
+    def _logprobs_of(self, choice: dict[str, Any]) -> list[float] | None:
+        return _logprobs(choice)
 
     def parsed(self) -> Parsed:
         """The whole answer as a non-streamed completion."""
@@ -94,12 +57,4 @@ class CompletionStream(ChatStream):
                 {"index": 0, "text": "".join(self.text), "finish_reason": self.finish_reason}
             ],
         }
-        return Parsed(
-            client=client,
-            prompt_ids=self.prompt_ids,
-            response_ids=self.response_ids,
-            logprobs=self.logprobs,
-            finish_reason=self.finish_reason,
-            usage=usage_of(self.usage, self.prompt_ids, self.response_ids),
-            text="".join(self.text),
-        )
+        return self._parsed(client)
