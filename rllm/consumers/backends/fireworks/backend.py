@@ -3,30 +3,25 @@ warm-started from the previous version and hot-loaded onto a deployment."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 
 from rllm.consumers.backends.fireworks.client import FireworksClient
+from rllm.consumers.backends.remote import RemoteBackend, missing, remote_capabilities
 from rllm.consumers.trainer.settings import TrainerSettings
-from rllm.consumers.trainer.types import Capabilities, LossAgg, LossKind, TrainBatch, UpdateResult
+from rllm.consumers.trainer.types import LossAgg, LossKind, TrainBatch, UpdateResult
 from rllm.errors import ConfigError
 
 __all__ = ["FIREWORKS_CAPABILITIES", "FireworksBackend"]
 
-FIREWORKS_CAPABILITIES = Capabilities(
-    losses=frozenset({LossKind.SFT}),
-    loss_aggs=frozenset({LossAgg.TOKEN_MEAN}),
-    kl=False,
-    clipping=False,
-    lora=True,
-    full_finetune=False,
+FIREWORKS_CAPABILITIES = remote_capabilities(
+    frozenset({LossKind.SFT}), frozenset({LossAgg.TOKEN_MEAN})
 )
 
 
-class FireworksBackend:
+class FireworksBackend(RemoteBackend):
     """SFT on Fireworks; ``detokenize`` turns token IDs back into message text."""
 
     name = "fireworks"
@@ -40,12 +35,11 @@ class FireworksBackend:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         if settings.fireworks_api_key is None or not settings.fireworks_account:
-            raise ConfigError(
-                "backend 'fireworks' needs RLLM_FIREWORKS_API_KEY and RLLM_FIREWORKS_ACCOUNT"
-            )
+            raise missing(self.name, "RLLM_FIREWORKS_API_KEY and RLLM_FIREWORKS_ACCOUNT")
         if detokenize is None:
             raise ConfigError("backend 'fireworks' trains on text: give it a detokenizer")
-        self.settings, self.detokenize, self.deployment = settings, detokenize, deployment
+        super().__init__(settings)
+        self.detokenize, self.deployment = detokenize, deployment
         self.client = FireworksClient(
             settings.fireworks_url,
             settings.fireworks_api_key.get_secret_value(),
@@ -53,18 +47,7 @@ class FireworksBackend:
             transport=transport,
             poll_s=0.01,
         )
-        self._version = 0
         self.model_name = ""
-
-    @property
-    def version(self) -> int:
-        """Current policy version."""
-        return self._version
-
-    @property
-    def base_model(self) -> str:
-        """The Fireworks base model."""
-        return self.settings.model
 
     def update(self, batch: TrainBatch) -> UpdateResult:
         """Upload the batch as chat rows, fine-tune, hot-load."""
@@ -99,11 +82,10 @@ class FireworksBackend:
 
     def save(self, directory: Path) -> str:
         """The model lives on Fireworks; record its name locally."""
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / "fireworks.json").write_text(json.dumps({"model": self.model_name}))
+        self._write_record(directory, {"model": self.model_name})
         return f"fireworks://{self.model_name}"
 
     def load(self, directory: Path, version: int) -> None:
         """Resume from the recorded model name."""
-        self.model_name = json.loads((directory / "fireworks.json").read_text())["model"]
+        self.model_name = self._read_record(directory)["model"]
         self._version = version

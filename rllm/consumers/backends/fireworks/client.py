@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from rllm.consumers.backends.remote import call_service, service_client
 from rllm.consumers.trainer.errors import TrainerError
 
 __all__ = ["FireworksClient", "FireworksError"]
@@ -30,26 +31,14 @@ class FireworksClient:
         poll_s: float = 5.0,
         timeout_s: float = 3600.0,
     ) -> None:
-        self.http = httpx.Client(
-            base_url=base_url.rstrip("/"),
-            transport=transport,
-            timeout=60.0,
-            headers={"Authorization": f"Bearer {api_key}"},
-        )
+        self.http = service_client(base_url, {"Authorization": f"Bearer {api_key}"}, transport)
         self.account, self.poll_s, self.timeout_s = account, poll_s, timeout_s
 
     def _req(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         url = f"/v1/accounts/{self.account}/{path}"
-        try:
-            r = self.http.request(method, url, **kwargs)
-        except httpx.HTTPError as exc:
-            raise FireworksError(f"Fireworks {method} {url}: {exc}") from exc
-        if r.status_code >= 400:
-            raise FireworksError(
-                f"Fireworks {method} {url} answered {r.status_code}: {r.text[:300]}"
-            )
-        data: dict[str, Any] = r.json() if r.content else {}
-        return data
+        return call_service(
+            self.http, FireworksError, f"Fireworks {method} {url}", method, url, **kwargs
+        )
 
     def upload_dataset(self, dataset_id: str, rows: list[dict[str, Any]]) -> str:
         """Create a dataset and upload JSONL rows; returns its resource name."""

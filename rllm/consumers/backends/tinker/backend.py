@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import httpx
 
+from rllm.consumers.backends.remote import RemoteBackend, missing, remote_capabilities
 from rllm.consumers.backends.tinker.client import TinkerClient, to_datums
 from rllm.consumers.trainer.settings import TrainerSettings
-from rllm.consumers.trainer.types import Capabilities, LossAgg, LossKind, TrainBatch, UpdateResult
-from rllm.errors import ConfigError
+from rllm.consumers.trainer.types import LossAgg, LossKind, TrainBatch, UpdateResult
 
 __all__ = ["TINKER_CAPABILITIES", "TinkerBackend"]
 
-TINKER_CAPABILITIES = Capabilities(
-    losses=frozenset({LossKind.GRPO, LossKind.REINFORCE, LossKind.RLOO, LossKind.SFT}),
-    loss_aggs=frozenset(LossAgg),
-    kl=False,
-    clipping=False,
-    lora=True,
-    full_finetune=False,
+TINKER_CAPABILITIES = remote_capabilities(
+    frozenset({LossKind.GRPO, LossKind.REINFORCE, LossKind.RLOO, LossKind.SFT}),
+    frozenset(LossAgg),
 )
 _LOSS_FN = {
     LossKind.GRPO: "ppo",
@@ -30,7 +25,7 @@ _LOSS_FN = {
 }
 
 
-class TinkerBackend:
+class TinkerBackend(RemoteBackend):
     """Each update is forward_backward + optim_step; checkpoints live on the service and
     the local checkpoint directory records their ``tinker://`` paths."""
 
@@ -41,26 +36,15 @@ class TinkerBackend:
         self, settings: TrainerSettings, transport: httpx.BaseTransport | None = None
     ) -> None:
         if settings.tinker_api_key is None:
-            raise ConfigError("backend 'tinker' needs an API key (RLLM_TINKER_API_KEY)")
+            raise missing(self.name, "an API key (RLLM_TINKER_API_KEY)")
         if not settings.model:
-            raise ConfigError("backend 'tinker' needs --model, the service's base model name")
-        self.settings = settings
+            raise missing(self.name, "--model, the service's base model name")
+        super().__init__(settings)
         self.client = TinkerClient(
             settings.tinker_url, settings.tinker_api_key.get_secret_value(), transport=transport
         )
         self.client.create_model(settings.model, settings.lora_rank)
-        self._version = 0
         self.sampler_path = ""
-
-    @property
-    def version(self) -> int:
-        """Current policy version."""
-        return self._version
-
-    @property
-    def base_model(self) -> str:
-        """The service's base model name."""
-        return self.settings.model
 
     def update(self, batch: TrainBatch) -> UpdateResult:
         """forward_backward then optim_step."""
@@ -81,15 +65,12 @@ class TinkerBackend:
         name = f"{self.settings.run_id}-v{self._version:06d}"
         state = self.client.save_weights(name)
         self.sampler_path = self.client.save_weights_for_sampler(name)
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / "tinker.json").write_text(
-            json.dumps({"state_path": state, "sampler_path": self.sampler_path})
-        )
+        self._write_record(directory, {"state_path": state, "sampler_path": self.sampler_path})
         return self.sampler_path
 
     def load(self, directory: Path, version: int) -> None:
         """Restore the service-side state recorded in ``directory``."""
-        paths = json.loads((directory / "tinker.json").read_text())
+        paths = self._read_record(directory)
         self.client.load_weights(paths["state_path"])
         self.sampler_path = paths["sampler_path"]
         self._version = version

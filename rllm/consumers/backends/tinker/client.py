@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from rllm.consumers.backends.remote import call_service, service_client
 from rllm.consumers.trainer.errors import TrainerError
 from rllm.consumers.trainer.types import LossAgg, TrainSequence
 
@@ -66,25 +67,15 @@ class TinkerClient:
         poll_s: float = 0.5,
         timeout_s: float = 600.0,
     ) -> None:
-        self.http = httpx.Client(
-            base_url=base_url.rstrip("/"),
-            transport=transport,
-            headers={"X-API-Key": api_key},
-            timeout=60.0,
-        )
+        self.http = service_client(base_url, {"X-API-Key": api_key}, transport)
         self.poll_s, self.timeout_s = poll_s, timeout_s
         self.model_id: str | None = None
         self._seq = 0
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        try:
-            r = self.http.post(f"/api/v1/{path}", json=body)
-        except httpx.HTTPError as exc:
-            raise TinkerError(f"Tinker {path}: {exc}") from exc
-        if r.status_code >= 400:
-            raise TinkerError(f"Tinker {path} answered {r.status_code}: {r.text[:300]}")
-        data: dict[str, Any] = r.json()
-        return data
+        return call_service(
+            self.http, TinkerError, f"Tinker {path}", "POST", f"/api/v1/{path}", json=body
+        )
 
     def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST and wait for the future's result."""

@@ -1,0 +1,103 @@
+"""What the hosted backends (``tinker``, ``fireworks``) share: their capabilities, the
+refusal of a missing setting, the policy version, the record of the service-side checkpoint
+in the local checkpoint directory, and one HTTP call that turns a refusal into an error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from rllm.consumers.trainer.errors import TrainerError
+from rllm.consumers.trainer.settings import TrainerSettings
+from rllm.consumers.trainer.types import Capabilities, LossAgg, LossKind
+from rllm.errors import ConfigError
+
+__all__ = ["RemoteBackend", "call_service", "missing", "remote_capabilities", "service_client"]
+
+
+def remote_capabilities(losses: frozenset[LossKind], loss_aggs: frozenset[LossAgg]) -> Capabilities:
+    """A hosted service's capabilities: LoRA only, no KL penalty, no clip range to set."""
+    return Capabilities(
+        losses=losses,
+        loss_aggs=loss_aggs,
+        kl=False,
+        clipping=False,
+        lora=True,
+        full_finetune=False,
+    )
+
+
+def missing(backend: str, what: str) -> ConfigError:
+    """The error refusing a backend that lacks ``what`` (say how to give it)."""
+    return ConfigError(f"backend {backend!r} needs {what}")
+
+
+class RemoteBackend:
+    """Base of the backends whose weights live on a service; subclasses set ``name`` and
+    ``capabilities`` and implement ``update``, ``save`` and ``load``.
+
+    Args:
+        settings: the trainer's settings (``model`` is the service's base model).
+    """
+
+    name: str
+    capabilities: Capabilities
+
+    def __init__(self, settings: TrainerSettings) -> None:
+        self.settings = settings
+        self._version = 0
+
+    @property
+    def version(self) -> int:
+        """Current policy version."""
+        return self._version
+
+    @property
+    def base_model(self) -> str:
+        """The service's base model name."""
+        return self.settings.model
+
+    def _write_record(self, directory: Path, record: dict[str, str]) -> None:
+        """Record where the service keeps this checkpoint, in ``directory/<name>.json``."""
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / f"{self.name}.json").write_text(json.dumps(record))
+
+    def _read_record(self, directory: Path) -> dict[str, Any]:
+        """The record ``_write_record`` left in ``directory``."""
+        record: dict[str, Any] = json.loads((directory / f"{self.name}.json").read_text())
+        return record
+
+
+def service_client(
+    base_url: str, headers: dict[str, str], transport: httpx.BaseTransport | None
+) -> httpx.Client:
+    """The HTTP client for a service (``transport`` replaces the network in tests)."""
+    return httpx.Client(
+        base_url=base_url.rstrip("/"), transport=transport, headers=headers, timeout=60.0
+    )
+
+
+def call_service(
+    http: httpx.Client,
+    error: type[TrainerError],
+    what: str,
+    method: str,
+    url: str,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """One request; returns the JSON answer (``{}`` when the body is empty).
+
+    Raises:
+        TrainerError: ``error`` naming ``what``, when the request fails or is refused.
+    """
+    try:
+        r = http.request(method, url, **kwargs)
+    except httpx.HTTPError as exc:
+        raise error(f"{what}: {exc}") from exc
+    if r.status_code >= 400:
+        raise error(f"{what} answered {r.status_code}: {r.text[:300]}")
+    data: dict[str, Any] = r.json() if r.content else {}
+    return data
