@@ -1,11 +1,13 @@
 """The one Kafka module: client factories with our defaults, topic admin, error mapping,
-and an event publisher. Components write no Kafka plumbing of their own.
+and an event publisher (per-record futures, or ``Acks`` counted per batch for high-rate
+producers such as the processors). Components write no Kafka plumbing of their own.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any
@@ -18,6 +20,7 @@ from rllm.errors import (
     KafkaError,
     KafkaUnavailableError,
     MessageTooLargeError,
+    RllmError,
     TopicError,
 )
 from rllm.schemas.codec import AvroCodec
@@ -26,6 +29,7 @@ from rllm.schemas.types import DeadLetter, _Record
 from rllm.settings import KafkaSettings
 
 __all__ = [
+    "Acks",
     "EventPublisher",
     "check_broker",
     "consumer_config",
@@ -38,6 +42,7 @@ __all__ = [
     "make_consumer",
     "make_producer",
     "producer_config",
+    "translate",
 ]
 
 _KE = confluent_kafka.KafkaError
@@ -213,12 +218,56 @@ def dead_letter_for(msg: Message, exc: BaseException, consumer: str) -> DeadLett
     )
 
 
+class Acks:
+    """The acknowledgements of one batch of records: ``await acks.wait()`` returns once
+    all arrived, or raises the first delivery error. The event loop wakes once per batch,
+    not once per record."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._closed = False
+        self._error: RllmError | None = None
+        self._done = asyncio.Event()
+
+    def add(self) -> None:
+        """Count one more record in flight."""
+        with self._lock:
+            self._pending += 1
+
+    def on_delivery(self, err: Any, msg: Any) -> None:
+        """librdkafka's delivery callback (runs on the poll thread)."""
+        self.settle(None if err is None else translate(err, f"publishing to {msg.topic()}"))
+
+    def settle(self, error: RllmError | None) -> None:
+        """One record in flight is done: delivered (``error`` None) or failed."""
+        with self._lock:
+            self._pending -= 1
+            if error is not None and self._error is None:
+                self._error = error
+            finished = self._closed and self._pending == 0
+        if finished:
+            self._loop.call_soon_threadsafe(self._done.set)
+
+    async def wait(self) -> None:
+        """Wait for every record added so far (no more may be added)."""
+        with self._lock:
+            self._closed = True
+            finished = self._pending == 0
+        if not finished:
+            await self._done.wait()
+        if self._error is not None:
+            raise self._error
+
+
 class EventPublisher:
     """Publishes events as Avro with a durable producer; a background thread serves acks.
 
     ``publish`` returns a ``concurrent.futures.Future`` resolved with the message's
     ``(partition, offset)`` once Kafka acknowledged it (``acks=all``), or failed with an
-    RllmError; asyncio callers ``await asyncio.wrap_future(fut)``.
+    RllmError; asyncio callers ``await asyncio.wrap_future(fut)``. ``publish_batched``
+    counts deliveries in an ``Acks`` instead, for callers that wait once per batch.
     """
 
     def __init__(
@@ -253,10 +302,37 @@ class EventPublisher:
             )
         return value
 
+    def _produce(
+        self,
+        topic: str,
+        key: str | bytes | None,
+        value: bytes | None,
+        on_delivery: Callable[[Any, Message], None],
+        partition: int | None,
+        patient: bool,
+    ) -> None:
+        """Queue one record. A full local queue (BufferError) is drained by polling: once,
+        for 0.5 s, before the error is raised, or, when ``patient``, until there is room."""
+        kwargs: dict[str, Any] = {} if partition is None else {"partition": partition}
+        name = self.settings.topic(topic)
+        waited = False
+        while True:
+            try:
+                self._producer.produce(
+                    name, value=value, key=key, on_delivery=on_delivery, **kwargs
+                )
+                return
+            except BufferError:
+                if waited and not patient:
+                    raise
+                self._producer.poll(0.05 if patient else 0.5)
+                waited = True
+
     def publish_bytes(
-        self, topic: str, key: str | bytes | None, value: bytes
+        self, topic: str, key: str | bytes | None, value: bytes, partition: int | None = None
     ) -> Future[tuple[int, int]]:
-        """Publish already-encoded bytes (used by the spool drain and by replays)."""
+        """Publish already-encoded bytes (used by the spool drain and by replays); with
+        ``partition``, to that partition instead of the key's."""
         fut: Future[tuple[int, int]] = Future()
 
         def on_delivery(err: Any, msg: Message) -> None:
@@ -265,18 +341,26 @@ class EventPublisher:
             else:
                 fut.set_result((msg.partition() or 0, msg.offset() or 0))
 
-        try:
-            self._producer.produce(
-                self.settings.topic(topic), value=value, key=key, on_delivery=on_delivery
-            )
-        except BufferError:
-            self._producer.poll(0.5)
-            self._producer.produce(
-                self.settings.topic(topic), value=value, key=key, on_delivery=on_delivery
-            )
-        except KafkaException as exc:
-            raise translate(exc, f"publishing to {topic}") from exc
+        with kafka_errors(f"publishing to {topic}"):
+            self._produce(topic, key, value, on_delivery, partition, patient=False)
         return fut
+
+    def publish_batched(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        acks: Acks,
+        partition: int | None = None,
+    ) -> None:
+        """Queue already-encoded bytes (``value`` None: a tombstone) whose delivery
+        ``acks`` counts; waits for room while the local queue is full. A refusal is
+        raised by ``acks.wait()``."""
+        acks.add()
+        try:
+            self._produce(topic, key, value, acks.on_delivery, partition, patient=True)
+        except KafkaException as exc:
+            acks.settle(translate(exc, f"publishing to {topic}"))
 
     def publish(
         self, topic: str, key: str | bytes | None, record: _Record
@@ -295,9 +379,9 @@ class EventPublisher:
         )
         return left
 
-    def close(self) -> None:
-        """Flush and stop the poll thread."""
-        self.flush()
+    def close(self, timeout_s: float | None = None) -> None:
+        """Flush (up to ``timeout_s``, default the request timeout) and stop the poll thread."""
+        self.flush(timeout_s)
         self._closed.set()
         self._poller.join(timeout=5)
 

@@ -2,8 +2,9 @@
 
 Why not faust's producer: aiokafka builds, checksums and writes every batch in Python on
 the event loop, and faust sends each table write through a coroutine of its own; at a
-few hundred KiB per session that was most of the worker's time. ``BatchProducer``
-(librdkafka) does that work in its own threads.
+few hundred KiB per session that was most of the worker's time. ``rllm.kafka``'s
+``EventPublisher`` (librdkafka) does that work in its own threads, and ``Acks`` counts the
+deliveries per batch, so the event loop wakes once per batch, not once per record.
 
 Order (at-least-once, never a lost record): a batch's outputs are published and
 acknowledged first; then its staged table writes are applied and their changelog records
@@ -18,8 +19,8 @@ import functools
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from rllm.kafka import Acks, EventPublisher
 from rllm.processors.deadletter import report
-from rllm.processors.producer import Acks, BatchProducer
 from rllm.processors.settings import ProcessorSettings
 from rllm.processors.staged import StagedStore
 from rllm.processors.types import Emit, Output
@@ -49,9 +50,9 @@ class Outputs:
                  names: Mapping[Any, str], sink: Sink | None = None) -> None:
         self.settings, self.kafka, self.codec, self.names = settings, kafka, codec, names
         self.sink = sink
-        self._producers: dict[bool, BatchProducer] = {}
+        self._producers: dict[bool, EventPublisher] = {}
 
-    def _producer(self, internal: bool) -> BatchProducer:
+    def _producer(self, internal: bool) -> EventPublisher:
         """The worker's librdkafka producers: outputs (``output_compression``), and the
         internal scoring topic plus table changelogs (``internal_compression``)."""
         prod = self._producers.get(internal)
@@ -59,14 +60,17 @@ class Outputs:
             bare = self.kafka.model_copy(update={"topic_prefix": ""})  # names are full already
             compression = (self.settings.internal_compression if internal
                            else self.settings.output_compression)
-            prod = self._producers[internal] = BatchProducer(
-                bare, compression, max(1, round(self.settings.linger_s * 1000)))
+            prod = self._producers[internal] = EventPublisher(bare, self.codec, **{
+                "compression.type": compression,
+                "linger.ms": max(1, round(self.settings.linger_s * 1000)),
+                # keys land where faust's producer and Java clients put them
+                "partitioner": "murmur2_random"})
         return prod
 
     def close(self) -> None:
-        """Deliver what is queued and stop the producers."""
+        """Deliver what is queued (up to 30 s) and stop the producers."""
         for prod in self._producers.values():
-            prod.close()
+            prod.close(30.0)
         self._producers.clear()
 
     async def emit_then_apply(self, emits: list[Emit], stores: tuple[StagedStore, ...]) -> None:
@@ -113,7 +117,7 @@ class Outputs:
                 assert e.record is not None
                 value = self.codec.encode(e.record, topic=self.names[e.output])
             if acks is not None:
-                self._producer(e.output == Output.SCORING).produce(
+                self._producer(e.output == Output.SCORING).publish_batched(
                     self.names[e.output], e.key, value, acks)
             else:
                 assert self.sink is not None
@@ -126,6 +130,6 @@ class Outputs:
             await asyncio.gather(*waits)
 
 
-def _changelog_send(prod: BatchProducer, topic: str, acks: Acks, partition: int, key: bytes,
+def _changelog_send(prod: EventPublisher, topic: str, acks: Acks, partition: int, key: bytes,
                     value: bytes | None) -> None:
-    prod.produce(topic, key, value, acks, partition=partition)
+    prod.publish_batched(topic, key, value, acks, partition=partition)

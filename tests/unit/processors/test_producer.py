@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import KafkaError
 
 from rllm.errors import KafkaError as RllmKafkaError
-from rllm.processors.producer import Acks
+from rllm.kafka import Acks
 
 
 class _Msg:
