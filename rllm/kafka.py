@@ -6,6 +6,7 @@ producers such as the processors). Components write no Kafka plumbing of their o
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
@@ -137,14 +138,21 @@ def make_admin(settings: KafkaSettings) -> AdminClient:
     return AdminClient(settings.client_config())
 
 
+_PROBE_LOG = logging.getLogger("rllm.kafka.probe")
+_PROBE_LOG.addHandler(logging.NullHandler())
+
+
 def check_broker(settings: KafkaSettings, timeout_s: float = 5.0) -> int:
-    """Ask the broker for metadata; return the number of brokers that answered.
+    """Ask the broker for metadata; return the number of brokers that answered. The
+    client's own connection-refused lines go to the ``rllm.kafka.probe`` logger, not to
+    stderr: a down broker is this function's answer, not noise.
 
     Raises:
         KafkaUnavailableError: if no broker answers within ``timeout_s``.
     """
     try:
-        meta = make_admin(settings).list_topics(timeout=timeout_s)
+        probe = AdminClient({**settings.client_config(), "logger": _PROBE_LOG})
+        meta = probe.list_topics(timeout=timeout_s)
     except KafkaException as exc:
         raise translate(exc, f"connecting to {settings.bootstrap_servers}") from exc
     return len(meta.brokers)
