@@ -6,10 +6,12 @@ building it, so a setting a backend cannot honour is refused before training sta
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rllm.consumers.trainer.settings import BackendName, TrainerSettings
 from rllm.consumers.trainer.types import Capabilities, TrainingBackend, check_capabilities
 
-__all__ = ["backend_capabilities", "make_backend"]
+__all__ = ["backend_capabilities", "detokenize_with", "make_backend"]
 
 
 def backend_capabilities(name: BackendName) -> Capabilities:
@@ -52,4 +54,23 @@ def make_backend(settings: TrainerSettings) -> TrainingBackend:
         return TinkerBackend(settings)
     from rllm.consumers.backends.fireworks.backend import FireworksBackend
 
-    return FireworksBackend(settings)
+    return FireworksBackend(
+        settings, detokenize_with(settings.tokenizer), settings.fireworks_deployment
+    )
+
+
+def detokenize_with(tokenizer: str | None) -> Callable[[list[int]], str]:
+    """Token IDs to text with the tokenizer in a local directory or .gguf (None: the
+    default local model's), loaded offline.
+
+    Raises:
+        ConfigError: the path holds no tokenizer.
+    """
+    from rllm.consumers.backends.local.model import load_tokenizer
+
+    tok = load_tokenizer(tokenizer or "")
+
+    def detokenize(ids: list[int]) -> str:
+        return str(tok.decode(ids, skip_special_tokens=False))
+
+    return detokenize

@@ -153,6 +153,11 @@ class TrainerSettings(BaseSettings):
     """Fireworks API key."""
     fireworks_account: str = ""
     """Fireworks account id."""
+    fireworks_deployment: str = ""
+    """Deployment the new weights are hot-loaded onto ("": none)."""
+    tokenizer: str | None = None
+    """Local directory or .gguf with the tokenizer of a hosted model (fireworks trains on
+    text, so token IDs are decoded with it); default: the default local model's."""
 
     @field_validator("teacher_url")
     @classmethod

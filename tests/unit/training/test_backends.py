@@ -216,3 +216,29 @@ def test_fireworks_backend_against_fake(tmp_path: Path) -> None:
     backend.update(_batch(1))
     assert fake.jobs["run-a-v2"]["warmStartFrom"] == "accounts/acct/models/run-a-v1"
     assert backend.save(tmp_path / "c") == "fireworks://accounts/acct/models/run-a-v2"
+
+
+def test_make_backend_gives_fireworks_a_detokenizer_from_the_tokenizer_setting(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    """From the CLI there is no detokenizer to pass: the tokenizer setting names one."""
+    from transformers import AutoTokenizer
+
+    base = {
+        "backend": BackendName.FIREWORKS,
+        "model": "accounts/fireworks/models/x",
+        "loss": LossKind.SFT,
+        "fireworks_account": "acct",
+        "fireworks_api_key": SecretStr("fw-test"),
+        "fireworks_deployment": "accounts/acct/deployments/d1",
+        "lora_rank": 8,
+    }
+    backend = make_backend(TrainerSettings(**base, tokenizer=str(tiny_model)))
+    assert isinstance(backend, FireworksBackend)
+    assert backend.deployment == "accounts/acct/deployments/d1"
+    tok = AutoTokenizer.from_pretrained(str(tiny_model))
+    ids = tok.encode("abc cab", add_special_tokens=False)
+    assert len(ids) == 7
+    assert backend.detokenize(ids) == "abc cab"
+    with pytest.raises(ConfigError, match="no-such-dir"):
+        make_backend(TrainerSettings(**base, tokenizer=str(tmp_path / "no-such-dir")))

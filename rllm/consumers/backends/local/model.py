@@ -17,6 +17,7 @@ __all__ = [
     "LoadedModel",
     "default_model_path",
     "load_model",
+    "load_tokenizer",
     "stop_token_ids",
     "tiny_model_dir",
 ]
@@ -71,6 +72,27 @@ def _resolve(model: str, gguf_file: str | None) -> tuple[str, str | None]:
         if not (path / "config.json").is_file() and ggufs:
             gguf_file = ggufs[0]
     return str(path), gguf_file
+
+
+def load_tokenizer(model: str = "", gguf_file: str | None = None) -> Any:
+    """The tokenizer alone, from a local directory or GGUF file, offline.
+
+    Raises:
+        ConfigError: if the path does not exist or holds no tokenizer.
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import transformers
+
+    tf: Any = transformers
+    directory, gguf = _resolve(model, gguf_file)
+    kwargs: dict[str, Any] = {"gguf_file": gguf} if gguf else {}
+    try:
+        return tf.AutoTokenizer.from_pretrained(directory, local_files_only=True, **kwargs)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot load a tokenizer from {directory!r} (gguf_file={gguf}): {exc}"
+        ) from exc
 
 
 def load_model(
