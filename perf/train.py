@@ -300,15 +300,18 @@ def summarize(rows: list[dict[str, float]], model: str) -> dict[str, Any]:
     }
 
 
-def plot(rows_reward: list[float], path: str) -> None:
+def plot(curves: dict[str, list[float]], path: str) -> None:
+    """Mean reward per batch of rollouts (one policy version each), one line per mode."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(range(len(rows_reward)), rows_reward, marker="o")
-    ax.set_xlabel("policy version")
+    for label, rewards in curves.items():
+        ax.plot(range(len(rewards)), rewards, marker="o", label=label)
+    ax.legend()
+    ax.set_xlabel("batch of rollouts (policy version)")
     ax.set_ylabel("mean reward")
     ax.set_ylim(-0.05, 1.05)
     ax.set_title("GRPO, SmolLM2-135M, single-digit multiplication")
@@ -359,7 +362,10 @@ def main() -> None:
     else:
         summary = run_in_process(args)
     if args.plot:
-        plot(summary["rewards"], args.plot)
+        curves = {summary["mode"]: summary["rewards"]}
+        if "in_process" in summary:
+            curves = {"in-process": summary["in_process"]["rewards"], **curves}
+        plot(curves, args.plot)
         print(f"plot: {args.plot}", file=sys.stderr)
     print(json.dumps(summary))
 
