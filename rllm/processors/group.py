@@ -131,10 +131,15 @@ class GroupBook:
         h = self.header(gkey) or GroupHeader(
             run_id=run_id, task_id=task_id, partition=partition,
             group_size=traj["group_size"], first_at=now)
-        if session_id in h.session_ids:
+        member = _member_key(gkey, session_id)
+        known = session_id in h.session_ids
+        if known and (h.done or member in self.members):
             self.stats.duplicates += 1
             return []
-        h.session_ids.append(session_id)
+        # Known but without its member: a crash fell between the headers' and the members'
+        # changelog writes, and the trajectory is redelivered; store it again.
+        if not known:
+            h.session_ids.append(session_id)
         if h.done:
             self.stats.late += 1
             self._save(h)
@@ -144,12 +149,17 @@ class GroupBook:
                            "LateTrajectory", stage="group")]
         self.stats.accepted += 1
         delta_encode_dicts(traj["steps"])  # the changelog keeps the small form
-        self.members[_member_key(gkey, session_id)] = self.codec.encode_dict(_TRAJ, traj)
+        self.members[member] = self.codec.encode_dict(_TRAJ, traj)
         h.group_size = max(h.group_size, traj["group_size"])
-        if len(h.session_ids) >= h.group_size:
+        if len(h.session_ids) >= h.group_size and self._all_members(gkey, h):
             return self._finish(h, now, partial=False)
         self._save(h)
         return []
+
+    def _all_members(self, gkey: str, h: GroupHeader) -> bool:
+        """Whether every session the header counts has its member stored (after a crash
+        some may be missing until their trajectories are redelivered)."""
+        return all(_member_key(gkey, sid) in self.members for sid in h.session_ids)
 
     def due(self, h: GroupHeader, now: float) -> bool:
         """Whether a timer tick would change this group now."""

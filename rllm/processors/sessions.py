@@ -98,10 +98,15 @@ class SessionBook:
         kind, payload = event["payload"]
         h = self.header(session_id) or SessionHeader(
             session_id=session_id, run_id=event["run_id"], partition=partition)
-        if event_id in h.event_ids:
+        blob = _blob_key(session_id, event_id)
+        known = event_id in h.event_ids
+        if known and (h.phase == SessionPhase.DONE or blob in self.events):
             self.stats.duplicates += 1
             return []
-        h.event_ids.append(event_id)
+        # Known but without its blob: a crash fell between the headers' and the events'
+        # changelog writes, and the event is redelivered; store it again.
+        if not known:
+            h.event_ids.append(event_id)
         if h.phase == SessionPhase.DONE:
             self.stats.late += 1
             self._save(h)
@@ -112,7 +117,7 @@ class SessionBook:
                 f"trajectory was already emitted ({h.done_reason}); not merged",
                 "LateEvent")]
         self.stats.accepted += 1
-        self.events[_blob_key(session_id, event_id)] = raw
+        self.events[blob] = raw
         h.last_event_at = now
         if kind == _OPENED:
             h.has_reward_fn = bool(payload["task"]["reward_fn"])

@@ -55,14 +55,18 @@ def count(kafka: KafkaSettings, name: str) -> int:
         consumer.close()
 
 
-def wait_until(pred: Callable[[], bool], timeout_s: float, what: str) -> None:
-    """Poll ``pred`` every 0.5 s; fail naming ``what`` after ``timeout_s``."""
+def wait_until(
+    pred: Callable[[], bool], timeout_s: float, what: str | Callable[[], str]
+) -> None:
+    """Poll ``pred`` every 0.5 s; fail naming ``what`` (a callable: computed at the time of
+    failure) after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if pred():
             return
         time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+    said = what() if callable(what) else what
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {said}")
 
 
 class Workers:

@@ -74,6 +74,23 @@ def test_duplicates_late_events_idle_timeout_and_retention() -> None:
     assert book.on_tick("a", 160.0) == [] and book.header("a") is None
 
 
+def test_an_event_lost_in_a_crash_is_stored_again_on_redelivery() -> None:
+    """The headers' changelog kept step 1's id, the events' did not: its redelivery is
+    stored, not dropped as a duplicate, so the trajectory has every step."""
+    book = _book()
+    events = make_session("a", close=False)
+    assert _feed(book, events, now=0.0) == []
+    lost = [k for k in book.events if k.endswith(events[1].event_id.encode())]
+    assert len(lost) == 1
+    del book.events[lost[0]]  # what the restarted worker restored
+    closing = make_session("a")[len(events):]
+    assert _feed(book, events[1:2], now=1.0) == []  # the redelivery
+    (emit,) = _feed(book, closing, now=2.0)
+    traj = rec(emit)
+    assert traj.flags == () and len(traj.steps) == len(events) - 1
+    assert book.stats.duplicates == 0
+
+
 def _scored(session: str, reward: float, index: int, size: int = 3) -> TrajectoryAssembled:
     from rllm.processors.assemble import assemble_trajectory
 
@@ -101,6 +118,26 @@ def test_group_completes_dedups_times_out_and_reports_late() -> None:
     assert episode.trajectories == (b, a)  # prompts restored byte for byte
     (late,) = book.on_trajectory(c, CODEC.encode(c), 0, 3, 31.0)
     assert late.output == Output.DEAD_LETTERS and "late trajectory c" in rec(late).reason
+
+
+def test_a_member_lost_in_a_crash_is_stored_again_on_redelivery() -> None:
+    """The headers' changelog kept session a, the members' did not (a crash between the
+    two writes): the redelivered trajectory is not a duplicate, and the group waits for it
+    instead of going out without it."""
+    headers: dict[bytes, bytes] = {}
+    members: dict[bytes, bytes] = {}
+    book = GroupBook(SETTINGS, headers, members, CODEC, "rllm.trajectories")
+    a, b, c = _scored("a", 1.0, 0), _scored("b", 0.0, 1), _scored("c", 0.0, 2)
+    assert book.on_trajectory(a, CODEC.encode(a), 0, 0, 0.0) == []
+    assert book.on_trajectory(b, CODEC.encode(b), 0, 1, 0.0) == []
+    del members[b"run-1/t\x00a"]  # what the restarted worker restored
+    assert book.on_trajectory(c, CODEC.encode(c), 0, 2, 1.0) == []  # a is still missing
+    (emit,) = book.on_trajectory(a, CODEC.encode(a), 0, 0, 2.0)  # the redelivery
+    episode = rec(emit)
+    assert [t.session_id for t in episode.trajectories] == ["a", "b", "c"]
+    assert not episode.is_partial and book.stats.duplicates == 0
+    assert book.on_trajectory(a, CODEC.encode(a), 0, 0, 3.0) == []  # now it is one
+    assert book.stats.duplicates == 1
 
 
 def test_build_episode_orders_by_rollout_and_counts_missing_reward_as_zero() -> None:
