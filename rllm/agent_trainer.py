@@ -276,10 +276,17 @@ class AgentTrainer:
         return report
 
     def _batches(self) -> Iterator[list[Task]]:
+        """Batches of every epoch. From the second epoch on a task's id gets ``@e<N>``: the
+        processors group a run's rollouts by task id and the trainer keeps one episode per
+        id, so a task seen again must be a new group, not a late or duplicate one."""
         size = self.config.batch_size
-        for _epoch in range(self.config.epochs):
-            for start in range(0, len(self.train_tasks), size):
-                yield self.train_tasks[start : start + size]
+        for epoch in range(self.config.epochs):
+            tasks = self.train_tasks if epoch == 0 else [
+                t.model_copy(update={"task_id": f"{t.task_id}@e{epoch + 1}"})
+                for t in self.train_tasks
+            ]
+            for start in range(0, len(tasks), size):
+                yield tasks[start : start + size]
 
     def _out_of_budget(self, report: TrainReport) -> bool:
         cfg = self.config

@@ -84,7 +84,8 @@ def test_agent_trainer_closes_the_loop(
         for i in range(3):
             pub.publish_sync(EPISODES, f"other/{i}", episode(f"ep:other/{i}", run_id="other"))
     try:
-        tasks = [Task(task_id=f"t{i}", instruction=f"abc {i}") for i in range(4)]
+        # two epochs of two tasks: the second epoch's groups are new (t0@e2), not late
+        tasks = [Task(task_id=f"t{i}", instruction=f"abc {i}") for i in range(2)]
         trainer = rllm.AgentTrainer(
             rollout=completer,
             evaluator=by_index,
@@ -96,6 +97,7 @@ def test_agent_trainer_closes_the_loop(
                 "model": "tiny",
                 "group_size": 2,
                 "batch_size": 2,
+                "epochs": 2,
                 "update_timeout_s": 120,
                 "sampling": {"max_tokens": 4, "temperature": 1.0},
                 "trainer": {
@@ -121,12 +123,14 @@ def test_agent_trainer_closes_the_loop(
         codec = AvroCodec()
         episodes = [codec.decode(m.value()) for m in read_all(kafka, kafka.topic(EPISODES))]
         ours = sorted({e.task.task_id for e in episodes if e.run_id == RUN})
-        assert ours == ["t0", "t1", "t2", "t3"]
+        assert ours == ["t0", "t0@e2", "t1", "t1@e2"]
         updates = [codec.decode(m.value()) for m in read_all(kafka, kafka.topic(POLICY_UPDATES))]
         assert [u.version for u in updates] == [0, 1, 2]  # 0: the run's base weights
         state = json.loads((tmp_path / "ckpt" / RUN / "v000002" / "state.json").read_text())
         trained = [i for h in state["history"] for i in h["episode_ids"]]
-        assert sorted(trained) == [f"ep:{RUN}/t{i}" for i in range(4)], "only this run's"
+        assert sorted(trained) == [
+            f"ep:{RUN}/{t}" for t in ("t0", "t0@e2", "t1", "t1@e2")
+        ], "only this run's, each epoch's own"
         steps = [
             codec.decode(m.value()).payload for m in read_all(kafka, kafka.topic(SESSION_EVENTS))
         ]
