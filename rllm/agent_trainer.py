@@ -327,41 +327,55 @@ class AgentTrainer:
             elapsed_s=done - self._started,
         )
 
+    def _poll_until(
+        self, done: Callable[[], bool], failure: list[BaseException], why: Callable[[], str]
+    ) -> None:
+        """Poll ``done`` every 0.1 s for ``update_timeout_s``; re-raise a trainer failure;
+        raise RllmError with ``why()`` when time is up."""
+        deadline = time.monotonic() + self.config.update_timeout_s
+        while time.monotonic() < deadline:
+            if failure:
+                raise failure[0]
+            if done():
+                return
+            time.sleep(0.1)
+        raise RllmError(why())
+
     def _wait(
         self, trainer: Any, version: int, submitted: int, failure: list[BaseException]
     ) -> None:
         """Until the trainer has settled every submitted episode and trained the kept ones
         (``Trainer.flush_after``), and the model behind the gateway serves the result."""
-        deadline = time.monotonic() + self.config.update_timeout_s
-        while time.monotonic() < deadline:
-            if failure:
-                raise failure[0]
-            if trainer.report.flushed_through >= submitted:
-                now = trainer.core.version
-                if now == version or self._served(now):
-                    return  # no update (every group uniform) or the new version is served
-            time.sleep(0.1)
-        raise RllmError(
-            f"no policy update within {self.config.update_timeout_s:.0f} s: the trainer consumed "
-            f"{trainer.report.episodes_consumed} of {submitted} episodes at version "
-            f"{trainer.core.version}; are the processors running (rllm-cli up)?"
+
+        def done() -> bool:
+            if trainer.report.flushed_through < submitted:
+                return False
+            now = trainer.core.version
+            return now == version or self._served(now)  # no update, or the new one is served
+
+        self._poll_until(
+            done,
+            failure,
+            lambda: (
+                f"no policy update within {self.config.update_timeout_s:.0f} s: the trainer "
+                f"consumed {trainer.report.episodes_consumed} of {submitted} episodes at "
+                f"version {trainer.core.version}; are the processors running (rllm-cli up)?"
+            ),
         )
 
     def _wait_start(self, trainer: Any, failure: list[BaseException]) -> None:
         """Until the gateway (and the model server, when it reports one) serve this run's
         starting version: a server that served another run switches to this run's base
         weights first, so the first batch is sampled from the policy being trained."""
-        deadline = time.monotonic() + self.config.update_timeout_s
-        while time.monotonic() < deadline:
-            if failure:
-                raise failure[0]
-            if trainer.report.announced and self._served(trainer.core.version):
-                return
-            time.sleep(0.1)
-        raise RllmError(
-            f"the gateway at {self.config.gateway_url} did not take run {self.config.run_id}'s "
-            f"policy version {trainer.core.version} within {self.config.update_timeout_s:.0f} s "
-            f"(it follows rllm.policy-updates; is it running with the same Kafka?)"
+        self._poll_until(
+            lambda: trainer.report.announced and self._served(trainer.core.version),
+            failure,
+            lambda: (
+                f"the gateway at {self.config.gateway_url} did not take run "
+                f"{self.config.run_id}'s policy version {trainer.core.version} within "
+                f"{self.config.update_timeout_s:.0f} s (it follows rllm.policy-updates; is it "
+                f"running with the same Kafka?)"
+            ),
         )
 
     def _served(self, version: int) -> bool:
