@@ -14,7 +14,12 @@ from typing import Any
 import torch
 
 from rllm.consumers.backends.local.model import LoadedModel, load_model
-from rllm.consumers.backends.local.tensors import SequenceTensors, to_tensors
+from rllm.consumers.backends.local.tensors import (
+    SequenceTensors,
+    group_by_prefix,
+    shared_prefix,
+    to_tensors,
+)
 from rllm.consumers.trainer.errors import CheckpointError
 from rllm.consumers.trainer.losses import LossInputs, compute_loss, token_logprobs
 from rllm.consumers.trainer.settings import TrainerSettings
@@ -81,7 +86,22 @@ class LocalBackend:
         return self.loaded.source
 
     def _logprobs(self, model: Any, t: SequenceTensors) -> torch.Tensor:
-        out = model(input_ids=t.input_ids_BT, attention_mask=t.attention_BT)
+        """Logprob of each target; a shared prefix runs once and its attention cache is
+        repeated for every row (gradients flow back through it)."""
+        if t.prefix_ids_1P is None:
+            out = model(input_ids=t.input_ids_BT, attention_mask=t.attention_BT)
+            return token_logprobs(out.logits, t.targets_BT)
+        rows, width = t.input_ids_BT.shape[0], t.prefix_ids_1P.shape[1]
+        cache = model(input_ids=t.prefix_ids_1P, use_cache=True, logits_to_keep=1)
+        past = cache.past_key_values
+        past.batch_repeat_interleave(rows)
+        ones = torch.ones((rows, width), dtype=t.attention_BT.dtype, device=t.attention_BT.device)
+        out = model(
+            input_ids=t.input_ids_BT,
+            attention_mask=torch.cat([ones, t.attention_BT], 1),
+            past_key_values=past,
+            use_cache=True,
+        )
         return token_logprobs(out.logits, t.targets_BT)
 
     def _encode(self, text: str) -> list[int]:
@@ -117,10 +137,8 @@ class LocalBackend:
         total_tokens = sum(q.num_loss_tokens for q in seqs)
         self.optimizer.zero_grad(set_to_none=True)
         sums: dict[str, float] = {}
-        mbs = s.micro_batch_size
-        for i in range(0, len(seqs), mbs):
-            chunk = seqs[i : i + mbs]
-            t = to_tensors(chunk, pad, s.device)
+        for chunk in group_by_prefix(seqs, s.micro_batch_size):
+            t = to_tensors(chunk, pad, s.device, shared_prefix(chunk))
             ref = None
             if self.reference is not None:
                 with torch.no_grad():
