@@ -19,25 +19,13 @@ from urllib.parse import unquote, urlparse
 import torch
 
 from rllm.consumers.backends.local.model import LoadedModel, stop_token_ids
+from rllm.serving.sampling import SamplingParams, sample_one, sample_rows
 
 __all__ = ["Completion", "Engine", "PromptLogprobs", "SamplingParams", "checkpoint_path"]
 
 PromptLogprobs = list[dict[int, tuple[float, int]] | None]
 """Per prompt position: ``{token_id: (logprob, rank)}`` for the prompt's own token and the
 top-k tokens, given the tokens before it; ``None`` at position 0 (nothing predicts it)."""
-
-
-@dataclass(frozen=True)
-class SamplingParams:
-    """Sampling parameters of one request."""
-
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_tokens: int = 16
-    stop: tuple[str, ...] = ()
-    n: int = 1
-    seed: int | None = None
-    top_logprobs: int = 0
 
 
 @dataclass
@@ -61,15 +49,6 @@ def checkpoint_path(uri: str) -> Path:
         f"checkpoint {uri!r} is not a local file:// URI; the local server "
         f"loads weights from local disk only"
     )
-
-
-def _filter_top_p(probs_V: torch.Tensor, top_p: float) -> torch.Tensor:
-    if top_p >= 1.0:
-        return probs_V
-    sorted_p, idx = torch.sort(probs_V, descending=True)
-    drop = (torch.cumsum(sorted_p, -1) - sorted_p) > top_p
-    sorted_p = sorted_p.masked_fill(drop, 0.0)
-    return torch.zeros_like(probs_V).scatter(-1, idx, sorted_p)
 
 
 def _score_rows(
@@ -191,7 +170,7 @@ class Engine:
         for k in range(p.n):
             gen = self._rng if p.seed is None else torch.Generator().manual_seed(p.seed + k)
             c = Completion()
-            tok = self._sample(logp_V, p, gen)
+            tok = sample_one(logp_V, p, gen)
             self._record(c, logp_V, tok, p)
             self._finished(c, tok, p, 1)
             if not isinstance(c.stop_reason, str):
@@ -207,13 +186,17 @@ class Engine:
         with self.lock, torch.inference_mode():
             return self._generate(prompts, params)
 
-    def _generate(self, prompts: list[list[int]], params: list[SamplingParams]) -> list[Completion]:
-        b = len(prompts)
-        width = max(len(p) for p in prompts)
-        pad = int(self.tokenizer.pad_token_id or 0)
-        ids = torch.full((b, width), pad, dtype=torch.long)
-        attn = torch.zeros((b, width), dtype=torch.long)
-        for i, p in enumerate(prompts):
+    def _prefill(
+        self, prompts: list[list[int]], pad: int
+    ) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Run each distinct prompt once (a group's samples share theirs) and give every
+        row its cache: ``(cache, next-token logits_BV, attention_BT, positions_BT)``."""
+        distinct: dict[tuple[int, ...], int] = {}
+        row_of = [distinct.setdefault(tuple(p), len(distinct)) for p in prompts]
+        width = max(len(p) for p in distinct)
+        ids = torch.full((len(distinct), width), pad, dtype=torch.long)
+        attn = torch.zeros((len(distinct), width), dtype=torch.long)
+        for i, p in enumerate(distinct):
             ids[i, width - len(p) :] = torch.tensor(p)
             attn[i, width - len(p) :] = 1
         ids, attn = ids.to(self.device), attn.to(self.device)
@@ -222,6 +205,16 @@ class Engine:
             input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, logits_to_keep=1
         )
         past, logits = out.past_key_values, out.logits[:, -1, :].float()
+        if len(distinct) < len(prompts):
+            rows = torch.tensor(row_of, device=self.device)
+            past.batch_select_indices(rows)
+            logits, attn, pos = logits[rows], attn[rows], pos[rows]
+        return past, logits, attn, pos
+
+    def _generate(self, prompts: list[list[int]], params: list[SamplingParams]) -> list[Completion]:
+        b = len(prompts)
+        pad = int(self.tokenizer.pad_token_id or 0)
+        past, logits, attn, pos = self._prefill(prompts, pad)
         gens = [
             torch.Generator().manual_seed(p.seed) if p.seed is not None else self._rng
             for p in params
@@ -239,10 +232,8 @@ class Engine:
         while not all(done):
             logp_BV = torch.log_softmax(logits, -1).cpu()
             chosen = [pad] * b
-            for i in range(b):
-                if done[i]:
-                    continue
-                tok = self._sample(logp_BV[i], params[i], gens[i])
+            active = [i for i in range(b) if not done[i]]
+            for i, tok in sample_rows(logp_BV, active, params, gens, self._rng).items():
                 chosen[i] = tok
                 self._record(results[i], logp_BV[i], tok, params[i])
                 done[i] = self._finished(results[i], tok, params[i], budget[i])
@@ -263,13 +254,6 @@ class Engine:
             if not isinstance(r.stop_reason, str):  # a stop string already cut the text
                 r.text = self.tokenizer.decode(r.token_ids, skip_special_tokens=True)
         return results
-
-    def _sample(self, logp_V: torch.Tensor, p: SamplingParams, gen: torch.Generator) -> int:
-        if p.temperature <= 0:
-            return int(torch.argmax(logp_V))
-        probs = torch.softmax(logp_V / p.temperature, -1)
-        probs = _filter_top_p(probs, p.top_p)
-        return int(torch.multinomial(probs, 1, generator=gen))
 
     def _record(self, r: Completion, logp_V: torch.Tensor, tok: int, p: SamplingParams) -> None:
         r.token_ids.append(tok)

@@ -185,3 +185,33 @@ def test_models_reports_version_and_admin_reload_changes_outputs(
         "/admin/reload", json={"checkpoint_uri": str(tmp_path / "nope"), "version": 8}
     )
     assert bad.status_code == 400 and "safetensors" in bad.json()["error"]["message"]
+
+
+def test_repeated_prompts_prefill_once_and_sample_as_if_alone(engine: Engine) -> None:
+    """A group's samples share a prompt: the engine runs it once, and each row still gets
+    what it would get alone (its own seed, its own tokens and logprobs)."""
+    from rllm.serving.engine import SamplingParams
+
+    a, b = [5, 6, 7, 8, 9], [11, 12, 13]
+    prompts = [a, b, a, a, b]
+    params = [SamplingParams(temperature=1.0, max_tokens=6, seed=s) for s in range(5)]
+    calls: list[int] = []
+    forward = engine.model.forward
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(int(kwargs["input_ids"].shape[0]))
+        return forward(*args, **kwargs)
+
+    engine.model.forward = counting  # type: ignore[method-assign]
+    try:
+        together = engine.generate(prompts, params)
+    finally:
+        del engine.model.forward
+    assert calls[0] == 2, f"prefill ran {calls[0]} rows for 2 distinct prompts"
+    assert set(calls[1:]) == {5}
+    for p, sp, got in zip(prompts, params, together, strict=True):
+        alone = engine.generate([p], [sp])[0]
+        assert got.token_ids == alone.token_ids
+        assert got.logprobs == pytest.approx(alone.logprobs, abs=1e-4)
+        assert got.logprobs == pytest.approx(_recompute(engine, p, got.token_ids), abs=1e-4)
+    assert together[0].token_ids != together[2].token_ids  # seeds 0 and 2 differ

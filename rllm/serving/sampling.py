@@ -1,0 +1,71 @@
+"""Sampling parameters and next-token sampling for the local model server's engine.
+
+Rows without a seed share the engine's generator and are drawn together in one batched
+call per step; a seeded row keeps its own generator, so its tokens depend only on its seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["SamplingParams", "filter_top_p", "sample_one", "sample_rows"]
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """Sampling parameters of one request."""
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 16
+    stop: tuple[str, ...] = ()
+    n: int = 1
+    seed: int | None = None
+    top_logprobs: int = 0
+
+
+def filter_top_p(probs_BV: torch.Tensor, top_p_B1: torch.Tensor | float) -> torch.Tensor:
+    """Zero the tail of each row beyond its nucleus ``top_p`` (rows need not sum to 1)."""
+    sorted_p, idx = torch.sort(probs_BV, descending=True)
+    drop = (torch.cumsum(sorted_p, -1) - sorted_p) > top_p_B1
+    sorted_p = sorted_p.masked_fill(drop, 0.0)
+    return torch.zeros_like(probs_BV).scatter(-1, idx, sorted_p)
+
+
+def sample_one(logp_V: torch.Tensor, p: SamplingParams, gen: torch.Generator) -> int:
+    """One token from raw logprobs: greedy at temperature 0, else tempered, nucleus-cut."""
+    if p.temperature <= 0:
+        return int(torch.argmax(logp_V))
+    probs = torch.softmax(logp_V / p.temperature, -1)
+    if p.top_p < 1.0:
+        probs = filter_top_p(probs, p.top_p)
+    return int(torch.multinomial(probs, 1, generator=gen))
+
+
+def sample_rows(
+    logp_BV: torch.Tensor,
+    rows: list[int],
+    params: list[SamplingParams],
+    gens: list[torch.Generator],
+    shared: torch.Generator,
+) -> dict[int, int]:
+    """The next token of each row in ``rows``: greedy and seeded rows one by one, the
+    others (which draw from ``shared``) in one batched draw."""
+    out: dict[int, int] = {}
+    batch = []
+    for i in rows:
+        if params[i].temperature > 0 and gens[i] is shared:
+            batch.append(i)
+        else:
+            out[i] = sample_one(logp_BV[i], params[i], gens[i])
+    if batch:
+        temps_B1 = torch.tensor([[params[i].temperature] for i in batch])
+        probs_BV = torch.softmax(logp_BV[batch] / temps_B1, -1)
+        top_p = [params[i].top_p for i in batch]
+        if min(top_p) < 1.0:
+            probs_BV = filter_top_p(probs_BV, torch.tensor(top_p).unsqueeze(1))
+        drawn = torch.multinomial(probs_BV, 1, generator=shared).squeeze(1).tolist()
+        out.update(zip(batch, drawn, strict=True))
+    return out
