@@ -229,17 +229,30 @@ class Engine:
             if budget[i] <= 0:
                 done[i] = True
         last_pos = pos[:, -1]
-        while not all(done):
+        rows = list(range(b))  # the request of each row of the cache
+        while True:
+            live = [k for k, i in enumerate(rows) if not done[i]]
+            if not live:
+                break
+            if (len(rows) - len(live)) * 4 >= len(rows):  # a quarter finished: drop them
+                keep = torch.tensor(live, device=self.device)
+                past.batch_select_indices(keep)
+                logits, attn, last_pos = logits[keep], attn[keep], last_pos[keep]
+                rows, live = [rows[k] for k in live], list(range(len(live)))
             logp_BV = torch.log_softmax(logits, -1).cpu()
-            chosen = [pad] * b
-            active = [i for i in range(b) if not done[i]]
-            for i, tok in sample_rows(logp_BV, active, params, gens, self._rng).items():
-                chosen[i] = tok
-                self._record(results[i], logp_BV[i], tok, params[i])
+            chosen = [pad] * len(rows)
+            picks = sample_rows(
+                logp_BV, live, [params[i] for i in rows], [gens[i] for i in rows], self._rng
+            )
+            for k, tok in picks.items():
+                i = rows[k]
+                chosen[k] = tok
+                self._record(results[i], logp_BV[k], tok, params[i])
                 done[i] = self._finished(results[i], tok, params[i], budget[i])
             if all(done):
                 break
-            attn = torch.cat([attn, torch.ones((b, 1), dtype=torch.long, device=self.device)], 1)
+            ones = torch.ones((len(rows), 1), dtype=torch.long, device=self.device)
+            attn = torch.cat([attn, ones], 1)
             last_pos = last_pos + 1
             step_ids = torch.tensor(chosen, device=self.device).unsqueeze(1)
             out = self.model(

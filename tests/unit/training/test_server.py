@@ -194,7 +194,10 @@ def test_repeated_prompts_prefill_once_and_sample_as_if_alone(engine: Engine) ->
 
     a, b = [5, 6, 7, 8, 9], [11, 12, 13]
     prompts = [a, b, a, a, b]
-    params = [SamplingParams(temperature=1.0, max_tokens=6, seed=s) for s in range(5)]
+    # rows finish at different lengths: finished rows leave the batch as it goes on
+    params = [
+        SamplingParams(temperature=1.0, max_tokens=n, seed=s) for s, n in enumerate([6, 2, 6, 1, 4])
+    ]
     calls: list[int] = []
     forward = engine.model.forward
 
@@ -208,10 +211,11 @@ def test_repeated_prompts_prefill_once_and_sample_as_if_alone(engine: Engine) ->
     finally:
         del engine.model.forward
     assert calls[0] == 2, f"prefill ran {calls[0]} rows for 2 distinct prompts"
-    assert set(calls[1:]) == {5}
+    # rows leave once a quarter of the batch has finished: 5,5 (1 of 5 done), then 3, 3, 2
+    assert calls[1:] == [5, 5, 3, 3, 2], "decode batch sizes as rows finish"
     for p, sp, got in zip(prompts, params, together, strict=True):
         alone = engine.generate([p], [sp])[0]
-        assert got.token_ids == alone.token_ids
+        assert got.token_ids == alone.token_ids and len(got.token_ids) == sp.max_tokens
         assert got.logprobs == pytest.approx(alone.logprobs, abs=1e-4)
         assert got.logprobs == pytest.approx(_recompute(engine, p, got.token_ids), abs=1e-4)
     assert together[0].token_ids != together[2].token_ids  # seeds 0 and 2 differ
