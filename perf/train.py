@@ -33,6 +33,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
+import torch
+
 from rllm.benchmarks.loaders import load_tasks
 from rllm.consumers.backends.local.backend import LocalBackend
 from rllm.consumers.backends.local.model import load_model
@@ -120,10 +123,14 @@ def run_in_process(args: argparse.Namespace) -> dict[str, Any]:
         save_optimizer=False,
         keep_checkpoints=1,
         seed=args.seed,
+        precision=args.precision,
     )
     t0 = time.perf_counter()
     backend = LocalBackend(settings, load_model(args.model))
-    engine = Engine(load_model(args.model))
+    served = load_model(args.model)
+    if args.precision == "bf16":
+        served.model.to(torch.bfloat16)
+    engine = Engine(served)
     print(f"loaded {backend.base_model} twice in {time.perf_counter() - t0:.1f}s", flush=True)
     core = TrainerCore(settings, backend)
     tok = engine.tokenizer
@@ -201,9 +208,17 @@ def run_pipeline(args: argparse.Namespace) -> dict[str, Any]:
     from rllm.settings import KafkaSettings, StackSettings
 
     stack = StackSettings(services="serve,gateway,processors")
+    dtype = "bfloat16" if args.precision == "bf16" else "float32"
+    os.environ["RLLM_SERVE_DTYPE"] = dtype
     t0 = time.perf_counter()
     stack_up(stack, say=lambda line: print(line, flush=True))
     print(f"stack up in {time.perf_counter() - t0:.1f}s", flush=True)
+    health = httpx.get(f"http://127.0.0.1:{stack.serve_port}/health", timeout=10).json()
+    if health.get("dtype") != dtype:
+        raise SystemExit(
+            f"the running model server generates in {health.get('dtype')}, not {dtype}: "
+            f"stop the stack (rllm-cli down) and run again"
+        )
     ckpt = Path(args.checkpoint_dir or tempfile.mkdtemp(prefix="rllm-perf-"))
     config = TrainConfig(
         run_id=f"perf-pipeline-{uuid.uuid4().hex[:6]}",
@@ -223,6 +238,7 @@ def run_pipeline(args: argparse.Namespace) -> dict[str, Any]:
             "save_optimizer": False,
             "keep_checkpoints": 2,
             "seed": args.seed,
+            "precision": args.precision,
         },
     )
     trainer = AgentTrainer(
@@ -334,6 +350,12 @@ def main() -> None:
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--micro-batch", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--precision",
+        choices=["fp32", "bf16"],
+        default="fp32",
+        help="bf16: generation and training arithmetic in bfloat16 (float32 master weights)",
+    )
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     ap.add_argument("--checkpoint-dir", default=None)
     ap.add_argument("--plot", default=None, help="write the reward curve to this PNG")
@@ -345,8 +367,6 @@ def main() -> None:
     ap.add_argument("--compare", action="store_true", help="in-process, then --pipeline")
     args = ap.parse_args()
     if args.threads:
-        import torch
-
         torch.set_num_threads(args.threads)
         os.environ["RLLM_TORCH_THREADS"] = str(args.threads)
     if args.compare:
@@ -361,6 +381,7 @@ def main() -> None:
         summary = run_pipeline(args)
     else:
         summary = run_in_process(args)
+    summary["precision"] = args.precision
     if args.plot:
         curves = {summary["mode"]: summary["rewards"]}
         if "in_process" in summary:

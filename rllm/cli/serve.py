@@ -17,6 +17,13 @@ __all__ = ["serve"]
 @click.option("--port", "serve_port", type=int, default=None, help="Listen port [8001].")
 @click.option("--served-model-name", default=None, help="Name in /v1/models [local].")
 @click.option("--max-batch", type=int, default=None, help="Sequences per batch [32].")
+@click.option(
+    "--dtype",
+    "serve_dtype",
+    type=click.Choice(["float32", "bfloat16"]),
+    default=None,
+    help="Generation arithmetic [float32; env RLLM_SERVE_DTYPE].",
+)
 @click.option("--follow-run-id", default=None, help="Only follow this training run.")
 @click.option("--no-follow", is_flag=True, help="Do not reload on PolicyUpdated.")
 @kafka_options

@@ -44,6 +44,12 @@ __all__ = ["train"]
 @click.option("--clip-eps-low", type=float, default=None)
 @click.option("--clip-eps-high", type=float, default=None)
 @click.option("--lora-rank", type=int, default=None, help="0 trains all weights.")
+@click.option(
+    "--precision",
+    type=click.Choice(["fp32", "bf16"]),
+    default=None,
+    help="Local backend arithmetic; bf16 keeps float32 master weights [fp32; RLLM_PRECISION].",
+)
 @click.option("--teacher-model", default=None, help="Teacher model dir (loss=distill).")
 @click.option(
     "--teacher-url",

@@ -260,7 +260,12 @@ def create_app(
 
     async def health(request: Request) -> JSONResponse:
         return respond(
-            {"status": "ok", "policy_version": engine.version, "policy_run": engine.policy_run}
+            {
+                "status": "ok",
+                "policy_version": engine.version,
+                "policy_run": engine.policy_run,
+                "dtype": str(next(engine.model.parameters()).dtype).removeprefix("torch."),
+            }
         )
 
     async def reload(request: Request) -> JSONResponse:

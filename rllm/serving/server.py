@@ -20,7 +20,12 @@ def build_engine(settings: ServeSettings) -> Engine:
         import torch
 
         torch.set_num_threads(settings.torch_threads)
-    return Engine(load_model(settings.model, settings.gguf_file, settings.device))
+    loaded = load_model(settings.model, settings.gguf_file, settings.device)
+    if settings.serve_dtype != "float32":
+        import torch
+
+        loaded.model.to(getattr(torch, settings.serve_dtype))
+    return Engine(loaded)
 
 
 def serve(

@@ -12,7 +12,14 @@ from rllm.consumers.trainer.types import LossAgg, LossKind
 from rllm.errors import ConfigError
 from rllm.settings import default_home
 
-__all__ = ["BackendName", "SyncMode", "TeacherApi", "TrainerSettings", "UniformPolicy"]
+__all__ = [
+    "BackendName",
+    "Precision",
+    "SyncMode",
+    "TeacherApi",
+    "TrainerSettings",
+    "UniformPolicy",
+]
 
 
 class BackendName(StrEnum):
@@ -22,6 +29,15 @@ class BackendName(StrEnum):
     VERL = "verl"
     TINKER = "tinker"
     FIREWORKS = "fireworks"
+
+
+class Precision(StrEnum):
+    """Arithmetic of the local backend's forward and backward passes."""
+
+    FP32 = "fp32"
+    BF16 = "bf16"
+    """bfloat16 activations and gradients on a bfloat16 copy of the weights; the weights
+    AdamW updates (and checkpoints) stay float32."""
 
 
 class SyncMode(StrEnum):
@@ -118,6 +134,10 @@ class TrainerSettings(BaseSettings):
     """LoRA rank; 0 trains all weights."""
     device: str = "cpu"
     """torch device of the local backend."""
+    precision: Precision = Precision.FP32
+    """Local backend: ``bf16`` computes in bfloat16 with float32 master weights (AMX CPUs
+    and GPUs run it several times faster; logprobs then differ from float32 in the
+    second or third digit)."""
     seed: int = 0
     """Seed of the local backend."""
     torch_threads: int = Field(default=0, ge=0)

@@ -68,6 +68,8 @@ class Capabilities:
     """Whether LoRA adapters (``lora_rank > 0``) are supported."""
     full_finetune: bool = True
     """Whether all weights can be trained (``lora_rank == 0``)."""
+    precisions: frozenset[str] = frozenset({"fp32"})
+    """``precision`` values it honours (the local backend's setting)."""
 
 
 @dataclass
@@ -189,6 +191,11 @@ def check_capabilities(settings: TrainerSettings, backend: str, caps: Capabiliti
         problems.append(f"lora_rank={settings.lora_rank} (no LoRA)")
     if settings.lora_rank == 0 and not caps.full_finetune:
         problems.append("lora_rank=0 (full fine-tuning not offered; set lora_rank > 0)")
+    if settings.precision.value not in caps.precisions:
+        problems.append(
+            f"precision={settings.precision.value} (supported: "
+            f"{', '.join(sorted(caps.precisions))}; the service chooses its own arithmetic)"
+        )
     if problems:
         raise CapabilityError(
             f"backend {backend!r} cannot honour: {'; '.join(problems)}. Change the setting "

@@ -40,6 +40,10 @@ from tests.unit.training.factory import episode
         ({"backend": BackendName.VERL, "loss": LossKind.DISTILL}, ["'verl'", "loss=distill"]),
         ({"backend": BackendName.FIREWORKS, "lora_rank": 8}, ["'fireworks'", "loss=grpo"]),
         (
+            {"backend": BackendName.TINKER, "lora_rank": 8, "precision": "bf16"},
+            ["'tinker'", "precision=bf16", "supported: fp32"],
+        ),
+        (
             {
                 "backend": BackendName.FIREWORKS,
                 "lora_rank": 8,

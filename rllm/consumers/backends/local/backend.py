@@ -22,7 +22,7 @@ from rllm.consumers.backends.local.tensors import (
 )
 from rllm.consumers.trainer.errors import CheckpointError
 from rllm.consumers.trainer.losses import LossInputs, compute_loss, token_logprobs
-from rllm.consumers.trainer.settings import TrainerSettings
+from rllm.consumers.trainer.settings import Precision, TrainerSettings
 from rllm.consumers.trainer.teacher import TeacherClient
 from rllm.consumers.trainer.teacher import fill_teacher_logprobs as fill_from_client
 from rllm.consumers.trainer.types import (
@@ -43,6 +43,7 @@ LOCAL_CAPABILITIES = Capabilities(
     clipping=True,
     lora=False,
     full_finetune=True,
+    precisions=frozenset(Precision),
 )
 
 
@@ -64,9 +65,13 @@ class LocalBackend:
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay
         )
+        self.compute: Any = self.model
+        """The weights forward and backward run on: ``model`` itself, or its bf16 copy."""
+        if settings.precision is Precision.BF16:
+            self.compute = copy.deepcopy(self.model).to(torch.bfloat16)
         self.reference: Any = None
         if settings.kl_coef > 0:
-            self.reference = copy.deepcopy(self.model).eval().requires_grad_(False)
+            self.reference = copy.deepcopy(self.compute).eval().requires_grad_(False)
         self.teacher: Any = None
         self.teacher_client: TeacherClient | None = None
         if settings.loss is LossKind.DISTILL and settings.teacher_model:
@@ -143,7 +148,7 @@ class LocalBackend:
             if self.reference is not None:
                 with torch.no_grad():
                     ref = self._logprobs(self.reference, t)
-            lp = self._logprobs(self.model, t)
+            lp = self._logprobs(self.compute, t)
             out = compute_loss(
                 s.loss,
                 LossInputs(
@@ -167,8 +172,10 @@ class LocalBackend:
             scaled.backward()
             for k, v in out.metrics.items():
                 sums[k] = sums.get(k, 0.0) + v * weight
+        self._grads_to_master()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), s.max_grad_norm)
         self.optimizer.step()
+        self._master_to_compute()
         self._version += 1
         sums.update(
             grad_norm=float(grad_norm),
@@ -178,6 +185,23 @@ class LocalBackend:
             num_tokens=float(total_tokens),
         )
         return UpdateResult(version=self._version, metrics=sums)
+
+    def _grads_to_master(self) -> None:
+        """Move the bf16 copy's gradients onto the float32 weights AdamW updates."""
+        if self.compute is self.model:
+            return
+        pairs = zip(self.model.parameters(), self.compute.parameters(), strict=True)
+        for master, low in pairs:
+            master.grad = None if low.grad is None else low.grad.float()
+            low.grad = None
+
+    def _master_to_compute(self) -> None:
+        """Copy the float32 weights into the bf16 copy (after a step or a load)."""
+        if self.compute is self.model:
+            return
+        with torch.no_grad():
+            for master, low in zip(self.model.parameters(), self.compute.parameters(), strict=True):
+                low.copy_(master)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """The model's current weights (shared tensors, for an in-process server)."""
@@ -211,4 +235,5 @@ class LocalBackend:
         opt = directory / "optimizer.pt"
         if opt.is_file():
             self.optimizer.load_state_dict(torch.load(opt, weights_only=True))
+        self._master_to_compute()
         self._version = version
