@@ -13,7 +13,11 @@ from dataclasses import dataclass
 
 from rllm.schemas.types import PolicyUpdated
 
-__all__ = ["PolicyPointer", "advance"]
+__all__ = ["POLICY_HEADER", "PolicyPointer", "advance"]
+
+POLICY_HEADER = "x-rllm-policy-version"
+"""Response header of the local model server: the policy version whose weights generated
+the answer (the gateway stamps captured steps with it)."""
 
 
 @dataclass(frozen=True)

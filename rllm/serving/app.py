@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from rllm.schemas.lineage import POLICY_HEADER
 from rllm.serving.engine import Completion, Engine, PromptLogprobs, SamplingParams
 from rllm.serving.protocol import (
     RequestError,
@@ -28,8 +29,6 @@ from rllm.serving.protocol import (
 )
 
 __all__ = ["POLICY_HEADER", "RequestBatcher", "create_app"]
-
-POLICY_HEADER = "x-rllm-policy-version"
 
 
 @dataclass
@@ -112,8 +111,13 @@ def create_app(
     batcher = RequestBatcher(engine, max_batch, batch_wait_ms / 1000)
     tok = engine.tokenizer
 
-    def respond(body: dict[str, Any], status: int = 200) -> JSONResponse:
-        return JSONResponse(body, status_code=status, headers={POLICY_HEADER: str(engine.version)})
+    def respond(
+        body: dict[str, Any], status: int = 200, outs: list[Completion] | None = None
+    ) -> JSONResponse:
+        """JSON with the policy header: the (oldest) version that generated ``outs``, else
+        the version loaded now."""
+        version = min(o.policy_version for o in outs) if outs else engine.version
+        return JSONResponse(body, status_code=status, headers={POLICY_HEADER: str(version)})
 
     async def read(request: Request) -> dict[str, Any]:
         try:
@@ -183,7 +187,8 @@ def create_app(
                 bool(body.get("logprobs")),
                 bool(body.get("return_token_ids")),
                 None if scored is None else scored[0],
-            )
+            ),
+            outs=groups[0],
         )
 
     async def completions(request: Request) -> JSONResponse:
@@ -224,7 +229,8 @@ def create_app(
                 body.get("logprobs") is not None,
                 bool(body.get("return_token_ids")),
                 scored,
-            )
+            ),
+            outs=[o for row in outs for o in row],
         )
 
     async def tokenize(request: Request) -> JSONResponse:

@@ -38,6 +38,8 @@ class Completion:
     text: str = ""
     finish_reason: str = "length"
     stop_reason: str | int | None = None
+    policy_version: int = 0
+    """Version of the weights that generated it."""
 
 
 def checkpoint_path(uri: str) -> Path:
@@ -136,7 +138,11 @@ class Engine:
         if not prompts:
             return [], []
         with self.lock, torch.inference_mode():
-            return self._prompt_logprobs(prompts, top_k, sample)
+            scored, samples = self._prompt_logprobs(prompts, top_k, sample)
+            for row in samples:
+                for r in row:
+                    r.policy_version = self.version
+            return scored, samples
 
     def _prompt_logprobs(
         self, prompts: list[list[int]], top_k: int, sample: SamplingParams | None
@@ -184,7 +190,10 @@ class Engine:
         if not prompts:
             return []
         with self.lock, torch.inference_mode():
-            return self._generate(prompts, params)
+            results = self._generate(prompts, params)
+            for r in results:
+                r.policy_version = self.version
+            return results
 
     def _prefill(
         self, prompts: list[list[int]], pad: int

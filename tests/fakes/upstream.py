@@ -31,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from rllm.schemas.lineage import POLICY_HEADER
 from tests.fakes.server import ThreadedServer, free_port
 
 __all__ = [
@@ -90,6 +91,14 @@ class FakeUpstream:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.served_version: int | None = None
+        """When set, answers carry the local model server's policy header with it."""
+
+    def stamp(self, resp: Response) -> Response:
+        """Add the policy header the local model server sends (when ``served_version``)."""
+        if self.served_version is not None:
+            resp.headers[POLICY_HEADER] = str(self.served_version)
+        return resp
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -141,7 +150,7 @@ def create_fake_app(state: FakeUpstream | None = None) -> Starlette:
             text = json.dumps(tool_call["function"], sort_keys=True)
         else:
             text = answer_text(prompt, body.get("max_tokens") or body.get("max_completion_tokens"))
-        return _respond(body, "chat", prompt, text, tool_call)
+        return state.stamp(_respond(body, "chat", prompt, text, tool_call))
 
     async def completions(request: Request) -> Response:
         body = await request.json()
@@ -152,7 +161,7 @@ def create_fake_app(state: FakeUpstream | None = None) -> Starlette:
         prompt = body.get("prompt", "")
         prompt = prompt[0] if isinstance(prompt, list) else prompt
         text = answer_text(str(prompt), body.get("max_tokens", 16))
-        return _respond(body, "completions", str(prompt), text, None)
+        return state.stamp(_respond(body, "completions", str(prompt), text, None))
 
     async def generate(request: Request) -> Response:
         """SGLang's native endpoint: token IDs in, token IDs and logprobs out."""

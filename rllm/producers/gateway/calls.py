@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import httpx
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from rllm.errors import RllmError
+from rllm.schemas.lineage import POLICY_HEADER
 from rllm.schemas.types import ApiKind, StepError, Usage, utcnow
 
 from .adapters import anthropic, responses
@@ -59,8 +60,14 @@ class _Call:
     def sent(self) -> None:
         self.t_up = time.perf_counter()
 
-    def received(self) -> None:
+    def received(self, headers: Mapping[str, str] | None = None) -> None:
+        """The upstream answered; a local model server names the version that generated
+        the answer, which replaces the one stamped at dispatch (a reload may have come
+        between the policy update the gateway saw and the server's)."""
         self.cap.latency_ms = (time.perf_counter() - self.t_up) * 1000
+        served = (headers or {}).get(POLICY_HEADER)
+        if served is not None and served.isdigit():
+            self.cap.policy_version = int(served)
 
     def take(self, parsed: Parsed, response: Any) -> None:
         c = self.cap
@@ -126,14 +133,16 @@ async def handle_call(
 async def _complete(call: _Call, chat: bool, body: dict[str, Any], headers: dict[str, str]) -> Any:
     """The upstream's chat completion or completion, in the vLLM shape."""
     up = call.state.upstream
+    answer: dict[str, str] = {}
     call.sent()
     if up.sglang is not None:
         data = await up.sglang.complete(up, body, chat, headers)
     elif chat:
-        data = await up.post_json("/v1/chat/completions", prepare_chat(body, True), headers)
+        data = await up.post_json("/v1/chat/completions", prepare_chat(body, True), headers, answer)
     else:
-        data = await up.post_json("/v1/completions", prepare_completion(body, True), headers)
-    call.received()
+        path, prepared = "/v1/completions", prepare_completion(body, True)
+        data = await up.post_json(path, prepared, headers, answer)
+    call.received(answer)
     return data
 
 
@@ -174,7 +183,7 @@ async def _relay(call: _Call, resp: httpx.Response, acc: ChatStream) -> AsyncIte
             if call.cap.ttft_ms is None:
                 call.cap.ttft_ms = (time.perf_counter() - call.t_up) * 1000
             yield sse(acc.feed(json.loads(payload)))
-        call.received()
+        call.received(resp.headers)
         parsed = acc.parsed()
         call.take(parsed, parsed.client)
         await call.record()

@@ -106,14 +106,22 @@ class Upstream:
                 raise self._failure(exc) from exc
         raise AssertionError("unreachable")
 
-    async def post_json(self, path: str, body: dict[str, Any], incoming: dict[str, str]) -> Any:
-        """POST and return the parsed JSON answer.
+    async def post_json(
+        self,
+        path: str,
+        body: dict[str, Any],
+        incoming: dict[str, str],
+        answer_headers: dict[str, str] | None = None,
+    ) -> Any:
+        """POST and return the parsed JSON answer (its headers into ``answer_headers``).
 
         Raises:
             UpstreamFailure: non-2xx status, timeout, unreachable, or a body that is not JSON.
         """
         req = self.client.build_request("POST", path, json=body, headers=self._headers(incoming))
         resp = await self._send(req, stream=False)
+        if answer_headers is not None:
+            answer_headers.update(resp.headers)
         if resp.status_code >= 400:
             raise UpstreamFailure(
                 "upstream_status",

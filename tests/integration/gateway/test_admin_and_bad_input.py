@@ -20,7 +20,7 @@ from rllm.schemas.types import (
     StepCaptured,
 )
 from rllm.settings import KafkaSettings
-from tests.fakes.upstream import ThreadedServer
+from tests.fakes.upstream import RunningUpstream, ThreadedServer
 from tests.samples import session_events as sample_session_events
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
@@ -185,3 +185,29 @@ def test_step_over_the_size_limit_is_refused_with_a_clear_error(
     assert r.status_code == 500
     assert "MessageTooLargeError" in r.json()["error"]["message"]
     assert "4096" in r.json()["error"]["message"]
+
+
+def test_step_carries_the_version_the_local_server_says_generated_it(
+    start_gateway: Callable[..., ThreadedServer],
+    upstream: RunningUpstream,
+    session_events: Events,
+) -> None:
+    """The gateway's own counter can be ahead of the server's reload; the server's policy
+    header names the weights that generated the answer, and the step gets that version."""
+    gw = start_gateway(admin_key="admin-secret")
+    httpx.post(f"{gw.url}/admin/policy", json={"version": 4}, headers=ADMIN)
+    base = f"{gw.url}/sessions/v/v1"
+    upstream.state.served_version = 3
+    try:
+        assert httpx.post(f"{base}/chat/completions", json=CHAT, headers=ADMIN).status_code == 200
+        with httpx.stream(
+            "POST", f"{base}/chat/completions", json={**CHAT, "stream": True}, headers=ADMIN
+        ) as r:
+            assert r.status_code == 200 and "[DONE]" in r.read().decode()
+        done = httpx.post(f"{base}/completions", json={"model": "m", "prompt": "x"}, headers=ADMIN)
+        assert done.status_code == 200
+    finally:
+        upstream.state.served_version = None
+    assert httpx.post(f"{base}/chat/completions", json=CHAT, headers=ADMIN).status_code == 200
+    steps = [e.payload for _, e in session_events() if isinstance(e.payload, StepCaptured)]
+    assert [s.policy_version for s in steps] == [3, 3, 3, 4]
