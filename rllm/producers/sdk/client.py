@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from typing import Any
 
 import httpx
@@ -11,7 +13,12 @@ from rllm.errors import RllmError
 from rllm.schemas.convert import to_json_dict
 from rllm.schemas.types import SessionEvent, SessionStatus, Task
 
-__all__ = ["GatewayClient", "GatewayRequestError", "SessionHandle"]
+__all__ = ["KEEPALIVE_S", "GatewayClient", "GatewayRequestError", "SessionHandle"]
+
+log = logging.getLogger(__name__)
+
+KEEPALIVE_S = 2.0
+"""Seconds an idle pooled connection is kept (below the gateway server's 5)."""
 
 
 class GatewayRequestError(RllmError, ConnectionError):
@@ -36,18 +43,41 @@ class GatewayClient:
         admin_key: the gateway's admin key, when it has one.
     """
 
-    def __init__(self, url: str, admin_key: str | None = None, timeout_s: float = 60.0) -> None:
+    def __init__(
+        self, url: str, admin_key: str | None = None, timeout_s: float = 60.0, retries: int = 3
+    ) -> None:
         self.url = url.rstrip("/")
+        self.retries = retries
         headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
-        self._http = httpx.AsyncClient(base_url=self.url, headers=headers, timeout=timeout_s)
+        # An idle pooled connection is dropped after 2 s, before the gateway's server drops
+        # it (uvicorn: 5 s); a request sent on a connection the server is closing fails.
+        limits = httpx.Limits(keepalive_expiry=KEEPALIVE_S)
+        self._http = httpx.AsyncClient(
+            base_url=self.url, headers=headers, timeout=timeout_s, limits=limits
+        )
 
-    async def _post(self, path: str, body: Any, key: str | None = None) -> dict[str, Any]:
+    async def _post(
+        self, path: str, body: Any, key: str | None = None, *, replay_safe: bool = True
+    ) -> dict[str, Any]:
+        """POST with retries on transport errors: always when the gateway cannot have seen
+        the request (no connection), and on a broken connection when ``replay_safe``."""
         headers = {"Authorization": f"Bearer {key}"} if key else None
-        try:
-            resp = await self._http.post(path, json=body, headers=headers)
-        except httpx.HTTPError as exc:
-            raise GatewayRequestError(f"gateway {self.url} unreachable: {exc}") from exc
+        for attempt in range(self.retries + 1):
+            try:
+                resp = await self._http.post(path, json=body, headers=headers)
+                break
+            except httpx.TransportError as exc:
+                unsent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+                if attempt == self.retries or not (unsent or replay_safe):
+                    raise GatewayRequestError(
+                        f"gateway {self.url} unreachable ({type(exc).__name__}, attempt "
+                        f"{attempt + 1}): {exc}"
+                    ) from exc
+                log.warning("POST %s: %s; retrying", path, type(exc).__name__)
+                await asyncio.sleep(0.2 * 2**attempt)
         if resp.status_code >= 400:
+            if attempt and resp.status_code == 409 and path.endswith("/close"):
+                return {}  # an earlier attempt closed it; its answer was lost
             raise GatewayRequestError(
                 f"gateway refused POST {path}: {resp.status_code} {resp.text[:300]}"
             )
@@ -78,7 +108,8 @@ class GatewayClient:
         }
         if session_id:
             body["session_id"] = session_id
-        info = await self._post("/sessions", body)
+        # a retried open whose first attempt landed would open a second session
+        info = await self._post("/sessions", body, replay_safe=False)
         return SessionHandle(info["session_id"], run_id, info["base_url"], info["api_key"])
 
     async def close_session(
@@ -88,7 +119,8 @@ class GatewayClient:
         output: Any = None,
         error: str | None = None,
     ) -> int:
-        """Close a session (publishes SessionClosed); return the steps it captured."""
+        """Close a session (publishes SessionClosed); return the steps it captured (0 when
+        a retry found it already closed by an attempt whose answer was lost)."""
         from urllib.parse import quote
 
         path = f"/sessions/{quote(handle.session_id, safe='/:')}/close"

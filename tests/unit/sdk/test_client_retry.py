@@ -1,0 +1,99 @@
+"""The SDK's gateway client on a broken connection: a server that drops the connection
+without answering (as a server closing an idle keep-alive connection does)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from rllm.producers.sdk.client import GatewayClient, GatewayRequestError, SessionHandle
+from rllm.schemas.types import SessionStatus, Task
+
+
+class FlakyServer:
+    """Drops the first ``drops`` connections after reading the request, then answers each
+    request with ``status`` and ``body``; counts the requests it read."""
+
+    def __init__(self, drops: int, status: int = 200, body: object | None = None) -> None:
+        self.drops, self.status, self.body = drops, status, body or {}
+        self.requests: list[str] = []
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length")
+        )
+        await reader.readexactly(length)
+        self.requests.append(head.split(b" ")[1].decode())
+        if len(self.requests) <= self.drops:
+            writer.close()
+            return
+        payload = json.dumps(self.body).encode()
+        writer.write(
+            f"HTTP/1.1 {self.status} X\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(payload)}\r\nconnection: close\r\n\r\n".encode()
+            + payload
+        )
+        await writer.drain()
+        writer.close()
+
+
+async def _serve(server: FlakyServer) -> tuple[asyncio.Server, str]:
+    srv = await asyncio.start_server(server.handle, "127.0.0.1", 0)
+    port = srv.sockets[0].getsockname()[1]
+    return srv, f"http://127.0.0.1:{port}"
+
+
+async def test_close_is_retried_and_a_lost_answer_counts_as_closed() -> None:
+    flaky = FlakyServer(drops=1, status=409, body={"detail": "session 's' is closed"})
+    srv, url = await _serve(flaky)
+    client = GatewayClient(url)
+    try:
+        handle = SessionHandle("s", "run", url, "k")
+        assert await client.close_session(handle, SessionStatus.OK) == 0
+    finally:
+        await client.aclose()
+        srv.close()
+    assert flaky.requests == ["/sessions/s/close"] * 2
+
+
+async def test_publish_is_retried_until_answered() -> None:
+    flaky = FlakyServer(drops=2, body={"accepted": 0})
+    srv, url = await _serve(flaky)
+    client = GatewayClient(url)
+    try:
+        await client.publish([])
+    finally:
+        await client.aclose()
+        srv.close()
+    assert flaky.requests == ["/v1/events"] * 3
+
+
+async def test_open_is_not_replayed_on_a_broken_connection() -> None:
+    flaky = FlakyServer(drops=1, body={"session_id": "s", "base_url": "u", "api_key": "k"})
+    srv, url = await _serve(flaky)
+    client = GatewayClient(url)
+    try:
+        with pytest.raises(GatewayRequestError, match="attempt 1"):
+            await client.open_session(Task(task_id="t"), run_id="run")
+    finally:
+        await client.aclose()
+        srv.close()
+    assert flaky.requests == ["/sessions"]
+
+
+async def test_gives_up_after_the_retries_naming_the_gateway() -> None:
+    flaky = FlakyServer(drops=10)
+    srv, url = await _serve(flaky)
+    client = GatewayClient(url, retries=2)
+    try:
+        with pytest.raises(GatewayRequestError, match=f"gateway {url} unreachable.*attempt 3"):
+            await client.publish([])
+    finally:
+        await client.aclose()
+        srv.close()
+    assert len(flaky.requests) == 3
