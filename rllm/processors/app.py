@@ -114,6 +114,11 @@ class Processors:
             producer_max_request_size=kafka.max_message_bytes + 65536,
             consumer_max_fetch_size=kafka.max_message_bytes + 65536,
             producer_acks=-1, table_cleanup_interval=3600.0,
+            # No standby replicas: a partition that turns from standby to active on the same
+            # worker (a worker left) hung in faust's recovery ("Still fetching changelog
+            # topics", have offset -1) and the worker stopped processing; a partition that
+            # moves is restored from its changelog instead.
+            table_standby_replicas=0,
             # batch produce requests: without linger each record is its own acks=all round trip
             producer_linger=settings.linger_s, producer_max_batch_size=1024 * 1024,
         )

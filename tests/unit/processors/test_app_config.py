@@ -1,0 +1,26 @@
+"""The faust app's settings that the processors' delivery guarantees depend on."""
+
+from __future__ import annotations
+
+from rllm.processors.app import Processors
+from rllm.processors.settings import ProcessorSettings
+from rllm.settings import KafkaSettings
+
+
+def _app_conf() -> object:
+    procs = Processors(ProcessorSettings(), KafkaSettings(topic_prefix="unit."),
+                       app_id="unit-conf", partitions=(3, 3), sink=lambda *a: None)  # type: ignore[arg-type,return-value]
+    return procs.app.conf
+
+
+def test_no_standby_replicas() -> None:
+    # A standby partition that became active on the same worker (another worker left)
+    # hung faust's recovery for good: tests/integration/processors/test_rebalance.py.
+    assert _app_conf().table_standby_replicas == 0  # type: ignore[attr-defined]
+
+
+def test_at_least_once_with_memory_tables() -> None:
+    conf = _app_conf()
+    assert conf.processing_guarantee.value == "at_least_once"  # type: ignore[attr-defined]
+    assert str(conf.store) == "memory:"  # type: ignore[attr-defined]
+
