@@ -20,9 +20,26 @@ from rllm.schemas.topics import SESSION_EVENTS
 from rllm.schemas.types import SessionEvent
 from rllm.settings import KafkaSettings
 from tests.integration.helpers import read_all
+from tests.unit.processors.factory import make_session, task
 
 CODEC = AvroCodec()
 ROOT = Path(__file__).resolve().parents[3]
+
+
+def grouped_sessions(sessions: int, group: int) -> list[SessionEvent]:
+    """Events of ``sessions`` two-step sessions, ``group`` per task; every third answer
+    is wrong (so groups carry different rewards)."""
+    events: list[SessionEvent] = []
+    for s in range(sessions):
+        events += make_session(
+            f"s{s}",
+            the_task=task(f"t{s // group}"),
+            rollout_index=s % group,
+            group_size=group,
+            num_steps=2,
+            answer="56" if s % 3 else "no",
+        )
+    return events
 
 
 def publish(kafka: KafkaSettings, events: list[SessionEvent]) -> None:

@@ -18,8 +18,14 @@ from rllm.processors.dedup import dedup_by_event_id
 from rllm.schemas.convert import to_json_dict
 from rllm.schemas.topics import EPISODES, TRAJECTORIES
 from rllm.settings import KafkaSettings
-from tests.integration.processors.conftest import Workers, count, publish, records, wait_until
-from tests.unit.processors.factory import make_session, task
+from tests.integration.processors.conftest import (
+    Workers,
+    count,
+    grouped_sessions,
+    publish,
+    records,
+    wait_until,
+)
 
 SESSIONS, GROUP = 2000, 4
 
@@ -41,10 +47,7 @@ def _content(record: Any) -> dict[str, Any]:
 def test_sigkill_mid_stream_then_restart_equals_uninterrupted_replay(
         kafka: KafkaSettings, make_topics: Any, workers: Workers) -> None:
     make_topics(partitions=3)
-    events = []
-    for s in range(SESSIONS):
-        events += make_session(f"s{s}", the_task=task(f"t{s // GROUP}"), rollout_index=s % GROUP,
-                               group_size=GROUP, num_steps=2, answer="56" if s % 3 else "no")
+    events = grouped_sessions(SESSIONS, GROUP)
     # The stream goes on while the worker dies: 60% is in the log when the worker starts,
     # it is killed as soon as a tenth of the trajectories are out (polled every 20 ms, the
     # worker is fast), and the rest arrives before the restart.

@@ -28,8 +28,14 @@ import pytest
 from rllm.processors.dedup import dedup_by_event_id
 from rllm.schemas.topics import EPISODES, TRAJECTORIES
 from rllm.settings import KafkaSettings
-from tests.integration.processors.conftest import Workers, count, publish, records, wait_until
-from tests.unit.processors.factory import make_session, task
+from tests.integration.processors.conftest import (
+    Workers,
+    count,
+    grouped_sessions,
+    publish,
+    records,
+    wait_until,
+)
 
 SESSIONS, GROUP = 2000, 4
 
@@ -38,10 +44,7 @@ SESSIONS, GROUP = 2000, 4
 def test_worker_joins_and_leaves_mid_stream(
         kafka: KafkaSettings, make_topics: Any, workers: Workers) -> None:
     make_topics(partitions=3)
-    events = []
-    for s in range(SESSIONS):
-        events += make_session(f"s{s}", the_task=task(f"t{s // GROUP}"), rollout_index=s % GROUP,
-                               group_size=GROUP, num_steps=2, answer="56" if s % 3 else "no")
+    events = grouped_sessions(SESSIONS, GROUP)
     cut = len(events) // 4
     publish(kafka, events[:cut])
     first = workers.start()
