@@ -123,7 +123,6 @@ class Processors:
             producer_linger=settings.linger_s, producer_max_batch_size=1024 * 1024,
         )
         app = self.app
-        app.on_rebalance_complete.connect(_seek_before_resume)  # type: ignore[arg-type]
         cfg = {"max.message.bytes": big}
         self.topics = {
             name: app.topic(self.names[name], **_RAW)
@@ -280,21 +279,6 @@ class Processors:
         if sent:
             await asyncio.sleep(0)
         return sent
-
-
-async def _seek_before_resume(app: Any, **_: Any) -> None:
-    """Seek the assigned partitions to their committed offsets before faust resumes them.
-
-    After a rebalance faust resumes the stream partitions first and seeks them second
-    (``tables/recovery.py``); a fetch in between still compares against the read offsets
-    from before the rebalance, so re-read records were dropped as already seen and a jump
-    was booked as a gap that may be committed over
-    (``tests/integration/processors/test_rebalance.py``). This handler runs on
-    ``on_rebalance_complete``, which faust sends before it resumes.
-    """
-    if app.consumer.assignment():
-        log.info("seeking the stream partitions to their committed offsets before resuming")
-        await app.consumer.perform_seek()
 
 
 def _enter(store: StagedStore, partition: int) -> int:
