@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -44,8 +45,8 @@ class RequestBatcher:
     def __init__(self, engine: Engine, max_batch: int = 32, wait_s: float = 0.01) -> None:
         self.engine, self.max_batch, self.wait_s = engine, max_batch, wait_s
         self.queue: asyncio.Queue[_Pending] = asyncio.Queue()
-        self.batches: list[int] = []
-        """Rows of each generated batch (for tests and metrics)."""
+        self.batches: deque[int] = deque(maxlen=64)
+        """Rows of the most recent generated batches (for tests and ``/health``)."""
 
     async def submit(self, prompt: list[int], params: SamplingParams) -> list[Completion]:
         """The ``params.n`` completions of one prompt."""
@@ -271,6 +272,7 @@ def create_app(
                 "policy_version": engine.version,
                 "policy_run": engine.policy_run,
                 "dtype": str(next(engine.model.parameters()).dtype).removeprefix("torch."),
+                "recent_batch_rows": list(batcher.batches),
             }
         )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from typing import Any
 
 from rllm.kafka import make_codec, make_consumer
 from rllm.schemas.lineage import PolicyPointer, advance
@@ -61,22 +62,30 @@ class PolicyFollower:
         newest: PolicyUpdated | None = None
         try:
             while not self._stop.is_set():
-                msg = consumer.poll(self.poll_s)
-                if msg is not None and msg.error() is None:
-                    try:
-                        rec = codec.decode(msg.value() or b"")
-                    except Exception as exc:
-                        self.errors.append(f"undecodable policy update: {exc}")
-                        continue
+                msg, idle = consumer.poll(self.poll_s), True
+                while msg is not None:  # take what has arrived, then see whether that is all
+                    idle = False
+                    rec = self._decode(codec, msg)
                     if isinstance(rec, PolicyUpdated) and self.run_id in (None, rec.run_id):
                         moved = advance(pointer, rec)
                         if moved != pointer:
                             pointer, newest = moved, rec
+                    msg = consumer.poll(0)
+                if newest is None or pointer == self.loaded or pointer in self._failed:
                     continue
-                if newest is not None and pointer != self.loaded and pointer not in self._failed:
+                if idle or _caught_up(consumer):
                     self._load(newest)
         finally:
             consumer.close()
+
+    def _decode(self, codec: Any, msg: Any) -> Any:
+        if msg.error() is not None:
+            return None
+        try:
+            return codec.decode(msg.value() or b"")
+        except Exception as exc:
+            self.errors.append(f"undecodable policy update: {exc}")
+            return None
 
     def _load(self, rec: PolicyUpdated) -> None:
         try:
@@ -91,3 +100,17 @@ class PolicyFollower:
         self.loaded = PolicyPointer.of(rec)
         self.reloads.append((rec.version, seconds))
         log.info("loaded policy %s version %d in %.2fs", rec.run_id, rec.version, seconds)
+
+
+def _caught_up(consumer: Any) -> bool:
+    """Whether the consumer has read every partition up to the high watermark its last
+    fetch reported, so the newest update is known without waiting out a poll timeout
+    (which added ``poll_s`` to every reload). Unknown offsets count as not caught up."""
+    parts = consumer.assignment()
+    if not parts:
+        return False
+    for tp in consumer.position(parts):
+        _, high = consumer.get_watermark_offsets(tp, cached=True)
+        if tp.offset < 0 or high < 0 or tp.offset < high:
+            return False
+    return True

@@ -16,8 +16,8 @@ from rllm.consumers.trainer.loop import Trainer
 from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.kafka import EventPublisher, make_codec
 from rllm.schemas.lineage import PolicyPointer
-from rllm.schemas.topics import DEAD_LETTERS, EPISODES
-from rllm.schemas.types import DeadLetter
+from rllm.schemas.topics import DEAD_LETTERS, EPISODES, POLICY_UPDATES
+from rllm.schemas.types import DeadLetter, PolicyUpdated
 from rllm.serving.app import POLICY_HEADER, create_app
 from rllm.serving.engine import Engine, SamplingParams
 from rllm.serving.updates import PolicyFollower
@@ -122,3 +122,54 @@ def test_server_switches_to_a_new_runs_base_weights(
         follower.stop()
     (again,) = engine.generate([[5, 6, 7]], [greedy])
     assert again.logprobs == pytest.approx(base.logprobs, abs=1e-5)
+
+
+def _checkpoint(engine: Engine, directory: Path, scale: float) -> str:
+    """The engine's weights times ``scale`` as a safetensors checkpoint; its file URI."""
+    from safetensors.torch import save_file
+
+    directory.mkdir(parents=True)
+    state = {k: v.detach().clone() * scale for k, v in engine.model.state_dict().items()}
+    save_file(state, str(directory / "model.safetensors"))
+    return directory.as_uri()
+
+
+def test_follower_loads_at_once_and_only_the_newest_of_a_backlog(
+    kafka: KafkaSettings, make_topics: Callable[..., list[str]], tiny_model: Path, tmp_path: Path
+) -> None:
+    """With a poll timeout of a minute the follower still loads within seconds: it knows
+    it has caught up from the partition's high watermark, not from a poll that came back
+    empty. Three updates waiting when it starts give one reload, of the newest."""
+    make_topics(partitions=1)
+    engine = Engine(load_model(str(tiny_model)))
+    uris = [_checkpoint(engine, tmp_path / f"v{v}", 1.0 + v / 10) for v in range(1, 5)]
+
+    def update(version: int) -> PolicyUpdated:
+        return PolicyUpdated(
+            event_id=f"fast/v{version}",
+            run_id="fast",
+            version=version,
+            checkpoint_uri=uris[version - 1],
+        )
+
+    with EventPublisher(kafka) as pub:
+        for v in (1, 2, 3):
+            pub.publish_sync(POLICY_UPDATES, "fast", update(v))
+    follower = PolicyFollower(engine, kafka, poll_s=60).start()
+    try:
+
+        def settle(version: int) -> float:
+            started = time.monotonic()
+            while engine.version != version and time.monotonic() - started < 30:
+                time.sleep(0.05)
+            assert engine.version == version, follower.errors
+            return time.monotonic() - started
+
+        settle(3)
+        assert [v for v, _ in follower.reloads] == [3]
+        with EventPublisher(kafka) as pub:
+            pub.publish_sync(POLICY_UPDATES, "fast", update(4))
+        assert settle(4) < 20  # the old loop waited out poll_s (60 s) before loading
+        assert [v for v, _ in follower.reloads] == [3, 4]
+    finally:
+        follower.stop()
