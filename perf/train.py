@@ -23,6 +23,7 @@ updates, seconds_per_update, tokens_per_s (with --compare, the pipeline's figure
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -30,6 +31,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,8 +112,23 @@ def episode(
     )
 
 
+@contextlib.contextmanager
+def checkpoint_dir(args: argparse.Namespace) -> Iterator[Path]:
+    """``--checkpoint-dir``, else a temporary directory removed afterwards (a run writes
+    0.5-1 GB of checkpoints)."""
+    if args.checkpoint_dir:
+        yield Path(args.checkpoint_dir)
+        return
+    with tempfile.TemporaryDirectory(prefix="rllm-perf-") as tmp:
+        yield Path(tmp)
+
+
 def run_in_process(args: argparse.Namespace) -> dict[str, Any]:
-    ckpt = Path(args.checkpoint_dir or tempfile.mkdtemp(prefix="rllm-perf-"))
+    with checkpoint_dir(args) as ckpt:
+        return _in_process(args, ckpt)
+
+
+def _in_process(args: argparse.Namespace, ckpt: Path) -> dict[str, Any]:
     settings = TrainerSettings(
         model=args.model,
         lr=args.lr,
@@ -201,11 +218,8 @@ def multiply_pairs() -> list[tuple[int, int]]:
 
 def run_pipeline(args: argparse.Namespace) -> dict[str, Any]:
     """The whole loop through the local stack, timed per batch by AgentTrainer."""
-    from rllm.agent_trainer import AgentTrainer, TrainConfig, UpdateRecord
-    from rllm.cli.eval import resolve_model
     from rllm.infra.stack import stack_up
-    from rllm.producers.sdk import builtin_agent
-    from rllm.settings import KafkaSettings, StackSettings
+    from rllm.settings import StackSettings
 
     stack = StackSettings(services="serve,gateway,processors")
     dtype = "bfloat16" if args.precision == "bf16" else "float32"
@@ -219,7 +233,16 @@ def run_pipeline(args: argparse.Namespace) -> dict[str, Any]:
             f"the running model server generates in {health.get('dtype')}, not {dtype}: "
             f"stop the stack (rllm-cli down) and run again"
         )
-    ckpt = Path(args.checkpoint_dir or tempfile.mkdtemp(prefix="rllm-perf-"))
+    with checkpoint_dir(args) as ckpt:
+        return _pipeline(args, stack, ckpt)
+
+
+def _pipeline(args: argparse.Namespace, stack: Any, ckpt: Path) -> dict[str, Any]:
+    from rllm.agent_trainer import AgentTrainer, TrainConfig, UpdateRecord
+    from rllm.cli.eval import resolve_model
+    from rllm.producers.sdk import builtin_agent
+    from rllm.settings import KafkaSettings
+
     config = TrainConfig(
         run_id=f"perf-pipeline-{uuid.uuid4().hex[:6]}",
         gateway_url=f"http://127.0.0.1:{stack.gateway_port}",
@@ -312,6 +335,7 @@ def summarize(rows: list[dict[str, float]], model: str) -> dict[str, Any]:
             sum(r["gen_tokens"] for r in rows) / sum(r["gen_s"] for r in rows), 1
         ),
         "rewards": [round(r["reward"], 3) for r in rows],
+        "seconds": [round(x, 2) for x in per],
         "mode": "in-process",
     }
 
@@ -376,6 +400,13 @@ def main() -> None:
         summary["in_process"] = inner
         summary["ratio_seconds_per_update"] = round(
             summary["seconds_per_update"] / inner["seconds_per_update"], 2
+        )
+        # the faster loop reaches the cheap late updates (short answers, uniform groups)
+        # sooner; the first n updates of each compare the same stage of training
+        n = min(len(inner["seconds"]), len(summary["seconds"]))
+        summary["matched_updates"] = n
+        summary["ratio_seconds_per_update_matched"] = round(
+            sum(summary["seconds"][:n]) / sum(inner["seconds"][:n]), 2
         )
     elif args.pipeline:
         summary = run_pipeline(args)
