@@ -330,7 +330,7 @@ class AgentTrainer:
     def _poll_until(
         self, done: Callable[[], bool], failure: list[BaseException], why: Callable[[], str]
     ) -> None:
-        """Poll ``done`` every 0.1 s for ``update_timeout_s``; re-raise a trainer failure;
+        """Poll ``done`` every 0.05 s for ``update_timeout_s``; re-raise a trainer failure;
         raise RllmError with ``why()`` when time is up."""
         deadline = time.monotonic() + self.config.update_timeout_s
         while time.monotonic() < deadline:
@@ -338,7 +338,7 @@ class AgentTrainer:
                 raise failure[0]
             if done():
                 return
-            time.sleep(0.1)
+            time.sleep(0.05)
         raise RllmError(why())
 
     def _wait(
