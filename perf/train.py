@@ -17,7 +17,8 @@ Three modes, on the same tasks (the ``multiply`` benchmark, in its fixed order):
 
 The last line is JSON: model, task, reward_first, reward_last, minutes, minutes_to_0_8,
 updates, seconds_per_update, tokens_per_s (with --compare, the pipeline's figures plus
-``in_process`` and ``ratio_seconds_per_update``).
+``in_process``, ``ratio_seconds_per_update`` and ``ratio_seconds_per_update_matched``, the
+ratio over the first ``matched_updates`` updates of both loops).
 """
 
 from __future__ import annotations
@@ -404,8 +405,12 @@ def main() -> None:
         os.environ["RLLM_TORCH_THREADS"] = str(args.threads)
     if args.compare:
         if args.pipeline_first:  # the machine's speed drifts: swap the order to see it
+            from rllm.infra.stack import stack_down
+            from rllm.settings import StackSettings
+
             summary = run_pipeline(args)
             print(json.dumps(summary), flush=True)
+            stack_down(StackSettings())  # the in-process loop runs without the stack
             inner = run_in_process(args)
         else:
             inner = run_in_process(args)
