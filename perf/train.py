@@ -388,7 +388,8 @@ def main() -> None:
         type=int,
         default=1,
         help="torch threads of the pipeline's trainer (0: torch's default); next to the "
-        "stack's processes on 2 cores, 1 thread trained a batch 15-25%% faster than 2",
+        "stack's processes on 2 cores, 1 thread trained a batch 15-25%% faster than 2 "
+        "while the machine was slow, 2 were faster while it was fast",
     )
     ap.add_argument("--checkpoint-dir", default=None)
     ap.add_argument("--plot", default=None, help="write the reward curve to this PNG")
