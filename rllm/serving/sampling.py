@@ -2,6 +2,10 @@
 
 Rows without a seed share the engine's generator and are drawn together in one batched
 call per step; a seeded row keeps its own generator, so its tokens depend only on its seed.
+
+A draw inverts each row's cumulative distribution at one uniform number. On a 49k-token
+vocabulary that takes 0.7 ms for 32 rows where ``torch.multinomial`` takes 30 ms: it
+draws an exponential number for every token of the vocabulary.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["SamplingParams", "filter_top_p", "sample_one", "sample_rows"]
+__all__ = ["SamplingParams", "draw", "filter_top_p", "sample_one", "sample_rows"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,16 @@ def filter_top_p(probs_BV: torch.Tensor, top_p_B1: torch.Tensor | float) -> torc
     return torch.zeros_like(probs_BV).scatter(-1, idx, sorted_p)
 
 
+def draw(probs_BV: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """One token per row of ``probs_BV`` (non-negative, not necessarily normalised), with
+    chance proportional to its weight: the first token whose cumulative weight exceeds a
+    uniform draw over the row's total, so a zero-weight token is never drawn."""
+    cum_BV = probs_BV.double().cumsum(-1)
+    u_B1 = torch.rand(probs_BV.shape[0], 1, generator=gen, dtype=torch.float64)
+    picked_B1 = torch.searchsorted(cum_BV, u_B1 * cum_BV[:, -1:], right=True)
+    return picked_B1.squeeze(1).clamp_(max=probs_BV.shape[1] - 1)
+
+
 def sample_one(logp_V: torch.Tensor, p: SamplingParams, gen: torch.Generator) -> int:
     """One token from raw logprobs: greedy at temperature 0, else tempered, nucleus-cut."""
     if p.temperature <= 0:
@@ -41,7 +55,7 @@ def sample_one(logp_V: torch.Tensor, p: SamplingParams, gen: torch.Generator) ->
     probs = torch.softmax(logp_V / p.temperature, -1)
     if p.top_p < 1.0:
         probs = filter_top_p(probs, p.top_p)
-    return int(torch.multinomial(probs, 1, generator=gen))
+    return int(draw(probs.unsqueeze(0), gen))
 
 
 def sample_rows(
@@ -66,6 +80,6 @@ def sample_rows(
         top_p = [params[i].top_p for i in batch]
         if min(top_p) < 1.0:
             probs_BV = filter_top_p(probs_BV, torch.tensor(top_p).unsqueeze(1))
-        drawn = torch.multinomial(probs_BV, 1, generator=shared).squeeze(1).tolist()
+        drawn = draw(probs_BV, shared).tolist()
         out.update(zip(batch, drawn, strict=True))
     return out
