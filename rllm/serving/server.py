@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rllm.consumers.backends.local.memory import keep_freed_memory
 from rllm.consumers.backends.local.model import load_model
 from rllm.serving.app import create_app
 from rllm.serving.engine import Engine
@@ -16,6 +17,7 @@ __all__ = ["build_engine", "serve"]
 
 def build_engine(settings: ServeSettings) -> Engine:
     """Load the configured model (local files only) into an engine."""
+    keep_freed_memory()
     if settings.torch_threads:
         import torch
 

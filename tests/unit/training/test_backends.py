@@ -246,3 +246,10 @@ def test_make_backend_gives_fireworks_a_detokenizer_from_the_tokenizer_setting(
     assert backend.detokenize(ids) == "abc cab"
     with pytest.raises(ConfigError, match="no-such-dir"):
         make_backend(TrainerSettings(**base, tokenizer=str(tmp_path / "no-such-dir")))
+
+
+def test_allocator_keeps_freed_memory_on_glibc() -> None:
+    from rllm.consumers.backends.local.memory import keep_freed_memory
+
+    assert keep_freed_memory() is True  # this Linux machine runs glibc
+    assert keep_freed_memory() is True  # once per process; a second call changes nothing

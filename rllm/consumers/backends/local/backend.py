@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from rllm.consumers.backends.local.memory import keep_freed_memory
 from rllm.consumers.backends.local.model import LoadedModel, load_model
 from rllm.consumers.backends.local.tensors import (
     SequenceTensors,
@@ -56,6 +57,7 @@ class LocalBackend:
     def __init__(self, settings: TrainerSettings, loaded: LoadedModel | None = None) -> None:
         self.settings = settings
         torch.manual_seed(settings.seed)
+        keep_freed_memory()
         if settings.torch_threads:
             torch.set_num_threads(settings.torch_threads)
         self.loaded = loaded or load_model(settings.model, settings.gguf_file, settings.device)
