@@ -47,6 +47,7 @@ from rllm.consumers.trainer.settings import SyncMode, TrainerSettings
 from rllm.schemas import types as t
 from rllm.schemas.tokens import pack_logprobs, pack_tokens
 from rllm.serving.engine import Engine, SamplingParams
+from rllm.threads import Threads, apply_threads, check_threads
 
 NUM = re.compile(r"-?\d+")
 
@@ -142,13 +143,14 @@ def _in_process(args: argparse.Namespace, ckpt: Path) -> dict[str, Any]:
         keep_checkpoints=1,
         seed=args.seed,
         precision=args.precision,
+        torch_threads=args.threads,
     )
     t0 = time.perf_counter()
     backend = LocalBackend(settings, load_model(args.model))
     served = load_model(args.model)
     if args.precision == "bf16":
         served.model.to(torch.bfloat16)
-    engine = Engine(served)
+    engine = Engine(served, threads=apply_threads(args.threads))
     print(f"loaded {backend.base_model} twice in {time.perf_counter() - t0:.1f}s", flush=True)
     core = TrainerCore(settings, backend)
     tok = engine.tokenizer
@@ -205,7 +207,17 @@ def _in_process(args: argparse.Namespace, ckpt: Path) -> dict[str, Any]:
             f"reload {reload_s:4.1f}s  t={row['elapsed_min']:.1f}min",
             flush=True,
         )
-    return summarize(rows, backend.base_model)
+    summary = summarize(rows, backend.base_model)
+    summary["threads"] = {
+        "training": backend.threads.summary() if backend.threads else torch.get_num_threads(),
+        "generation": engine.threads_report(),
+    }
+    return summary
+
+
+def threads_arg(text: str) -> Threads:
+    """``--threads``: ``auto`` or a count."""
+    return "auto" if text == "auto" else check_threads(int(text))
 
 
 def multiply_pairs() -> list[tuple[int, int]]:
@@ -263,7 +275,7 @@ def _pipeline(args: argparse.Namespace, stack: Any, ckpt: Path) -> dict[str, Any
             "keep_checkpoints": 2,
             "seed": args.seed,
             "precision": args.precision,
-            "torch_threads": args.trainer_threads,
+            "torch_threads": args.threads,
         },
     )
     trainer = AgentTrainer(
@@ -301,6 +313,8 @@ def _pipeline(args: argparse.Namespace, stack: Any, ckpt: Path) -> dict[str, Any
     summary["mode"] = "pipeline"
     summary["seconds_other"] = summary.pop("seconds_reload")
     summary["dropped"] = report.drops
+    health = httpx.get(f"http://127.0.0.1:{stack.serve_port}/health", timeout=10).json()
+    summary["threads"] = {"generation": health.get("torch_threads")}
     return summary
 
 
@@ -382,14 +396,13 @@ def main() -> None:
         default="fp32",
         help="bf16: generation and training arithmetic in bfloat16 (float32 master weights)",
     )
-    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     ap.add_argument(
-        "--trainer-threads",
-        type=int,
-        default=1,
-        help="torch threads of the pipeline's trainer (0: torch's default); next to the "
-        "stack's processes on 2 cores, 1 thread trained a batch 15-25%% faster than 2 "
-        "while the machine was slow, 2 were faster while it was fast",
+        "--threads",
+        type=threads_arg,
+        default="auto",
+        help="torch CPU threads of the in-process loop's trainer and engine, and of the "
+        "pipeline's trainer and model server: a count (0: torch's default) or auto (time "
+        "the work and keep the faster of 1 and all cores; default)",
     )
     ap.add_argument("--checkpoint-dir", default=None)
     ap.add_argument("--plot", default=None, help="write the reward curve to this PNG")
@@ -401,9 +414,7 @@ def main() -> None:
     ap.add_argument("--compare", action="store_true", help="in-process, then --pipeline")
     ap.add_argument("--pipeline-first", action="store_true", help="--compare in the other order")
     args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-        os.environ["RLLM_TORCH_THREADS"] = str(args.threads)
+    os.environ["RLLM_TORCH_THREADS"] = str(args.threads)  # the model server `up` starts
     if args.compare:
         if args.pipeline_first:  # the machine's speed drifts: swap the order to see it
             from rllm.infra.stack import stack_down

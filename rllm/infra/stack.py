@@ -56,10 +56,11 @@ def _wanted(stack: StackSettings) -> list[str]:
 
 
 def _serve_threads() -> str:
-    """torch threads of the model server: ``$RLLM_TORCH_THREADS``, else a quarter of the
-    cores (at least one), as the broker, processors, history and the eval's sandboxes
-    share them; on two busy cores one thread generates about twice as fast as two."""
-    return os.environ.get("RLLM_TORCH_THREADS") or str(max(1, (os.cpu_count() or 1) // 4))
+    """torch threads of the model server: ``$RLLM_TORCH_THREADS``, else ``auto``. The
+    broker, processors, history and the eval's sandboxes share the cores, so the fastest
+    count changes while it runs: on two cores one thread generated faster than two while
+    they were busy, two faster while they were free. ``auto`` times the decode steps."""
+    return os.environ.get("RLLM_TORCH_THREADS") or "auto"
 
 
 def plan_services(stack: StackSettings) -> list[ServiceSpec]:

@@ -273,6 +273,7 @@ def create_app(
                 "policy_run": engine.policy_run,
                 "dtype": str(next(engine.model.parameters()).dtype).removeprefix("torch."),
                 "recent_batch_rows": list(batcher.batches),
+                "torch_threads": engine.threads_report(),
             }
         )
 

@@ -9,6 +9,7 @@ teacher.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import torch
 
 from rllm.consumers.backends.local.model import LoadedModel, stop_token_ids
 from rllm.serving.sampling import SamplingParams, sample_one, sample_rows
+from rllm.threads import ThreadTuner
 
 __all__ = ["Completion", "Engine", "PromptLogprobs", "SamplingParams", "checkpoint_path"]
 
@@ -80,7 +82,11 @@ class Engine:
     """Generates for many requests at once on one model; thread-safe."""
 
     def __init__(
-        self, loaded: LoadedModel, version: int = 0, max_model_len: int | None = None
+        self,
+        loaded: LoadedModel,
+        version: int = 0,
+        max_model_len: int | None = None,
+        threads: ThreadTuner | None = None,
     ) -> None:
         self.model: Any = loaded.model.eval()
         self.tokenizer: Any = loaded.tokenizer
@@ -96,6 +102,8 @@ class Engine:
         self.device = next(self.model.parameters()).device
         self._rng = torch.Generator().manual_seed(0)
         self.last_reload_s = 0.0
+        self.threads = threads
+        """Times the decode steps to choose torch's thread count (None: left as set)."""
 
     # --- weights ---------------------------------------------------------------------
     def load_state_dict(
@@ -210,6 +218,8 @@ class Engine:
             attn[i, width - len(p) :] = 1
         ids, attn = ids.to(self.device), attn.to(self.device)
         pos = (attn.cumsum(-1) - 1).clamp(min=0)
+        if self.threads is not None:
+            self.threads.hold()
         out = self.model(
             input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, logits_to_keep=1
         )
@@ -264,18 +274,29 @@ class Engine:
             attn = torch.cat([attn, ones], 1)
             last_pos = last_pos + 1
             step_ids = torch.tensor(chosen, device=self.device).unsqueeze(1)
-            out = self.model(
-                input_ids=step_ids,
-                attention_mask=attn,
-                position_ids=last_pos.unsqueeze(1),
-                past_key_values=past,
-                use_cache=True,
-            )
+            with self._timed(len(rows)):
+                out = self.model(
+                    input_ids=step_ids,
+                    attention_mask=attn,
+                    position_ids=last_pos.unsqueeze(1),
+                    past_key_values=past,
+                    use_cache=True,
+                )
             past, logits = out.past_key_values, out.logits[:, -1, :].float()
         for r in results:
             if not isinstance(r.stop_reason, str):  # a stop string already cut the text
                 r.text = self.tokenizer.decode(r.token_ids, skip_special_tokens=True)
         return results
+
+    def threads_report(self) -> dict[str, float]:
+        """The thread count generation uses (and, when tuned, how the others compared)."""
+        if self.threads is not None:
+            return self.threads.summary()
+        return {"threads": float(torch.get_num_threads())}
+
+    def _timed(self, rows: int) -> contextlib.AbstractContextManager[object]:
+        """One decode step of ``rows`` rows, timed by the thread tuner if there is one."""
+        return contextlib.nullcontext() if self.threads is None else self.threads.step(rows)
 
     def _record(self, r: Completion, logp_V: torch.Tensor, tok: int, p: SamplingParams) -> None:
         r.token_ids.append(tok)

@@ -11,6 +11,7 @@ from rllm.serving.engine import Engine
 from rllm.serving.settings import ServeSettings
 from rllm.serving.updates import PolicyFollower
 from rllm.settings import KafkaSettings
+from rllm.threads import apply_threads
 
 __all__ = ["build_engine", "serve"]
 
@@ -18,16 +19,13 @@ __all__ = ["build_engine", "serve"]
 def build_engine(settings: ServeSettings) -> Engine:
     """Load the configured model (local files only) into an engine."""
     keep_freed_memory()
-    if settings.torch_threads:
-        import torch
-
-        torch.set_num_threads(settings.torch_threads)
+    tuner = apply_threads(settings.torch_threads)
     loaded = load_model(settings.model, settings.gguf_file, settings.device)
     if settings.serve_dtype != "float32":
         import torch
 
         loaded.model.to(getattr(torch, settings.serve_dtype))
-    return Engine(loaded)
+    return Engine(loaded, threads=tuner)
 
 
 def serve(

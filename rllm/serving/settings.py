@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from rllm.threads import Threads, check_threads
 
 __all__ = ["ServeSettings"]
 
@@ -28,8 +30,14 @@ class ServeSettings(BaseSettings):
     """Arithmetic of generation. ``bfloat16`` is several times faster on AMX CPUs and
     GPUs, as vLLM serves; its logprobs differ from a float32 trainer's in the second or
     third digit (train with ``RLLM_PRECISION=bf16`` to match)."""
-    torch_threads: int = Field(default=0, ge=0)
-    """torch CPU threads (0: torch's default)."""
+    torch_threads: Threads = 0
+    """torch CPU threads: a count (0: torch's default), or ``auto``, which times the
+    decode steps and keeps the faster of 1 and all cores (``up`` sets ``auto``)."""
+
+    @field_validator("torch_threads")
+    @classmethod
+    def _threads(cls, v: Threads) -> Threads:
+        return check_threads(v)
 
     # --- http -----------------------------------------------------------------------
     serve_host: str = "127.0.0.1"

@@ -11,6 +11,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from rllm.consumers.trainer.types import LossAgg, LossKind
 from rllm.errors import ConfigError
 from rllm.settings import default_home
+from rllm.threads import Threads, check_threads
 
 __all__ = [
     "BackendName",
@@ -140,8 +141,15 @@ class TrainerSettings(BaseSettings):
     second or third digit)."""
     seed: int = 0
     """Seed of the local backend."""
-    torch_threads: int = Field(default=0, ge=0)
-    """torch CPU threads (0: torch's default; 1 is much faster on a CPU shared with others)."""
+    torch_threads: Threads = 0
+    """torch CPU threads of the local backend: a count (0: torch's default), or ``auto``,
+    which times the micro-batches and keeps the faster of 1 and all cores."""
+
+    @field_validator("torch_threads")
+    @classmethod
+    def _threads(cls, v: Threads) -> Threads:
+        return check_threads(v)
+
     save_optimizer: bool = True
     """Keep the AdamW state in checkpoints (exact resume; ~2x the weights on disk)."""
 

@@ -6,6 +6,7 @@ model (``teacher_url``, through ``rllm.consumers.trainer.teacher``).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 from pathlib import Path
@@ -34,6 +35,7 @@ from rllm.consumers.trainer.types import (
     TrainSequence,
     UpdateResult,
 )
+from rllm.threads import apply_threads
 
 __all__ = ["LOCAL_CAPABILITIES", "LocalBackend"]
 
@@ -58,8 +60,8 @@ class LocalBackend:
         self.settings = settings
         torch.manual_seed(settings.seed)
         keep_freed_memory()
-        if settings.torch_threads:
-            torch.set_num_threads(settings.torch_threads)
+        self.threads = apply_threads(settings.torch_threads)
+        """Times the micro-batches to choose torch's thread count (None: left as set)."""
         self.loaded = loaded or load_model(settings.model, settings.gguf_file, settings.device)
         self.model: Any = self.loaded.model
         self.tokenizer: Any = self.loaded.tokenizer
@@ -148,36 +150,14 @@ class LocalBackend:
         total_tokens = sum(q.num_loss_tokens for q in seqs)
         self.optimizer.zero_grad(set_to_none=True)
         sums: dict[str, float] = {}
+        if self.threads is not None:
+            self.threads.hold()
         for chunk in group_by_prefix(seqs, s.micro_batch_size):
             t = to_tensors(chunk, pad, s.device, shared_prefix(chunk))
-            ref = None
-            if self.reference is not None:
-                with torch.no_grad():
-                    ref = self._logprobs(self.reference, t)
-            lp = self._logprobs(self.compute, t)
-            out = compute_loss(
-                s.loss,
-                LossInputs(
-                    logprobs_BT=lp,
-                    old_logprobs_BT=t.old_logprobs_BT,
-                    advantages_BT=t.advantages_BT,
-                    mask_BT=t.mask_BT,
-                    ref_logprobs_BT=ref,
-                    teacher_logprobs_BT=t.teacher_logprobs_BT,
-                ),
-                s.loss_agg,
-                s.clip_eps_low,
-                s.clip_eps_high,
-                s.kl_coef,
-            )
-            if s.loss_agg is LossAgg.TOKEN_MEAN:
-                weight = sum(q.num_loss_tokens for q in chunk) / total_tokens
-            else:
-                weight = len(chunk) / len(seqs)
-            scaled: Any = out.loss * weight
-            scaled.backward()
-            for k, v in out.metrics.items():
-                sums[k] = sums.get(k, 0.0) + v * weight
+            with self._timed(t.input_ids_BT.numel()):  # the shared prefix is a small part
+                self._micro_batch(chunk, t, len(seqs), total_tokens, sums)
+        if self.threads is not None:
+            self.threads.hold()
         self._grads_to_master()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), s.max_grad_norm)
         self.optimizer.step()
@@ -189,8 +169,53 @@ class LocalBackend:
             **({"teacher_s": teacher_s} if s.loss is LossKind.DISTILL else {}),
             num_sequences=float(len(seqs)),
             num_tokens=float(total_tokens),
+            **(self.threads.summary() if self.threads is not None else {}),
         )
         return UpdateResult(version=self._version, metrics=sums)
+
+    def _timed(self, tokens: int) -> contextlib.AbstractContextManager[object]:
+        """One micro-batch of ``tokens`` tokens, timed by the thread tuner if there is one."""
+        return contextlib.nullcontext() if self.threads is None else self.threads.step(tokens)
+
+    def _micro_batch(
+        self,
+        chunk: list[TrainSequence],
+        t: SequenceTensors,
+        num_seqs: int,
+        total_tokens: int,
+        sums: dict[str, float],
+    ) -> None:
+        """Forward and backward of one micro-batch: its gradients accumulate, weighted by
+        its share of the batch, and its metrics into ``sums``."""
+        s = self.settings
+        ref = None
+        if self.reference is not None:
+            with torch.no_grad():
+                ref = self._logprobs(self.reference, t)
+        lp = self._logprobs(self.compute, t)
+        out = compute_loss(
+            s.loss,
+            LossInputs(
+                logprobs_BT=lp,
+                old_logprobs_BT=t.old_logprobs_BT,
+                advantages_BT=t.advantages_BT,
+                mask_BT=t.mask_BT,
+                ref_logprobs_BT=ref,
+                teacher_logprobs_BT=t.teacher_logprobs_BT,
+            ),
+            s.loss_agg,
+            s.clip_eps_low,
+            s.clip_eps_high,
+            s.kl_coef,
+        )
+        if s.loss_agg is LossAgg.TOKEN_MEAN:
+            weight = sum(q.num_loss_tokens for q in chunk) / total_tokens
+        else:
+            weight = len(chunk) / num_seqs
+        scaled: Any = out.loss * weight
+        scaled.backward()
+        for k, v in out.metrics.items():
+            sums[k] = sums.get(k, 0.0) + v * weight
 
     def _grads_to_master(self) -> None:
         """Move the bf16 copy's gradients onto the float32 weights AdamW updates."""
