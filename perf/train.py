@@ -47,7 +47,7 @@ from rllm.consumers.trainer.settings import SyncMode, TrainerSettings
 from rllm.schemas import types as t
 from rllm.schemas.tokens import pack_logprobs, pack_tokens
 from rllm.serving.engine import Engine, SamplingParams
-from rllm.threads import Threads, apply_threads, check_threads
+from rllm.threads import Threads, apply_threads, check_threads, on_compute_thread
 
 NUM = re.compile(r"-?\d+")
 
@@ -149,7 +149,7 @@ def _in_process(args: argparse.Namespace, ckpt: Path) -> dict[str, Any]:
     backend = LocalBackend(settings, load_model(args.model))
     served = load_model(args.model)
     if args.precision == "bf16":
-        served.model.to(torch.bfloat16)
+        on_compute_thread(served.model.to, torch.bfloat16)  # where the engine computes
     engine = Engine(served, threads=apply_threads(args.threads))
     print(f"loaded {backend.base_model} twice in {time.perf_counter() - t0:.1f}s", flush=True)
     core = TrainerCore(settings, backend)

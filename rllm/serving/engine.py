@@ -21,7 +21,7 @@ import torch
 
 from rllm.consumers.backends.local.model import LoadedModel, stop_token_ids
 from rllm.serving.sampling import SamplingParams, sample_one, sample_rows
-from rllm.threads import ThreadTuner
+from rllm.threads import ThreadTuner, compute
 
 __all__ = ["Completion", "Engine", "PromptLogprobs", "SamplingParams", "checkpoint_path"]
 
@@ -106,6 +106,7 @@ class Engine:
         """Times the decode steps to choose torch's thread count (None: left as set)."""
 
     # --- weights ---------------------------------------------------------------------
+    @compute
     def load_state_dict(
         self, state: dict[str, torch.Tensor], version: int, run_id: str = ""
     ) -> None:
@@ -114,6 +115,7 @@ class Engine:
             self.model.load_state_dict(state, strict=False)
             self.version, self.policy_run = version, run_id
 
+    @compute
     def load_checkpoint(self, uri: str, version: int, run_id: str = "") -> float:
         """Load safetensors weights from a checkpoint directory; return seconds taken."""
         from safetensors.torch import load_file
@@ -136,6 +138,7 @@ class Engine:
         return int(self.model.get_input_embeddings().num_embeddings)
 
     # --- scoring ---------------------------------------------------------------------
+    @compute
     def prompt_logprobs(
         self, prompts: list[list[int]], top_k: int = 0, sample: SamplingParams | None = None
     ) -> tuple[list[PromptLogprobs], list[list[Completion]]]:
@@ -193,6 +196,7 @@ class Engine:
         return out
 
     # --- generation ------------------------------------------------------------------
+    @compute
     def generate(self, prompts: list[list[int]], params: list[SamplingParams]) -> list[Completion]:
         """One completion per (prompt, params) row, generated as one batch."""
         if not prompts:
@@ -288,6 +292,7 @@ class Engine:
                 r.text = self.tokenizer.decode(r.token_ids, skip_special_tokens=True)
         return results
 
+    @compute
     def threads_report(self) -> dict[str, float]:
         """The thread count generation uses (and, when tuned, how the others compared)."""
         if self.threads is not None:

@@ -11,11 +11,12 @@ from rllm.serving.engine import Engine
 from rllm.serving.settings import ServeSettings
 from rllm.serving.updates import PolicyFollower
 from rllm.settings import KafkaSettings
-from rllm.threads import apply_threads
+from rllm.threads import apply_threads, compute
 
 __all__ = ["build_engine", "serve"]
 
 
+@compute
 def build_engine(settings: ServeSettings) -> Engine:
     """Load the configured model (local files only) into an engine."""
     keep_freed_memory()

@@ -253,3 +253,38 @@ def test_allocator_keeps_freed_memory_on_glibc() -> None:
 
     assert keep_freed_memory() is True  # this Linux machine runs glibc
     assert keep_freed_memory() is True  # once per process; a second call changes nothing
+
+
+def test_engine_and_backend_compute_on_the_compute_thread(tiny_model: Path) -> None:
+    """Generation and training run torch on the one compute thread, whichever thread
+    calls them (OpenMP then keeps a single team of workers)."""
+    import threading
+    import uuid
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rllm.consumers.backends.local.model import load_model
+    from rllm.serving.engine import Engine, SamplingParams
+
+    seen: set[str] = set()
+
+    def record(*_: object) -> None:
+        seen.add(threading.current_thread().name)
+
+    loaded = load_model(str(tiny_model))
+    loaded.model.register_forward_pre_hook(record)
+    engine = Engine(loaded)
+    with ThreadPoolExecutor(2) as pool:  # callers on two other threads
+        outs = list(
+            pool.map(
+                lambda s: engine.generate([[1, 2, 3]], [SamplingParams(max_tokens=3, seed=s)]),
+                range(2),
+            )
+        )
+    assert [len(o[0].token_ids) for o in outs] == [3, 3]
+    assert len(seen) == 1 and seen.pop().startswith("rllm-torch")
+    settings = TrainerSettings(model=str(tiny_model), run_id=uuid.uuid4().hex, torch_threads="auto")
+    backend = LocalBackend(settings)
+    backend.compute.register_forward_pre_hook(record)
+    result = backend.update(_batch())
+    assert result.version == 1 and result.metrics["threads"] >= 1
+    assert len(seen) == 1 and seen.pop().startswith("rllm-torch")

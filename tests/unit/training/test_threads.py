@@ -96,3 +96,26 @@ def test_settings_read_auto_and_counts_from_the_environment(
     monkeypatch.setenv("RLLM_TORCH_THREADS", "-2")
     with pytest.raises(ValueError, match="-2"):
         TrainerSettings()
+
+
+def test_compute_runs_on_one_thread_inline_when_nested_and_raises_through() -> None:
+    import threading
+
+    from rllm.threads import compute, on_compute_thread
+
+    @compute
+    def where() -> str:
+        return threading.current_thread().name
+
+    @compute
+    def nested() -> tuple[str, str]:
+        return threading.current_thread().name, where()  # no deadlock: runs inline
+
+    names = {where() for _ in range(3)} | set(nested())
+    assert len(names) == 1 and names.pop().startswith("rllm-torch")
+
+    def fail() -> None:
+        raise ValueError("bad weights 7")
+
+    with pytest.raises(ValueError, match="bad weights 7"):
+        on_compute_thread(fail)

@@ -35,7 +35,7 @@ from rllm.consumers.trainer.types import (
     TrainSequence,
     UpdateResult,
 )
-from rllm.threads import apply_threads
+from rllm.threads import apply_threads, compute
 
 __all__ = ["LOCAL_CAPABILITIES", "LocalBackend"]
 
@@ -56,6 +56,7 @@ class LocalBackend:
     name = "local"
     capabilities = LOCAL_CAPABILITIES
 
+    @compute
     def __init__(self, settings: TrainerSettings, loaded: LoadedModel | None = None) -> None:
         self.settings = settings
         torch.manual_seed(settings.seed)
@@ -122,12 +123,15 @@ class LocalBackend:
 
     def fill_teacher_logprobs(self, seqs: list[TrainSequence]) -> None:
         """Score every sequence with the teacher (distillation): the served one when
-        ``teacher_url`` is set, else the local teacher model."""
+        ``teacher_url`` is set (from the calling thread: the teacher may be served by this
+        process's compute thread), else the local teacher model."""
         if self.teacher_client is not None:
             fill_from_client(self.teacher_client, seqs)
-            return
-        if self.teacher is None:
-            return
+        elif self.teacher is not None:
+            self._fill_from_local_teacher(seqs)
+
+    @compute
+    def _fill_from_local_teacher(self, seqs: list[TrainSequence]) -> None:
         pad = int(self.tokenizer.pad_token_id or 0)
         with torch.no_grad():
             for s in seqs:
@@ -137,15 +141,21 @@ class LocalBackend:
 
     def update(self, batch: TrainBatch) -> UpdateResult:
         """One AdamW step over the batch, accumulated over micro-batches."""
-        s = self.settings
         started = time.perf_counter()
         seqs = [q for q in batch.sequences if q.num_loss_tokens > 0]
         if not seqs:
             raise ValueError("batch has no token that carries loss")
-        teacher_s = 0.0
-        if s.loss is LossKind.DISTILL:
+        teacher_s = None
+        if self.settings.loss is LossKind.DISTILL:
             self.fill_teacher_logprobs(seqs)
             teacher_s = time.perf_counter() - started
+        return self._step(seqs, started, teacher_s)
+
+    @compute
+    def _step(
+        self, seqs: list[TrainSequence], started: float, teacher_s: float | None
+    ) -> UpdateResult:
+        s = self.settings
         pad = int(self.tokenizer.pad_token_id or 0)
         total_tokens = sum(q.num_loss_tokens for q in seqs)
         self.optimizer.zero_grad(set_to_none=True)
@@ -166,7 +176,7 @@ class LocalBackend:
         sums.update(
             grad_norm=float(grad_norm),
             train_s=time.perf_counter() - started,
-            **({"teacher_s": teacher_s} if s.loss is LossKind.DISTILL else {}),
+            **({"teacher_s": teacher_s} if teacher_s is not None else {}),
             num_sequences=float(len(seqs)),
             num_tokens=float(total_tokens),
             **(self.threads.summary() if self.threads is not None else {}),
@@ -238,6 +248,7 @@ class LocalBackend:
         """The model's current weights (shared tensors, for an in-process server)."""
         return dict(self.model.state_dict())
 
+    @compute
     def save(self, directory: Path) -> str:
         """Weights (and AdamW state) as an HF directory; returns its ``file://`` URI."""
         try:
@@ -250,6 +261,7 @@ class LocalBackend:
             raise CheckpointError(f"cannot write checkpoint to {directory}: {exc}") from exc
         return directory.resolve().as_uri()
 
+    @compute
     def load(self, directory: Path, version: int) -> None:
         """Restore weights (and AdamW state when saved) from ``directory``."""
         from safetensors.torch import load_file

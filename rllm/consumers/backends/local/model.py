@@ -12,6 +12,7 @@ from typing import Any
 
 from rllm.errors import ConfigError
 from rllm.models.local import SMOLLM2_GGUF, gguf_dir, hf_copy_complete, hf_dir, save_hf_copy
+from rllm.threads import compute
 
 __all__ = [
     "LoadedModel",
@@ -95,6 +96,7 @@ def load_tokenizer(model: str = "", gguf_file: str | None = None) -> Any:
         ) from exc
 
 
+@compute
 def load_model(
     model: str = "", gguf_file: str | None = None, device: str = "cpu", dtype: str = "float32"
 ) -> LoadedModel:
