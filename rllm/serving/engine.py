@@ -104,6 +104,8 @@ class Engine:
         self.last_reload_s = 0.0
         self.threads = threads
         """Times the decode steps to choose torch's thread count (None: left as set)."""
+        self._threads_used = 0
+        """torch's thread count in the last generation (0: none yet)."""
 
     # --- weights ---------------------------------------------------------------------
     @compute
@@ -202,6 +204,7 @@ class Engine:
         if not prompts:
             return []
         with self.lock, torch.inference_mode():
+            self._threads_used = torch.get_num_threads()
             results = self._generate(prompts, params)
             for r in results:
                 r.policy_version = self.version
@@ -292,12 +295,12 @@ class Engine:
                 r.text = self.tokenizer.decode(r.token_ids, skip_special_tokens=True)
         return results
 
-    @compute
     def threads_report(self) -> dict[str, float]:
-        """The thread count generation uses (and, when tuned, how the others compared)."""
+        """The thread count generation uses (and, when tuned, how the others compared);
+        answered without the compute thread, which may be busy generating."""
         if self.threads is not None:
             return self.threads.summary()
-        return {"threads": float(torch.get_num_threads())}
+        return {"threads": float(self._threads_used)}
 
     def _timed(self, rows: int) -> contextlib.AbstractContextManager[object]:
         """One decode step of ``rows`` rows, timed by the thread tuner if there is one."""
