@@ -28,6 +28,7 @@ from rllm.producers.evaluation import EvalSummary, run_tasks, summarize
 from rllm.producers.sdk import Evaluator, GatewayClient, Rollout, RolloutOutcome
 from rllm.schemas.types import Task
 from rllm.settings import KafkaSettings
+from rllm.tls import shared_tls
 
 __all__ = ["AgentTrainer", "TrainConfig", "TrainReport", "UpdateRecord"]
 
@@ -163,6 +164,10 @@ class AgentTrainer:
         """When the running train() began."""
         self._submitted = 0
         """Tasks the running train() has rolled out."""
+        self._policy_http: httpx.Client | None = None
+        """Asks the gateway which version it serves, every 50 ms while an update lands:
+        one client, as a new one per poll built a TLS context each time (25-170 ms of
+        CPU next to the trainer and the model server's reload)."""
         if self.config.mode not in ("sync", "async"):
             raise ConfigError(f"mode must be sync or async, got {self.config.mode!r}")
 
@@ -268,6 +273,9 @@ class AgentTrainer:
         finally:
             trainer.stop()
             thread.join(timeout=120)
+            if self._policy_http is not None:
+                self._policy_http.close()
+                self._policy_http = None
         if failure:
             raise failure[0]
         report.version = trainer.core.version
@@ -381,7 +389,9 @@ class AgentTrainer:
     def _served(self, version: int) -> bool:
         """Whether the gateway stamps this run's ``version`` and its upstream serves it."""
         try:
-            resp = httpx.get(f"{self.config.gateway_url}/admin/policy", timeout=5)
+            if self._policy_http is None:
+                self._policy_http = httpx.Client(timeout=5, verify=shared_tls())
+            resp = self._policy_http.get(f"{self.config.gateway_url}/admin/policy")
             info = resp.json()
         except (httpx.HTTPError, ValueError):
             return False

@@ -12,6 +12,7 @@ import httpx
 from rllm.errors import RllmError
 from rllm.schemas.convert import to_json_dict
 from rllm.schemas.types import SessionEvent, SessionStatus, Task
+from rllm.tls import shared_tls
 
 __all__ = ["KEEPALIVE_S", "GatewayClient", "GatewayRequestError", "SessionHandle"]
 
@@ -53,7 +54,11 @@ class GatewayClient:
         # it (uvicorn: 5 s); a request sent on a connection the server is closing fails.
         limits = httpx.Limits(keepalive_expiry=KEEPALIVE_S)
         self._http = httpx.AsyncClient(
-            base_url=self.url, headers=headers, timeout=timeout_s, limits=limits
+            base_url=self.url,
+            headers=headers,
+            timeout=timeout_s,
+            limits=limits,
+            verify=shared_tls(),
         )
 
     async def _post(
