@@ -22,7 +22,7 @@ from rllm.producers.sdk.client import GatewayClient
 from rllm.producers.sdk.evaluator import Evaluator, reward_fn_evaluator
 from rllm.producers.sdk.rollout import Rollout
 from rllm.producers.sdk.types import RolloutOutcome
-from rllm.schemas.types import Task
+from rllm.schemas.types import SessionEvent, Task
 
 __all__ = ["EvalConfig", "run_eval", "run_tasks"]
 
@@ -93,16 +93,18 @@ async def run_tasks(
         scored: list[RewardResult] = []
         failure: list[str] = []
 
-        async def score(outcome: RolloutOutcome) -> None:
-            # scored before the session closes: RewardAssigned precedes SessionClosed
+        async def score(outcome: RolloutOutcome) -> list[SessionEvent] | None:
+            # scored before the session closes: RewardAssigned goes with the close request
             if scorer is None:
-                return
+                return None
             try:
                 reward = await scorer.score(task, outcome)
-                await gateway.publish([scorer.event(outcome, reward)])
-                scored.append(reward)
+                event = scorer.event(outcome, reward)
             except Exception as exc:  # scoring failures are counted, the run goes on
                 failure.append(f"scoring failed: {type(exc).__name__}: {exc}")
+                return None
+            scored.append(reward)
+            return [event]
 
         async with semaphore:
             outcome = await agent.run(

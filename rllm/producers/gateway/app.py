@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from rllm.kafka import EventPublisher
+from rllm.schemas.topics import SESSION_EVENTS
 from rllm.schemas.types import SessionOpened, SessionStatus, Task
 from rllm.settings import KafkaSettings
 
@@ -34,7 +35,7 @@ from .admin import (
 )
 from .calls import API_PATHS, handle_call
 from .errors import GatewayError
-from .ingest import ingest_events
+from .ingest import ingest_events, validate_events
 from .metrics import Metrics
 from .policy import PolicyFollower
 from .routing import parse_session_path, request_key
@@ -197,6 +198,21 @@ async def _implicit(st: GatewayState, request: Request, sid: str) -> Session:
     return await st.open_session(sid, run_id, Task(task_id=sid))
 
 
+async def _publish_before_close(st: GatewayState, session: Session, events: Any) -> None:
+    """The close's own ``events`` (a reward, say), each acknowledged in order before
+    SessionClosed: one request instead of a ``/v1/events`` call and a close. A bad event
+    refuses the whole close, so nothing is published and the session stays open."""
+    if events is None:
+        return
+    if not isinstance(events, list):
+        raise GatewayError(400, f"events must be a list of session events, got {events!r:.80}")
+    good, errors = validate_events(events, session)
+    if errors:
+        raise GatewayError(400, f"events refused, the session stays open: {errors}")
+    for _, event in good:
+        await st.sink.emit(SESSION_EVENTS, event.session_id, event, wait=True)
+
+
 @guarded
 async def _session_path(request: Request) -> Response:
     st = state_of(request)
@@ -218,6 +234,7 @@ async def _session_path(request: Request) -> Response:
                 400,
                 f"status must be one of ok, error, timeout, cancelled; got {body.get('status')!r}",
             ) from exc
+        await _publish_before_close(st, session, body.get("events"))
         closed = await st.close_session(session, status, body.get("output"), body.get("error"))
         return JSONResponse(
             {"session_id": route.session_id, "num_steps": closed.num_steps, "status": status.value}

@@ -123,14 +123,19 @@ class GatewayClient:
         status: SessionStatus,
         output: Any = None,
         error: str | None = None,
+        events: list[SessionEvent] | None = None,
     ) -> int:
-        """Close a session (publishes SessionClosed); return the steps it captured (0 when
-        a retry found it already closed by an attempt whose answer was lost)."""
+        """Close a session (publishes ``events``, then SessionClosed); return the steps it
+        captured (0 when a retry found it already closed by an attempt whose answer was
+        lost)."""
         from urllib.parse import quote
 
         path = f"/sessions/{quote(handle.session_id, safe='/:')}/close"
-        body = {"status": status.value, "output": output, "error": error}
-        info = await self._post(path, json.loads(json.dumps(body, default=str)), handle.api_key)
+        body: dict[str, Any] = {"status": status.value, "output": output, "error": error}
+        body = json.loads(json.dumps(body, default=str))
+        if events:
+            body["events"] = [to_json_dict(e) for e in events]
+        info = await self._post(path, body, handle.api_key)
         return int(info.get("num_steps", 0))
 
     async def publish(self, events: list[SessionEvent], key: str | None = None) -> None:

@@ -14,12 +14,14 @@ from typing import Any, overload
 
 from rllm.producers.sdk.client import GatewayClient
 from rllm.producers.sdk.types import AgentAnswer, RolloutConfig, RolloutOutcome
-from rllm.schemas.types import SessionStatus, Task
+from rllm.schemas.types import SessionEvent, SessionStatus, Task
 
 __all__ = ["BeforeClose", "Rollout", "answer_of", "rollout"]
 
 AgentFn = Callable[[Task, RolloutConfig], Any]
-BeforeClose = Callable[[RolloutOutcome], Awaitable[None]]
+BeforeClose = Callable[[RolloutOutcome], Awaitable[list[SessionEvent] | None]]
+"""Sees the outcome before the session closes; the events it returns (a reward) are
+published with the close, ahead of SessionClosed."""
 
 
 def _jsonable(value: Any) -> Any:
@@ -91,7 +93,8 @@ class Rollout:
         """Run the agent on ``task`` in a new gateway session.
 
         ``before_close`` sees the outcome (``num_steps`` not yet known) before the session
-        closes, so a reward published there precedes ``SessionClosed`` on the partition.
+        closes; the events it returns go with the close request, so a reward precedes
+        ``SessionClosed`` on the partition and costs no request of its own.
         """
         handle = await gateway.open_session(
             task,
@@ -134,11 +137,12 @@ class Rollout:
             prompt_tokens=usage.prompt_tokens if usage else 0,
             completion_tokens=usage.completion_tokens if usage else 0,
         )
+        events = None
         try:
             if before_close is not None:
-                await before_close(outcome)
+                events = await before_close(outcome)
         finally:
-            num_steps = await gateway.close_session(handle, status, output, error)
+            num_steps = await gateway.close_session(handle, status, output, error, events)
         return replace(outcome, num_steps=num_steps)
 
 

@@ -211,3 +211,46 @@ def test_step_carries_the_version_the_local_server_says_generated_it(
     assert httpx.post(f"{base}/chat/completions", json=CHAT, headers=ADMIN).status_code == 200
     steps = [e.payload for _, e in session_events() if isinstance(e.payload, StepCaptured)]
     assert [s.policy_version for s in steps] == [3, 3, 3, 4]
+
+
+def test_close_publishes_its_events_before_session_closed_and_refuses_bad_ones_whole(
+    start_gateway: Callable[..., ThreadedServer], session_events: Events
+) -> None:
+    from tests.samples import REWARD
+
+    gw = start_gateway(admin_key="admin-secret")
+    opened = httpx.post(f"{gw.url}/sessions", json={"session_id": "c/1"}, headers=ADMIN).json()
+    key = {"x-api-key": opened["api_key"]}
+
+    def reward(event_id: str, session_id: str = "c/1") -> dict[str, object]:
+        ev = SessionEvent(
+            event_id=event_id, session_id=session_id, run_id="default", producer="t", payload=REWARD
+        )
+        return to_json_dict(ev)
+
+    # one bad event (another session's) refuses the whole close: nothing published
+    r = httpx.post(
+        f"{gw.url}/sessions/c/1/close",
+        json={"status": "ok", "events": [reward("r1"), reward("x", session_id="other")]},
+        headers=key,
+    )
+    assert r.status_code == 400
+    assert "session stays open" in r.text and "'other'" in r.text
+    assert httpx.get(f"{gw.url}/health").json()["open_sessions"] == 1
+    r = httpx.post(f"{gw.url}/sessions/c/1/close", json={"events": "r1"}, headers=key)
+    assert r.status_code == 400 and "must be a list" in r.text
+    r = httpx.post(
+        f"{gw.url}/sessions/c/1/close",
+        json={"status": "ok", "events": [reward("r1"), reward("r2")]},
+        headers=key,
+    )
+    assert r.status_code == 200, r.text
+    events = [e for k, e in session_events() if k == "c/1"]
+    kinds = [(type(e.payload).__name__, e.event_id) for e in events]
+    assert [k for k, _ in kinds] == [
+        "SessionOpened",
+        "RewardAssigned",
+        "RewardAssigned",
+        "SessionClosed",
+    ]
+    assert [i for _, i in kinds[1:3]] == ["r1", "r2"]
