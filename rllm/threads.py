@@ -1,9 +1,10 @@
 """How many threads torch computes with: a fixed count, or ``auto``, which measures.
 
 On a machine the trainer shares (the broker, the processors, the model server, other
-tenants), the fastest count changes while it runs. On 2 cores next to the idle stack one
-thread trained a batch 15-25% faster than two while the machine was slow; while it was
-fast two were 1.6x faster. ``auto`` times the work itself: it computes with the count
+tenants), the fastest count depends on what else runs, and it changes while it runs: a
+background process that takes a core makes two threads wait on each other. On 2 free
+cores two threads trained 1.7x and generated 1.3x faster than one. ``auto`` times the
+work itself: it computes with the count
 that has been faster, and every few steps runs one step with another count, right after
 a step with the current one, so the two saw the same machine. The log of their ratio of
 seconds per unit of work is averaged per count; a count that comes out faster takes
