@@ -209,7 +209,7 @@ def _in_process(args: argparse.Namespace, ckpt: Path) -> dict[str, Any]:
         )
     summary = summarize(rows, backend.base_model)
     summary["threads"] = {
-        "training": backend.threads.summary() if backend.threads else torch.get_num_threads(),
+        "training": backend.threads.summary(),
         "generation": engine.threads_report(),
     }
     return summary

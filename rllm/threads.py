@@ -26,6 +26,7 @@ from typing import Literal, ParamSpec, TypeVar
 from rllm.errors import ConfigError
 
 __all__ = [
+    "FixedThreads",
     "ThreadTuner",
     "Threads",
     "apply_threads",
@@ -52,15 +53,40 @@ def check_threads(threads: Threads) -> Threads:
     return threads
 
 
-def apply_threads(threads: Threads) -> ThreadTuner | None:
-    """Set a fixed count now; for ``auto``, a tuner to time the work with."""
+def apply_threads(threads: Threads) -> ThreadTuner | FixedThreads:
+    """For ``auto``, a tuner to time the work with; else set the count now (0: leave
+    torch's) and return what reports it."""
     if threads == "auto":
         return ThreadTuner()
     if threads:
         import torch
 
         on_compute_thread(torch.set_num_threads, threads)  # OpenMP's count is per thread
-    return None
+    return FixedThreads()
+
+
+class FixedThreads:
+    """A count set once (or torch's default): the steps are not timed. It has a
+    ``ThreadTuner``'s methods, so callers treat both alike."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        """torch's thread count at the last ``hold`` (0: none yet)."""
+
+    def hold(self) -> None:
+        """Note the count the compute thread uses (reported without asking that thread,
+        which may be busy)."""
+        import torch
+
+        self.count = torch.get_num_threads()
+
+    def step(self, work: float) -> contextlib.AbstractContextManager[int]:
+        """One step; nothing to choose or time."""
+        return contextlib.nullcontext(self.count)
+
+    def summary(self) -> dict[str, float]:
+        """The count in use."""
+        return {"threads": float(self.count)}
 
 
 class ThreadTuner:

@@ -9,7 +9,6 @@ teacher.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ import torch
 
 from rllm.consumers.backends.local.model import LoadedModel, stop_token_ids
 from rllm.serving.sampling import SamplingParams, sample_one, sample_rows
-from rllm.threads import ThreadTuner, compute
+from rllm.threads import FixedThreads, ThreadTuner, compute
 
 __all__ = ["Completion", "Engine", "PromptLogprobs", "SamplingParams", "checkpoint_path"]
 
@@ -86,7 +85,7 @@ class Engine:
         loaded: LoadedModel,
         version: int = 0,
         max_model_len: int | None = None,
-        threads: ThreadTuner | None = None,
+        threads: ThreadTuner | FixedThreads | None = None,
     ) -> None:
         self.model: Any = loaded.model.eval()
         self.tokenizer: Any = loaded.tokenizer
@@ -102,10 +101,8 @@ class Engine:
         self.device = next(self.model.parameters()).device
         self._rng = torch.Generator().manual_seed(0)
         self.last_reload_s = 0.0
-        self.threads = threads
-        """Times the decode steps to choose torch's thread count (None: left as set)."""
-        self._threads_used = 0
-        """torch's thread count in the last generation (0: none yet)."""
+        self.threads = threads or FixedThreads()
+        """Times the decode steps to choose torch's thread count (fixed: left as set)."""
 
     # --- weights ---------------------------------------------------------------------
     @compute
@@ -204,7 +201,6 @@ class Engine:
         if not prompts:
             return []
         with self.lock, torch.inference_mode():
-            self._threads_used = torch.get_num_threads()
             results = self._generate(prompts, params)
             for r in results:
                 r.policy_version = self.version
@@ -225,8 +221,7 @@ class Engine:
             attn[i, width - len(p) :] = 1
         ids, attn = ids.to(self.device), attn.to(self.device)
         pos = (attn.cumsum(-1) - 1).clamp(min=0)
-        if self.threads is not None:
-            self.threads.hold()
+        self.threads.hold()
         out = self.model(
             input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, logits_to_keep=1
         )
@@ -281,7 +276,7 @@ class Engine:
             attn = torch.cat([attn, ones], 1)
             last_pos = last_pos + 1
             step_ids = torch.tensor(chosen, device=self.device).unsqueeze(1)
-            with self._timed(len(rows)):
+            with self.threads.step(len(rows)):
                 out = self.model(
                     input_ids=step_ids,
                     attention_mask=attn,
@@ -298,13 +293,7 @@ class Engine:
     def threads_report(self) -> dict[str, float]:
         """The thread count generation uses (and, when tuned, how the others compared);
         answered without the compute thread, which may be busy generating."""
-        if self.threads is not None:
-            return self.threads.summary()
-        return {"threads": float(self._threads_used)}
-
-    def _timed(self, rows: int) -> contextlib.AbstractContextManager[object]:
-        """One decode step of ``rows`` rows, timed by the thread tuner if there is one."""
-        return contextlib.nullcontext() if self.threads is None else self.threads.step(rows)
+        return self.threads.summary()
 
     def _record(self, r: Completion, logp_V: torch.Tensor, tok: int, p: SamplingParams) -> None:
         r.token_ids.append(tok)

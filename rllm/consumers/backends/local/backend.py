@@ -6,7 +6,6 @@ model (``teacher_url``, through ``rllm.consumers.trainer.teacher``).
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import time
 from pathlib import Path
@@ -62,7 +61,7 @@ class LocalBackend:
         torch.manual_seed(settings.seed)
         keep_freed_memory()
         self.threads = apply_threads(settings.torch_threads)
-        """Times the micro-batches to choose torch's thread count (None: left as set)."""
+        """Times the micro-batches to choose torch's thread count (fixed: left as set)."""
         self.loaded = loaded or load_model(settings.model, settings.gguf_file, settings.device)
         self.model: Any = self.loaded.model
         self.tokenizer: Any = self.loaded.tokenizer
@@ -160,14 +159,12 @@ class LocalBackend:
         total_tokens = sum(q.num_loss_tokens for q in seqs)
         self.optimizer.zero_grad(set_to_none=True)
         sums: dict[str, float] = {}
-        if self.threads is not None:
-            self.threads.hold()
+        self.threads.hold()
         for chunk in group_by_prefix(seqs, s.micro_batch_size):
             t = to_tensors(chunk, pad, s.device, shared_prefix(chunk))
-            with self._timed(t.input_ids_BT.numel()):  # the shared prefix is a small part
+            with self.threads.step(t.input_ids_BT.numel()):  # the shared prefix is a small part
                 self._micro_batch(chunk, t, len(seqs), total_tokens, sums)
-        if self.threads is not None:
-            self.threads.hold()
+        self.threads.hold()
         self._grads_to_master()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), s.max_grad_norm)
         self.optimizer.step()
@@ -179,13 +176,9 @@ class LocalBackend:
             **({"teacher_s": teacher_s} if teacher_s is not None else {}),
             num_sequences=float(len(seqs)),
             num_tokens=float(total_tokens),
-            **(self.threads.summary() if self.threads is not None else {}),
+            **self.threads.summary(),
         )
         return UpdateResult(version=self._version, metrics=sums)
-
-    def _timed(self, tokens: int) -> contextlib.AbstractContextManager[object]:
-        """One micro-batch of ``tokens`` tokens, timed by the thread tuner if there is one."""
-        return contextlib.nullcontext() if self.threads is None else self.threads.step(tokens)
 
     def _micro_batch(
         self,
