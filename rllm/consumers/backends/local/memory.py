@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import logging
 
 __all__ = ["keep_freed_memory"]
@@ -22,23 +23,18 @@ _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 _THRESHOLDS = (1 << 30, 32 << 20)
 """Tried in order: glibc versions that cap the mmap threshold accept only 32 MiB."""
-_done = False
 
 
+@functools.cache
 def keep_freed_memory() -> bool:
     """Tune glibc's ``malloc`` once per process; False where it is not glibc."""
-    global _done
-    if _done:
-        return True
     name = ctypes.util.find_library("c")
     try:
-        libc = ctypes.CDLL(name or "libc.so.6")
-        mallopt = libc.mallopt
+        mallopt = ctypes.CDLL(name or "libc.so.6").mallopt
     except (OSError, AttributeError):
         log.debug("no glibc mallopt here (%s); allocator left as it is", name)
         return False
-    for threshold in _THRESHOLDS:
-        if mallopt(_M_MMAP_THRESHOLD, threshold) and mallopt(_M_TRIM_THRESHOLD, threshold):
-            _done = True
-            break
-    return _done
+    return any(
+        mallopt(_M_MMAP_THRESHOLD, threshold) and mallopt(_M_TRIM_THRESHOLD, threshold)
+        for threshold in _THRESHOLDS
+    )
