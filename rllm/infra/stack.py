@@ -58,8 +58,8 @@ def _wanted(stack: StackSettings) -> list[str]:
 def _serve_threads() -> str:
     """torch threads of the model server: ``$RLLM_TORCH_THREADS``, else ``auto``. The
     broker, processors, history and the eval's sandboxes share the cores, so the fastest
-    count changes while it runs: on two cores one thread generated faster than two while
-    they were busy, two faster while they were free. ``auto`` times the decode steps."""
+    count depends on their load and changes while it runs. ``auto`` times the decode
+    steps and keeps the faster of 1 and all cores."""
     return os.environ.get("RLLM_TORCH_THREADS") or "auto"
 
 
