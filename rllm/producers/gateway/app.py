@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from rllm.errors import RllmError
 from rllm.kafka import EventPublisher
 from rllm.schemas.topics import SESSION_EVENTS
 from rllm.schemas.types import SessionOpened, SessionStatus, Task
@@ -116,6 +117,7 @@ def create_app(
             Route("/health", health, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),
             Route("/sessions", _open, methods=["POST"]),
+            Route("/sessions/close", _close_many, methods=["POST"]),
             Route("/sessions/{rest:path}", _session_path, methods=["GET", "POST"]),
             Route("/v1/{api:path}", _plain_v1, methods=["GET", "POST"]),
             Route("/admin/policy", policy, methods=["GET", "POST"]),
@@ -148,13 +150,29 @@ async def _reap(state: GatewayState) -> None:
             log.exception("closing idle sessions failed")
 
 
+MAX_BULK = 1024
+"""Most sessions one bulk ``POST /sessions`` or ``POST /sessions/close`` may name."""
+
+
 @guarded
 async def _open(request: Request) -> Response:
+    """One session (an object; 201 with its info) or many (a list; 200 with one result per
+    item, in order: its info, or ``{"error": {"code", "message"}}`` for an item refused)."""
     st = state_of(request)
     require_admin(st, request)
     body = await read_json(request, st.settings.max_body_bytes)
+    if isinstance(body, list):
+        infos = await _bulk(
+            body, "POST /sessions", lambda item: _open_one(st, request, item, "an item")
+        )
+        return JSONResponse(infos)
+    info = await _open_one(st, request, body, "POST /sessions")
+    return JSONResponse(info, status_code=201)
+
+
+async def _open_one(st: GatewayState, request: Request, body: Any, what: str) -> dict[str, Any]:
     if not isinstance(body, dict):
-        raise GatewayError(400, "POST /sessions needs a JSON object")
+        raise GatewayError(400, f"{what} of POST /sessions must be a JSON object, got {body!r:.80}")
     import uuid
 
     sid = str(body.get("session_id") or uuid.uuid4().hex)
@@ -182,7 +200,25 @@ async def _open(request: Request) -> Response:
     session = await st.open_session(
         sid, str(body.get("run_id") or st.settings.default_run_id), task, opened
     )
-    return JSONResponse(_session_info(st, request, session), status_code=201)
+    return _session_info(st, request, session)
+
+
+async def _bulk(
+    items: list[Any], what: str, one: Callable[[Any], Awaitable[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """Run ``one`` on every item concurrently; an item's GatewayError (or other RllmError,
+    as a 500) becomes its result, so one bad item does not refuse the others."""
+    if not 0 < len(items) <= MAX_BULK:
+        raise GatewayError(400, f"{what} takes 1 to {MAX_BULK} items, got {len(items)}")
+
+    async def guarded_one(item: Any) -> dict[str, Any]:
+        try:
+            return await one(item)
+        except RllmError as exc:
+            status = exc.status if isinstance(exc, GatewayError) else 500
+            return {"error": {"code": status, "message": f"{exc}"}}
+
+    return list(await asyncio.gather(*(guarded_one(item) for item in items)))
 
 
 async def _implicit(st: GatewayState, request: Request, sid: str) -> Session:
@@ -213,6 +249,48 @@ async def _publish_before_close(st: GatewayState, session: Session, events: Any)
         await st.sink.emit(SESSION_EVENTS, event.session_id, event, wait=True)
 
 
+async def _close_one(st: GatewayState, sid: str, key: str | None, body: Any) -> dict[str, Any]:
+    """Close ``sid`` with ``body``'s status, output, error and events (published first)."""
+    session = st.sessions.get(sid)
+    if session is None:
+        if st.sessions.is_closed(sid):
+            raise GatewayError(409, f"session {sid!r} is closed")
+        raise GatewayError(404, f"unknown session {sid!r}")
+    if not may_use(st, session, key):
+        raise GatewayError(401, f"wrong key for session {sid!r}")
+    if not isinstance(body, dict):
+        raise GatewayError(400, f"a close must be a JSON object, got {body!r:.80}")
+    try:
+        status = SessionStatus(body.get("status", "ok"))
+    except ValueError as exc:
+        raise GatewayError(
+            400,
+            f"status must be one of ok, error, timeout, cancelled; got {body.get('status')!r}",
+        ) from exc
+    await _publish_before_close(st, session, body.get("events"))
+    closed = await st.close_session(session, status, body.get("output"), body.get("error"))
+    return {"session_id": sid, "num_steps": closed.num_steps, "status": status.value}
+
+
+@guarded
+async def _close_many(request: Request) -> Response:
+    """``POST /sessions/close``: a list of closes, each ``{"session_id", "api_key"?,
+    "status", "output", "error", "events"}`` (the item's key, else the request's); one
+    result per item, in order, as from ``POST /sessions/{id}/close`` or an ``error``."""
+    st = state_of(request)
+    body = await read_json(request, st.settings.max_body_bytes)
+    if not isinstance(body, list):
+        raise GatewayError(400, f"POST /sessions/close needs a JSON list, got {body!r:.80}")
+    header_key = request_key(dict(request.headers))
+
+    async def one(item: Any) -> dict[str, Any]:
+        if not isinstance(item, dict) or not isinstance(item.get("session_id"), str):
+            raise GatewayError(400, f"a close needs a session_id, got {item!r:.80}")
+        return await _close_one(st, item["session_id"], item.get("api_key") or header_key, item)
+
+    return JSONResponse(await _bulk(body, "POST /sessions/close", one))
+
+
 @guarded
 async def _session_path(request: Request) -> Response:
     st = state_of(request)
@@ -222,23 +300,8 @@ async def _session_path(request: Request) -> Response:
     key = request_key(dict(request.headers))
     session = st.sessions.get(route.session_id)
     if route.action == "close":
-        if session is None:
-            raise GatewayError(404, f"unknown session {route.session_id!r}")
-        if not may_use(st, session, key):
-            raise GatewayError(401, f"wrong key for session {route.session_id!r}")
         body = await read_json(request, st.settings.max_body_bytes, allow_empty=True) or {}
-        try:
-            status = SessionStatus(body.get("status", "ok"))
-        except ValueError as exc:
-            raise GatewayError(
-                400,
-                f"status must be one of ok, error, timeout, cancelled; got {body.get('status')!r}",
-            ) from exc
-        await _publish_before_close(st, session, body.get("events"))
-        closed = await st.close_session(session, status, body.get("output"), body.get("error"))
-        return JSONResponse(
-            {"session_id": route.session_id, "num_steps": closed.num_steps, "status": status.value}
-        )
+        return JSONResponse(await _close_one(st, route.session_id, key, body))
     if route.action == "info":
         if session is None or not may_use(st, session, key):
             raise GatewayError(404, f"unknown session {route.session_id!r}")

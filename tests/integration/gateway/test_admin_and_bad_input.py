@@ -254,3 +254,90 @@ def test_close_publishes_its_events_before_session_closed_and_refuses_bad_ones_w
         "SessionClosed",
     ]
     assert [i for _, i in kinds[1:3]] == ["r1", "r2"]
+
+
+def test_bulk_open_and_close_answer_each_item_and_refuse_only_the_bad_ones(
+    start_gateway: Callable[..., ThreadedServer], session_events: Events
+) -> None:
+    gw = start_gateway(admin_key="admin-secret")
+    items = [
+        {"session_id": "b/1", "task": {"task_id": "t"}, "rollout_index": 0, "group_size": 2},
+        {"session_id": "b/2", "task": {"task_id": "t"}, "rollout_index": 1, "group_size": 2},
+        {"session_id": "b/1"},  # already open (by the first item)
+        "not a session",
+    ]
+    assert httpx.post(f"{gw.url}/sessions", json=items).status_code == 401
+    r = httpx.post(f"{gw.url}/sessions", json=items, headers=ADMIN)
+    assert r.status_code == 200, r.text
+    first, second, dup, bad = r.json()
+    assert (first["session_id"], second["session_id"]) == ("b/1", "b/2")
+    assert first["base_url"].endswith("/sessions/b/1/v1") and first["api_key"] != second["api_key"]
+    assert dup["error"]["code"] == 409 and "'b/1' is already open" in dup["error"]["message"]
+    assert bad["error"]["code"] == 400 and "'not a session'" in bad["error"]["message"]
+    assert httpx.get(f"{gw.url}/health").json()["open_sessions"] == 2
+    r = httpx.post(f"{gw.url}/sessions", json=[], headers=ADMIN)
+    assert r.status_code == 400 and "1 to 1024 items, got 0" in r.json()["error"]["message"]
+
+    closes = [
+        {"session_id": "b/2", "api_key": second["api_key"], "status": "error", "error": "boom"},
+        {"session_id": "b/1", "api_key": "wrong", "status": "ok"},
+        {"session_id": "nope", "status": "ok"},
+        {"session_id": "b/1", "api_key": first["api_key"], "status": "bogus"},
+    ]
+    r = httpx.post(f"{gw.url}/sessions/close", json=closes)
+    assert r.status_code == 200, r.text
+    ok, wrong, unknown, bogus = r.json()
+    assert ok == {"session_id": "b/2", "num_steps": 0, "status": "error"}
+    assert wrong["error"]["code"] == 401 and unknown["error"]["code"] == 404
+    assert bogus["error"]["code"] == 400 and "'bogus'" in bogus["error"]["message"]
+    assert httpx.get(f"{gw.url}/health").json()["open_sessions"] == 1
+    r = httpx.post(
+        f"{gw.url}/sessions/close", json=[{"session_id": "b/2", "api_key": second["api_key"]}]
+    )
+    assert r.json()[0]["error"]["code"] == 409  # closed already
+    r = httpx.post(f"{gw.url}/sessions/close", json={"session_id": "b/1"})
+    assert r.status_code == 400 and "needs a JSON list" in r.json()["error"]["message"]
+    kinds = [(k, type(e.payload).__name__) for k, e in session_events() if k.startswith("b/")]
+    assert sorted(kinds) == [
+        ("b/1", "SessionOpened"),
+        ("b/2", "SessionClosed"),
+        ("b/2", "SessionOpened"),
+    ]
+
+
+async def test_concurrent_opens_and_closes_of_the_sdk_share_requests(
+    start_gateway: Callable[..., ThreadedServer], session_events: Events
+) -> None:
+    import asyncio
+
+    from rllm.producers.sdk.client import GatewayClient
+    from rllm.schemas.types import Task
+
+    gw = start_gateway(admin_key="admin-secret")
+    client = GatewayClient(gw.url, admin_key="admin-secret")
+    sent: list[tuple[str, int]] = []
+    send = client._send
+
+    async def counting(path: str, body: object, key: str | None, replay_safe: bool) -> object:
+        sent.append((path, len(body) if isinstance(body, list) else 1))
+        return await send(path, body, key, replay_safe)
+
+    client._send = counting  # type: ignore[method-assign]
+    try:
+        handles = await asyncio.gather(
+            *(
+                client.open_session(Task(task_id="g"), run_id="r", session_id=f"g/{i}")
+                for i in range(12)
+            )
+        )
+        assert [h.session_id for h in handles] == [f"g/{i}" for i in range(12)]
+        assert sent == [("/sessions", 12)]
+        with pytest.raises(Exception, match="409 session 'g/0' is already open"):
+            await client.open_session(Task(task_id="g"), run_id="r", session_id="g/0")
+        steps = await asyncio.gather(*(client.close_session(h, SessionStatus.OK) for h in handles))
+        assert steps == [0] * 12
+        assert sent[2:] == [("/sessions/close", 12)]
+    finally:
+        await client.aclose()
+    closed = [k for k, e in session_events() if isinstance(e.payload, SessionClosed)]
+    assert sorted(closed) == sorted(f"g/{i}" for i in range(12))

@@ -49,7 +49,8 @@ async def _serve(server: FlakyServer) -> tuple[asyncio.Server, str]:
 
 
 async def test_close_is_retried_and_a_lost_answer_counts_as_closed() -> None:
-    flaky = FlakyServer(drops=1, status=409, body={"detail": "session 's' is closed"})
+    closed = {"error": {"code": 409, "message": "session 's' is closed"}}
+    flaky = FlakyServer(drops=1, body=[closed])
     srv, url = await _serve(flaky)
     client = GatewayClient(url)
     try:
@@ -58,7 +59,21 @@ async def test_close_is_retried_and_a_lost_answer_counts_as_closed() -> None:
     finally:
         await client.aclose()
         srv.close()
-    assert flaky.requests == ["/sessions/s/close"] * 2
+    assert flaky.requests == ["/sessions/close"] * 2
+
+
+async def test_a_closed_session_without_a_retry_is_an_error() -> None:
+    closed = {"error": {"code": 409, "message": "session 's' is closed"}}
+    flaky = FlakyServer(drops=0, body=[closed])
+    srv, url = await _serve(flaky)
+    client = GatewayClient(url)
+    try:
+        handle = SessionHandle("s", "run", url, "k")
+        with pytest.raises(GatewayRequestError, match="409 session 's' is closed"):
+            await client.close_session(handle, SessionStatus.OK)
+    finally:
+        await client.aclose()
+        srv.close()
 
 
 async def test_publish_is_retried_until_answered() -> None:
@@ -74,7 +89,7 @@ async def test_publish_is_retried_until_answered() -> None:
 
 
 async def test_open_is_not_replayed_on_a_broken_connection() -> None:
-    flaky = FlakyServer(drops=1, body={"session_id": "s", "base_url": "u", "api_key": "k"})
+    flaky = FlakyServer(drops=1, body=[{"session_id": "s", "base_url": "u", "api_key": "k"}])
     srv, url = await _serve(flaky)
     client = GatewayClient(url)
     try:
