@@ -338,15 +338,17 @@ class AgentTrainer:
     def _poll_until(
         self, done: Callable[[], bool], failure: list[BaseException], why: Callable[[], str]
     ) -> None:
-        """Poll ``done`` every 0.05 s for ``update_timeout_s``; re-raise a trainer failure;
-        raise RllmError with ``why()`` when time is up."""
+        """Poll ``done`` every 0.02 s for ``update_timeout_s``; re-raise a trainer failure;
+        raise RllmError with ``why()`` when time is up. A batch's wait ends on two events in
+        turn (the trainer's flush, then the server's reload), each seen half an interval
+        late on average: 50 ms per batch at 0.05 s, 20 ms at 0.02 s."""
         deadline = time.monotonic() + self.config.update_timeout_s
         while time.monotonic() < deadline:
             if failure:
                 raise failure[0]
             if done():
                 return
-            time.sleep(0.05)
+            time.sleep(0.02)
         raise RllmError(why())
 
     def _wait(
