@@ -229,11 +229,14 @@ class AgentTrainer:
         finally:
             await gateway.aclose()
 
-    def train(self, on_update: Callable[[UpdateRecord], None] | None = None) -> TrainReport:
+    def train(
+        self, on_update: Callable[[UpdateRecord], bool | None] | None = None
+    ) -> TrainReport:
         """Run the RL loop; return the per-update record.
 
         Args:
-            on_update: called with each batch's record as soon as it is known.
+            on_update: called with each batch's record as soon as it is known; returning
+                False stops training there (an early stop of the caller's own).
 
         Raises:
             ConfigError / CapabilityError: a setting is bad or the backend cannot honour it.
@@ -268,8 +271,8 @@ class AgentTrainer:
                 record = self._one_batch(trainer, batch, report, failure)
                 report.updates.append(record)
                 log.info("update %d: %s", len(report.updates), record)
-                if on_update is not None:
-                    on_update(record)
+                if on_update is not None and on_update(record) is False:
+                    break
         finally:
             trainer.stop()
             thread.join(timeout=120)
