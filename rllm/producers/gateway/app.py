@@ -284,8 +284,10 @@ async def _close_many(request: Request) -> Response:
     header_key = request_key(dict(request.headers))
 
     async def one(item: Any) -> dict[str, Any]:
-        if not isinstance(item, dict) or not isinstance(item.get("session_id"), str):
-            raise GatewayError(400, f"a close needs a session_id, got {item!r:.80}")
+        if not isinstance(item, dict):
+            raise GatewayError(400, f"a close must be a JSON object, got a {type(item).__name__}")
+        if not isinstance(item.get("session_id"), str):  # the item is not echoed: it has a key
+            raise GatewayError(400, f"a close needs a session_id string, got keys {sorted(item)}")
         return await _close_one(st, item["session_id"], item.get("api_key") or header_key, item)
 
     return JSONResponse(await _bulk(body, "POST /sessions/close", one))

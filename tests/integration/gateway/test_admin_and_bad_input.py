@@ -283,10 +283,13 @@ def test_bulk_open_and_close_answer_each_item_and_refuse_only_the_bad_ones(
         {"session_id": "b/1", "api_key": "wrong", "status": "ok"},
         {"session_id": "nope", "status": "ok"},
         {"session_id": "b/1", "api_key": first["api_key"], "status": "bogus"},
+        {"api_key": "sekret-key"},
     ]
     r = httpx.post(f"{gw.url}/sessions/close", json=closes)
     assert r.status_code == 200, r.text
-    ok, wrong, unknown, bogus = r.json()
+    ok, wrong, unknown, bogus, nameless = r.json()
+    assert nameless["error"]["code"] == 400 and "session_id string" in r.text
+    assert "sekret-key" not in r.text
     assert ok == {"session_id": "b/2", "num_steps": 0, "status": "error"}
     assert wrong["error"]["code"] == 401 and unknown["error"]["code"] == 404
     assert bogus["error"]["code"] == 400 and "'bogus'" in bogus["error"]["message"]

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 import rllm
+from rllm.agent_trainer import UpdateRecord
 from rllm.consumers.backends.local.model import load_model
 from rllm.kafka import EventPublisher
 from rllm.producers.gateway import GatewaySettings
@@ -84,7 +85,8 @@ def test_agent_trainer_closes_the_loop(
         for i in range(3):
             pub.publish_sync(EPISODES, f"other/{i}", episode(f"ep:other/{i}", run_id="other"))
     try:
-        # two epochs of two tasks: the second epoch's groups are new (t0@e2), not late
+        # epochs of two tasks: the second epoch's groups are new (t0@e2), not late; the
+        # third never runs, as on_update stops training after the second batch
         tasks = [Task(task_id=f"t{i}", instruction=f"abc {i}") for i in range(2)]
         trainer = rllm.AgentTrainer(
             rollout=completer,
@@ -97,7 +99,7 @@ def test_agent_trainer_closes_the_loop(
                 "model": "tiny",
                 "group_size": 2,
                 "batch_size": 2,
-                "epochs": 2,
+                "epochs": 3,
                 "update_timeout_s": 120,
                 "sampling": {"max_tokens": 4, "temperature": 1.0},
                 "trainer": {
@@ -107,7 +109,14 @@ def test_agent_trainer_closes_the_loop(
                 },
             },
         )
-        report = trainer.train()
+        seen: list[int] = []
+
+        def on_update(record: UpdateRecord) -> bool:
+            seen.append(record.version)
+            return record.version < 2
+
+        report = trainer.train(on_update=on_update)
+        assert seen == [1, 2]
         assert [u.version for u in report.updates] == [1, 2], report
         assert [u.rollouts for u in report.updates] == [4, 4]
         assert [u.reward_mean for u in report.updates] == [0.5, 0.5]
