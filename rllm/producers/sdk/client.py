@@ -99,7 +99,7 @@ class _Coalesced:
 
 
 class GatewayClient:
-    """Async client of ``POST /sessions``, ``/sessions/{id}/close`` and ``/v1/events``.
+    """Async client of ``POST /sessions``, ``/sessions/close`` and ``/v1/events``.
 
     Args:
         url: the gateway's root URL (``http://127.0.0.1:8400``).
