@@ -163,16 +163,18 @@ async def _open(request: Request) -> Response:
     body = await read_json(request, st.settings.max_body_bytes)
     if isinstance(body, list):
         infos = await _bulk(
-            body, "POST /sessions", lambda item: _open_one(st, request, item, "an item")
+            body,
+            "POST /sessions",
+            lambda item: _open_one(st, request, item, "an item of POST /sessions"),
         )
         return JSONResponse(infos)
-    info = await _open_one(st, request, body, "POST /sessions")
+    info = await _open_one(st, request, body, "POST /sessions (one session, or a list)")
     return JSONResponse(info, status_code=201)
 
 
 async def _open_one(st: GatewayState, request: Request, body: Any, what: str) -> dict[str, Any]:
     if not isinstance(body, dict):
-        raise GatewayError(400, f"{what} of POST /sessions must be a JSON object, got {body!r:.80}")
+        raise GatewayError(400, f"{what} must be a JSON object, got {body!r:.80}")
     import uuid
 
     sid = str(body.get("session_id") or uuid.uuid4().hex)

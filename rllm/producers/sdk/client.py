@@ -125,13 +125,6 @@ class GatewayClient:
         self._opens = _Coalesced(self._open_many)
         self._closes = _Coalesced(self._close_many)
 
-    async def _post(
-        self, path: str, body: Any, key: str | None = None, *, replay_safe: bool = True
-    ) -> Any:
-        """The JSON answer of a POST; see ``_send`` for the retries."""
-        resp, _ = await self._send(path, body, key, replay_safe)
-        return resp.json()
-
     async def _send(
         self, path: str, body: Any, key: str | None, replay_safe: bool
     ) -> tuple[httpx.Response, int]:
@@ -229,7 +222,7 @@ class GatewayClient:
 
     async def publish(self, events: list[SessionEvent], key: str | None = None) -> None:
         """Publish events through ``POST /v1/events``; any refusal raises."""
-        await self._post("/v1/events", [to_json_dict(e) for e in events], key)
+        await self._send("/v1/events", [to_json_dict(e) for e in events], key, replay_safe=True)
 
     async def aclose(self) -> None:
         """Close the connection pool."""
