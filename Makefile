@@ -1,7 +1,7 @@
 # Two commands: `make demo` (the main job on the embedded defaults) and `make test`.
 PYTHON ?= python3
 VENV ?= .venv
-EXTRAS ?= dev,gateway,clickhouse,eval,train,examples
+EXTRAS ?= dev,gateway,clickhouse,eval,train,examples,sandboxes
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
