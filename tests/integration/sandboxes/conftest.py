@@ -1,0 +1,47 @@
+"""Sandbox tests: real backends (bubblewrap, a dockerd that CI starts) and HTTP/SDK
+fakes for the hosted ones (daytona, modal).
+
+The base image is built once per machine by debootstrap into ``RLLM_TEST_SANDBOX_HOME``
+(default ``/var/tmp/rllm-test-sandboxes``) and shared by every test; each test gets its
+own run directory and snapshot registry on top of it.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from rllm.sandboxes.images.base import ensure_base
+from rllm.sandboxes.images.store import ImageStore, LocalImage
+from rllm.sandboxes.settings import SandboxSettings
+
+BASE_IMAGE = "debian:bookworm"
+
+
+def shared_home() -> Path:
+    """Where the tests' image store lives (kept across runs: the base image takes 10-30 s)."""
+    return Path(os.environ.get("RLLM_TEST_SANDBOX_HOME", "/var/tmp/rllm-test-sandboxes"))
+
+
+@pytest.fixture(scope="session")
+def base_image() -> LocalImage:
+    """``debian:bookworm`` in the shared image store."""
+    return ensure_base(ImageStore(shared_home() / "images"), BASE_IMAGE)
+
+
+@pytest.fixture
+def sandbox_settings(base_image: LocalImage, tmp_path: Path) -> SandboxSettings:
+    """Settings of one test: the shared image store, its own run dir and snapshot file.
+
+    The home is the shared one (images), with ``run/`` and ``snapshots.json`` made unique
+    through a per-test subdirectory name in the labels the tests pass.
+    """
+    home = shared_home() / "tests" / uuid.uuid4().hex[:10]
+    (home).mkdir(parents=True, exist_ok=True)
+    images = home / "images"
+    if not images.exists():
+        images.symlink_to(shared_home() / "images")
+    return SandboxSettings(home=home)
