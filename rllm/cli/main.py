@@ -13,6 +13,7 @@ from rllm.cli.history import history
 from rllm.cli.model import model
 from rllm.cli.process import process
 from rllm.cli.replay import replay
+from rllm.cli.sandbox import sandbox
 from rllm.cli.serve import serve
 from rllm.cli.stack import down, status, topics, up
 from rllm.cli.train import train
@@ -41,6 +42,7 @@ cli.add_command(gateway)
 cli.add_command(process)
 cli.add_command(train)
 cli.add_command(serve)
+cli.add_command(sandbox)
 
 
 def main() -> None:

@@ -1,0 +1,349 @@
+"""``rllm-cli sandbox run|ls|reap|image|snapshot``: sandboxes by hand."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.table import Table
+
+from rllm.cli.common import console, err_console, reports_errors
+
+__all__ = ["sandbox"]
+
+T = TypeVar("T")
+
+
+def _backend_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--backend",
+        default=None,
+        envvar="RLLM_SANDBOX_BACKEND",
+        help="local, docker, daytona or modal [default: local].",
+    )(func)
+
+
+def _with_backend(name: str | None, work: Callable[[Any], Awaitable[T]]) -> T:
+    """Run ``work(backend)`` on a fresh event loop, closing the backend afterwards."""
+    from rllm.sandboxes import SandboxSettings, get_backend
+
+    async def main() -> T:
+        backend = get_backend(name, SandboxSettings())
+        try:
+            return await work(backend)
+        finally:
+            await backend.aclose()
+
+    return asyncio.run(main())
+
+
+def _pairs(values: tuple[str, ...], flag: str) -> dict[str, str]:
+    out = {}
+    for value in values:
+        key, sep, val = value.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{value!r} is not KEY=VALUE", param_hint=flag)
+        out[key] = val
+    return out
+
+
+@click.group()
+def sandbox() -> None:
+    """Sandboxes: run a command in one, list and reap them, build images, snapshots."""
+
+
+@sandbox.command(context_settings={"ignore_unknown_options": True})
+@_backend_option
+@click.option("--image", default="debian:bookworm", show_default=True, help="Image or rootfs dir.")
+@click.option(
+    "--network",
+    type=click.Choice(["none", "gateway", "host"]),
+    default="none",
+    show_default=True,
+    help="What the sandbox can reach.",
+)
+@click.option(
+    "--gateway-url",
+    default=None,
+    envvar="RLLM_GATEWAY_URL",
+    help="With --network gateway: the gateway's URL on the host.",
+)
+@click.option("--memory-mb", type=int, default=None, help="Memory limit.")
+@click.option("--cpus", type=float, default=None, help="CPU limit (1.0 = a core).")
+@click.option("--timeout", "timeout_s", type=float, default=None, help="Seconds per command.")
+@click.option("--workdir", default="/workspace", show_default=True)
+@click.option("--env", "-e", "env", multiple=True, help="KEY=VALUE (repeatable).")
+@click.option("--owner", default=None, help="Owner label (a run id) for ls and reap.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@reports_errors
+def run(
+    backend: str | None,
+    image: str,
+    network: str,
+    gateway_url: str | None,
+    memory_mb: int | None,
+    cpus: float | None,
+    timeout_s: float | None,
+    workdir: str,
+    env: tuple[str, ...],
+    owner: str | None,
+    command: tuple[str, ...],
+) -> None:
+    """Run COMMAND in a fresh sandbox and print its output (exit status: the command's).
+
+    Without COMMAND: a shell for humans, one line at a time in one sandbox (cd carries
+    over; end with Ctrl-D or `exit`).
+    """
+    from rllm.sandboxes import OWNER_LABEL, NetworkMode, SandboxSpec
+    from rllm.sandboxes.ops import run_once, shell_line
+
+    spec = SandboxSpec(
+        image=image,
+        network=NetworkMode(network),
+        gateway_url=gateway_url,
+        memory_mb=memory_mb,
+        cpus=cpus,
+        workdir=workdir,
+        env=_pairs(env, "--env"),
+        labels={OWNER_LABEL: owner} if owner else {},
+    )
+    argv = list(command[1:] if command[:1] == ("--",) else command)
+
+    if argv:
+        cmd: str | list[str] = argv[0] if len(argv) == 1 and " " in argv[0] else argv
+        result = _with_backend(backend, lambda b: run_once(b, spec, cmd, timeout_s))
+        sys.stdout.write(result.stdout)
+        sys.stderr.write(result.stderr)
+        if result.error:
+            err_console.print(f"[yellow]{result.error}[/yellow]")
+        sys.exit(result.exit_code if result.exit_code is not None else 124)
+
+    async def shell(b: Any) -> int:
+        box = await b.create(spec)
+        err_console.print(f"sandbox {box.id} ({b.name}, {image}); Ctrl-D to leave")
+        cwd, code = workdir, 0
+        try:
+            while True:
+                err_console.print(f"[bold]{cwd}[/bold] $ ", end="")
+                line = await asyncio.to_thread(sys.stdin.readline)
+                if not line or line.strip() == "exit":
+                    return code
+                if not line.strip():
+                    continue
+                result, cwd = await shell_line(box, line.rstrip("\n"), cwd, timeout_s)
+                sys.stdout.write(result.stdout)
+                sys.stderr.write(result.stderr)
+                sys.stdout.flush()
+                code = result.exit_code if result.exit_code is not None else 124
+        finally:
+            await box.close()
+
+    sys.exit(_with_backend(backend, shell))
+
+
+@sandbox.command("ls")
+@_backend_option
+@click.option("--owner", default=None, help="Only this owner's sandboxes.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@reports_errors
+def ls(backend: str | None, owner: str | None, as_json: bool) -> None:
+    """Sandboxes of a backend, with their owner label and age."""
+    from rllm.sandboxes import OWNER_LABEL
+
+    infos = _with_backend(backend, lambda b: b.sandboxes({OWNER_LABEL: owner} if owner else None))
+    if as_json:
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "id": i.id,
+                        "backend": i.backend,
+                        "image": i.image,
+                        "labels": dict(i.labels),
+                        "created_at": i.created_at,
+                        "age_s": round(i.age_s, 1),
+                        "alive": i.alive,
+                    }
+                    for i in infos
+                ],
+                indent=2,
+            )
+        )
+        return
+    table = Table(title=f"{len(infos)} sandboxes")
+    for column in ("id", "backend", "image", "owner", "age", "alive"):
+        table.add_column(column)
+    for i in infos:
+        table.add_row(
+            i.id,
+            i.backend,
+            i.image,
+            i.labels.get(OWNER_LABEL, "-"),
+            _age(i.age_s),
+            "yes" if i.alive else "no",
+        )
+    console.print(table)
+
+
+@sandbox.command()
+@_backend_option
+@click.option("--owner", default=None, help="Only this owner's sandboxes.")
+@click.option("--label", "labels", multiple=True, help="KEY=VALUE a sandbox must carry.")
+@click.option("--older-than", default=None, help="Only those older than this (90s, 15m, 2h).")
+@reports_errors
+def reap(
+    backend: str | None, owner: str | None, labels: tuple[str, ...], older_than: str | None
+) -> None:
+    """Close leaked sandboxes (by owner, labels and age), including dead processes' ones."""
+    from rllm.sandboxes import OWNER_LABEL
+    from rllm.sandboxes.ops import parse_duration
+
+    wanted = _pairs(labels, "--label")
+    if owner:
+        wanted[OWNER_LABEL] = owner
+    age = parse_duration(older_than) if older_than else None
+    reaped = _with_backend(backend, lambda b: b.reap(wanted or None, age))
+    console.print(
+        f"reaped {len(reaped)} sandbox(es)" + (": " + ", ".join(reaped) if reaped else "")
+    )
+
+
+@sandbox.group()
+def image() -> None:
+    """Images: build a Dockerfile, list, import a root filesystem."""
+
+
+@image.command("build")
+@_backend_option
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--name", default=None, help="Image name [default: from the content hash].")
+@reports_errors
+def image_build(backend: str | None, directory: Path, name: str | None) -> None:
+    """Build DIRECTORY/Dockerfile (DIRECTORY is the build context), each step cached."""
+    started = time.monotonic()
+    info = _with_backend(backend, lambda b: b.build_image(directory, name))
+    console.print(
+        f"built {info.name} ({info.backend}, id {info.id}) in {time.monotonic() - started:.1f} s"
+    )
+
+
+@image.command("ls")
+@_backend_option
+@reports_errors
+def image_ls(backend: str | None) -> None:
+    """Images a backend can create sandboxes from."""
+    infos = _with_backend(backend, lambda b: b.images())
+    table = Table(title=f"{len(infos)} images")
+    for column in ("name", "backend", "id", "size", "created"):
+        table.add_column(column)
+    for i in infos:
+        size = f"{i.size_bytes / 1e6:.0f} MB" if i.size_bytes is not None else "-"
+        created = _age(time.time() - i.created_at) + " ago" if i.created_at else "-"
+        table.add_row(i.name, i.backend, i.id, size, created)
+    console.print(table)
+
+
+@image.command("import")
+@click.argument("name")
+@click.argument("rootfs", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@reports_errors
+def image_import(name: str, rootfs: Path) -> None:
+    """Import a root filesystem tarball (e.g. from `docker export`) as image NAME."""
+    from rllm.sandboxes import SandboxSettings
+    from rllm.sandboxes.images.importer import import_rootfs
+    from rllm.sandboxes.images.store import ImageStore
+
+    imported = import_rootfs(ImageStore(SandboxSettings().images_dir), name, rootfs)
+    console.print(f"imported {imported.name} (id {imported.id}) from {rootfs}")
+
+
+@sandbox.group()
+def snapshot() -> None:
+    """Snapshots: a sandbox after its setup, frozen for later sandboxes to start from."""
+
+
+@snapshot.command("create")
+@_backend_option
+@click.argument("name")
+@click.option("--image", default="debian:bookworm", show_default=True)
+@click.option("--setup", default=None, help="Shell command to run before freezing.")
+@click.option(
+    "--network",
+    type=click.Choice(["none", "host"]),
+    default="none",
+    show_default=True,
+    help="Network of the setup (host: installs).",
+)
+@reports_errors
+def snapshot_create(
+    backend: str | None, name: str, image: str, setup: str | None, network: str
+) -> None:
+    """Create snapshot NAME from IMAGE after SETUP (reused while the same recipe is valid)."""
+    from rllm.sandboxes import NetworkMode, SandboxSpec
+    from rllm.sandboxes.ops import snapshot_after
+
+    spec = SandboxSpec(image=image, network=NetworkMode(network))
+    info = _with_backend(backend, lambda b: snapshot_after(b, spec, name, setup))
+    verb = "created" if info.name == name else f"reused {info.name} for"
+    console.print(f"{verb} snapshot {name}: start from it with --image {info.image}")
+
+
+@snapshot.command("list")
+@_backend_option
+@reports_errors
+def snapshot_list(backend: str | None) -> None:
+    """Snapshots of a backend with their age and TTL."""
+    infos = _with_backend(backend, lambda b: b.snapshots.all())
+    table = Table(title=f"{len(infos)} snapshots")
+    for column in ("name", "backend", "image", "key", "age", "ttl", "expired"):
+        table.add_column(column)
+    for i in infos:
+        table.add_row(
+            i.name,
+            i.backend,
+            i.image,
+            i.key or "-",
+            _age(time.time() - i.created_at),
+            _age(i.ttl_s) if i.ttl_s else "-",
+            "yes" if i.expired else "no",
+        )
+    console.print(table)
+
+
+@snapshot.command("delete")
+@_backend_option
+@click.argument("name")
+@reports_errors
+def snapshot_delete(backend: str | None, name: str) -> None:
+    """Delete snapshot NAME."""
+    _with_backend(backend, lambda b: b.snapshots.delete(name))
+    console.print(f"deleted snapshot {name}")
+
+
+@snapshot.command("prune")
+@_backend_option
+@reports_errors
+def snapshot_prune(backend: str | None) -> None:
+    """Delete every snapshot past its TTL (RLLM_SANDBOX_SNAPSHOT_TTL_S)."""
+
+    async def prune(b: Any) -> list[str]:
+        expired = [i.name for i in await b.snapshots.all() if i.expired]
+        for name in expired:
+            await b.snapshots.delete(name)
+        return expired
+
+    pruned = _with_backend(backend, prune)
+    console.print(f"pruned {len(pruned)} expired snapshot(s)" + "".join(f"\n  {n}" for n in pruned))
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f}{unit}"
+    return f"{seconds:.0f}s"
