@@ -151,7 +151,9 @@ def check_broker(settings: KafkaSettings, timeout_s: float = 5.0) -> int:
         KafkaUnavailableError: if no broker answers within ``timeout_s``.
     """
     try:
-        probe = AdminClient({**settings.client_config(), "logger": _PROBE_LOG})
+        conf: dict[str, object] = {**settings.client_config(), "logger": _PROBE_LOG}
+        # confluent-kafka's stubs omit the documented `logger` entry (a logging.Logger)
+        probe = AdminClient(conf)  # type: ignore[arg-type]
         meta = probe.list_topics(timeout=timeout_s)
     except KafkaException as exc:
         raise translate(exc, f"connecting to {settings.bootstrap_servers}") from exc
