@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sys
 import time
@@ -235,10 +236,14 @@ def image_build(backend: str | None, directory: Path, name: str | None) -> None:
 
 @image.command("ls")
 @_backend_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @reports_errors
-def image_ls(backend: str | None) -> None:
+def image_ls(backend: str | None, as_json: bool) -> None:
     """Images a backend can create sandboxes from."""
     infos = _with_backend(backend, lambda b: b.images())
+    if as_json:
+        click.echo(json.dumps([dataclasses.asdict(i) for i in infos], indent=2))
+        return
     table = Table(title=f"{len(infos)} images")
     for column in ("name", "backend", "id", "size", "created"):
         table.add_column(column)
@@ -296,10 +301,15 @@ def snapshot_create(
 
 @snapshot.command("list")
 @_backend_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @reports_errors
-def snapshot_list(backend: str | None) -> None:
+def snapshot_list(backend: str | None, as_json: bool) -> None:
     """Snapshots of a backend with their age and TTL."""
     infos = _with_backend(backend, lambda b: b.snapshots.all())
+    if as_json:
+        rows = [{**dataclasses.asdict(i), "expired": i.expired} for i in infos]
+        click.echo(json.dumps(rows, indent=2, default=dict))
+        return
     table = Table(title=f"{len(infos)} snapshots")
     for column in ("name", "backend", "image", "key", "age", "ttl", "expired"):
         table.add_column(column)

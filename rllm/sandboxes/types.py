@@ -109,12 +109,17 @@ class SandboxSpec(BaseModel):
             raise ValueError("network='gateway' needs gateway_url (the gateway's URL on the host)")
 
 
-def cut_output(data: bytes, limit: int) -> str:
-    """Decode ``data``, cut at ``limit`` bytes with a marker that says how much was cut."""
-    if len(data) <= limit:
+def cut_output(data: bytes, limit: int, total: int | None = None) -> str:
+    """Decode ``data``, cut at ``limit`` bytes with a marker that says how much was cut.
+
+    ``total`` is the stream's full length when only its first bytes were kept (a reader
+    that drains and discards the rest); default ``len(data)``.
+    """
+    total = len(data) if total is None else max(total, len(data))
+    if total <= limit:
         return data.decode("utf-8", "replace")
     kept = data[:limit].decode("utf-8", "ignore")
-    return f"{kept}\n[rllm: output cut, {len(data) - limit} of {len(data)} bytes dropped]\n"
+    return f"{kept}\n[rllm: output cut, {total - limit} of {total} bytes dropped]\n"
 
 
 def labels_match(labels: Mapping[str, str], wanted: Mapping[str, str] | None) -> bool:

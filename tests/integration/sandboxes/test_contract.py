@@ -43,7 +43,8 @@ def owner() -> dict[str, str]:
 
 
 def spec(owner: dict[str, str], **overrides: object) -> SandboxSpec:
-    return SandboxSpec(image="debian:bookworm", labels=owner, **overrides)  # type: ignore[arg-type]
+    fields: dict[str, object] = {"image": "debian:bookworm", "labels": owner, **overrides}
+    return SandboxSpec(**fields)  # type: ignore[arg-type]
 
 
 async def test_exec_results_exit_codes_env_and_cwd(

@@ -62,6 +62,7 @@ async def test_sigterm_closes_the_pools_sandboxes(sandbox_settings: SandboxSetti
             pool = WarmPool(backend, SandboxSpec(labels={{OWNER_LABEL: {owner!r}}}), size=3)
             await pool.start(wait=True)
             held = await pool.acquire()          # one handed out, never closed by its user
+            await pool.wait_ready(timeout_s=60)
             print("ready", held.id, flush=True)
             await asyncio.sleep(600)
 
@@ -73,11 +74,14 @@ async def test_sigterm_closes_the_pools_sandboxes(sandbox_settings: SandboxSetti
         line = await asyncio.wait_for(asyncio.to_thread(child.stdout.readline), 120)
         assert line.startswith("ready"), line
         backend = get_backend("local", sandbox_settings)
-        assert len(await backend.sandboxes({OWNER_LABEL: owner})) == 3
+        assert len(await backend.sandboxes({OWNER_LABEL: owner})) == 4  # 3 ready + 1 held
         os.kill(child.pid, signal.SIGTERM)
         assert await asyncio.to_thread(child.wait, 60) == 128 + signal.SIGTERM
         assert await backend.sandboxes({OWNER_LABEL: owner}) == []
     finally:
         if child.poll() is None:
             child.kill()
+            child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
         await get_backend("local", sandbox_settings).reap({OWNER_LABEL: owner})

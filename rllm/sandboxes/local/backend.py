@@ -1,0 +1,232 @@
+"""The ``local`` sandbox backend: bubblewrap over a kernel overlay, no daemon.
+
+Creating a sandbox mounts an overlay of its image's layers (copying nothing), makes its
+cgroups, and starts one bubblewrap process; commands enter it with ``nsenter``. Leaked
+sandboxes (their owner died) are found from the state files under ``run_dir`` and reaped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+import uuid
+import weakref
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from rllm.sandboxes.errors import ImageError, SnapshotError
+from rllm.sandboxes.forward import GatewayForwarder, gateway_address
+from rllm.sandboxes.images.base import BASE_IMAGES, ensure_base
+from rllm.sandboxes.images.store import ImageConfig, ImageStore
+from rllm.sandboxes.local.files import SandboxFiles
+from rllm.sandboxes.local.limits import SandboxCgroups
+from rllm.sandboxes.local.overlay import mount_rootfs
+from rllm.sandboxes.local.process import (
+    BwrapProcess,
+    bwrap_argv,
+    join_cgroups,
+    require_tools,
+    spawn,
+)
+from rllm.sandboxes.local.sandbox import LocalSandbox, SandboxParts
+from rllm.sandboxes.local.state import SandboxState, process_start, read_states, teardown
+from rllm.sandboxes.settings import SandboxSettings
+from rllm.sandboxes.snapshots import SnapshotRegistry
+from rllm.sandboxes.types import (
+    BACKEND_LABEL,
+    ImageInfo,
+    NetworkMode,
+    Sandbox,
+    SandboxInfo,
+    SandboxSpec,
+    SnapshotInfo,
+    labels_match,
+)
+
+__all__ = ["LocalBackend", "LocalSnapshots"]
+
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+class LocalSnapshots:
+    """Local snapshots: images in the store, entries in the snapshot registry."""
+
+    def __init__(self, store: ImageStore, registry: SnapshotRegistry) -> None:
+        self.store = store
+        self.registry = registry
+        """The snapshot registry (``ensure_snapshot`` records content keys in it)."""
+
+    async def create(self, sandbox: Sandbox, name: str) -> SnapshotInfo:
+        """Freeze a local sandbox as ``name``."""
+        if not isinstance(sandbox, LocalSandbox):
+            raise SnapshotError(f"the local backend cannot snapshot a {type(sandbox).__name__}")
+        return await sandbox.snapshot(name)
+
+    async def all(self) -> list[SnapshotInfo]:
+        """Local snapshots, oldest first."""
+        return await asyncio.to_thread(self.registry.all, "local")
+
+    async def delete(self, name: str) -> None:
+        """Forget snapshot ``name`` and its image; ``SnapshotError`` when unknown."""
+        await asyncio.to_thread(self.registry.remove, name)
+        with contextlib.suppress(ImageError):
+            await asyncio.to_thread(self.store.delete, name)
+
+
+class LocalBackend:
+    """Sandboxes on this machine (see ``rllm.sandboxes.types.SandboxBackend``)."""
+
+    name = "local"
+
+    def __init__(self, settings: SandboxSettings | None = None) -> None:
+        """Raises ``SandboxUnavailableError`` when bubblewrap, root or overlayfs is missing."""
+        self.settings = settings or SandboxSettings()
+        self._tools = require_tools()
+        self.store = ImageStore(self.settings.images_dir)
+        self._snapshots = LocalSnapshots(self.store, SnapshotRegistry(self.settings.snapshots_file))
+        self._live: weakref.WeakValueDictionary[str, LocalSandbox] = weakref.WeakValueDictionary()
+
+    @property
+    def snapshots(self) -> LocalSnapshots:
+        """Its snapshots."""
+        return self._snapshots
+
+    async def create(self, spec: SandboxSpec) -> LocalSandbox:
+        """A running sandbox for ``spec``; ``ImageError`` for an unknown image."""
+        layers, config, layer_ids = await asyncio.to_thread(self._resolve_image, spec.image)
+        target = None
+        if spec.network == NetworkMode.GATEWAY and spec.gateway_url:
+            target = gateway_address(spec.gateway_url)
+        workdir = (
+            config.workdir
+            if config.workdir and "workdir" not in spec.model_fields_set
+            else spec.workdir
+        )
+        sandbox_id = uuid.uuid4().hex[:12]
+        env = {"PATH": DEFAULT_PATH, "HOSTNAME": sandbox_id, **config.env, **spec.env}
+        state = SandboxState(
+            id=sandbox_id,
+            image=spec.image,
+            labels={**spec.labels, BACKEND_LABEL: self.name},
+            created_at=time.time(),
+            run_dir=str(self.settings.run_dir / sandbox_id),
+            owner_pid=os.getpid(),
+            owner_start=process_start(os.getpid()),
+        )
+        holder: list[SandboxState] = [state]
+        process = None
+        try:
+            process = await asyncio.to_thread(self._start, holder, spec, layers, workdir)
+            parts = SandboxParts(
+                state=holder[0],
+                process=process,
+                nsenter=self._tools["nsenter"],
+                env=env,
+                workdir=workdir,
+                user=spec.user or config.user,
+                layer_ids=layer_ids,
+                store=self.store,
+                registry=self._snapshots.registry,
+                snapshot_ttl_s=self.settings.snapshot_ttl_s,
+            )
+            sandbox = LocalSandbox(spec, parts)
+        except BaseException:
+            popen = process.popen if process is not None else None
+            await asyncio.to_thread(teardown, holder[0], popen)
+            raise
+        self._live[sandbox_id] = sandbox
+        if target is not None:
+            netns = f"/proc/{process.init_pid}/ns/net"
+            try:
+                sandbox.add_forwarder(await GatewayForwarder(netns, target).start())
+            except BaseException:
+                await sandbox.close()
+                raise
+        return sandbox
+
+    def _start(
+        self, holder: list[SandboxState], spec: SandboxSpec, layers: tuple[Path, ...], workdir: str
+    ) -> BwrapProcess:
+        """Mount, make cgroups, start bubblewrap (blocking); updates ``holder[0]``."""
+        state = holder[0]
+        dirs = state.dirs
+        dirs.run_dir.mkdir(parents=True)
+        state.save()
+        mount_rootfs(dirs, layers, spec.disk_mb)
+        SandboxFiles(str(dirs.merged)).makedirs(workdir)
+        cgroups = SandboxCgroups.create(state.id, spec)
+        state = replace(
+            state,
+            cgroup_tracker=str(cgroups.tracker) if cgroups.tracker else None,
+            cgroup_limits=[str(p) for p in cgroups.limits],
+        ).save()
+        holder[0] = state
+        prefix = join_cgroups(cgroups.init_procs(), cgroups.ulimit_kb)
+        argv = bwrap_argv(self._tools["bwrap"], dirs.merged, spec, state.id, workdir)
+        process = spawn(prefix, argv, spec.lifetime_s, dirs.run_dir / "bwrap.log")
+        holder[0] = state.started(process.popen.pid, process.init_pid).save()
+        return process
+
+    def _resolve_image(
+        self, image: str
+    ) -> tuple[tuple[Path, ...], ImageConfig, tuple[str, ...] | None]:
+        if image.startswith("/"):
+            root = Path(image)
+            if not root.is_dir():
+                raise ImageError(f"root filesystem {image!r} is not a directory on this host")
+            return (root,), ImageConfig(), None
+        found = self.store.find(image)
+        if found is None and image in BASE_IMAGES:
+            found = ensure_base(self.store, image)
+        if found is None:
+            found = self.store.get(image)  # raises, naming what is known
+        return found.layers, found.config, tuple(p.name for p in found.layers)
+
+    async def build_image(self, context_dir: Path, name: str | None = None) -> ImageInfo:
+        """Build the Dockerfile in ``context_dir`` (``rllm.sandboxes.images.build``)."""
+        from rllm.sandboxes.images import build  # the builder is optional: import when asked
+
+        info: ImageInfo = await build.build_image(self, self.store, context_dir, name)
+        return info
+
+    async def images(self) -> list[ImageInfo]:
+        """Images in the store."""
+        images = await asyncio.to_thread(self.store.all)
+        return [ImageInfo(i.name, self.name, i.id, None, i.created_at) for i in images]
+
+    async def sandboxes(self, labels: Mapping[str, str] | None = None) -> list[SandboxInfo]:
+        """Every local sandbox with a state file (any process's), optionally by labels."""
+        states = await asyncio.to_thread(read_states, self.settings.run_dir)
+        return [
+            SandboxInfo(s.id, self.name, s.image, s.labels, s.created_at, s.alive())
+            for s in states
+            if labels_match(s.labels, labels)
+        ]
+
+    async def reap(
+        self, labels: Mapping[str, str] | None = None, older_than_s: float | None = None
+    ) -> list[str]:
+        """Close every sandbox matching ``labels`` (older than ``older_than_s``), ours or
+        left by any process, dead or alive; returns their ids."""
+        reaped = []
+        for state in await asyncio.to_thread(read_states, self.settings.run_dir):
+            age = time.time() - state.created_at
+            if not labels_match(state.labels, labels):
+                continue
+            if older_than_s is not None and age < older_than_s:
+                continue
+            mine = self._live.get(state.id)
+            if mine is not None:
+                await mine.close()
+            else:
+                await asyncio.to_thread(teardown, state)
+            reaped.append(state.id)
+        return reaped
+
+    async def aclose(self) -> None:
+        """Close the sandboxes this backend created."""
+        for sandbox in list(self._live.values()):
+            await sandbox.close()

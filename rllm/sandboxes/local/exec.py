@@ -1,0 +1,161 @@
+"""Running one command in a local sandbox: ``nsenter`` into its namespaces (about 3 ms),
+inside a cgroup of its own so that a timeout kills the whole tree, with output read
+incrementally and bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rllm.sandboxes.local.limits import kill_cgroup, remove_cgroup
+from rllm.sandboxes.local.process import join_cgroups
+from rllm.sandboxes.types import ExecResult, cut_output
+
+__all__ = ["Command", "run_command"]
+
+_CHUNK = 65536
+_DRAIN_AFTER_EXIT_S = 0.2
+"""How long output is still read once the command exited (a background child that keeps
+stdout open must not hold ``exec`` up)."""
+_CD_SCRIPT = 'cd -- "$1" || exit 126; shift; exec "$@"'
+
+
+@dataclass(frozen=True)
+class Command:
+    """One ``exec``, resolved: everything but the sandbox's process handles."""
+
+    argv: Sequence[str]
+    """What runs inside (``/bin/sh -c CMD`` for a shell string)."""
+    cwd: str | None
+    """Directory to run in; None: the sandbox's workdir (its pid 1's cwd)."""
+    env: Mapping[str, str]
+    """The whole environment."""
+    uid: int
+    """User id inside."""
+    gid: int
+    """Group id inside."""
+    stdin: bytes | None
+    """Fed to the command, then closed."""
+    timeout_s: float | None
+    """Wall-clock limit; None: none."""
+    output_limit: int
+    """Bytes kept of each stream."""
+
+
+def nsenter_argv(nsenter: str, init_pid: int, command: Command) -> list[str]:
+    """``nsenter`` into every namespace of ``init_pid``, its root and its cwd (never a host
+    directory: ``-w`` without an argument), as the command's user."""
+    argv = [nsenter, "-t", str(init_pid), "-U", "-m", "-p", "-n", "-i", "-u", "-C", "-r", "-w"]
+    if command.uid != 0 or command.gid != 0:
+        argv += ["-S", str(command.uid), "-G", str(command.gid)]
+    argv.append("--")
+    if command.cwd is not None:
+        argv += ["/bin/sh", "-c", _CD_SCRIPT, "rllm-cd", command.cwd]
+    return [*argv, *command.argv]
+
+
+async def run_command(
+    nsenter: str, init_pid: int, procs: list[str], group: Path | None, command: Command
+) -> ExecResult:
+    """Run ``command``; kill every process of ``group`` on timeout. The result's
+    ``exit_code`` is ``128 + signal`` for a command killed by a signal (137: SIGKILL)."""
+    argv = [*join_cgroups(procs), *nsenter_argv(nsenter, init_pid, command)]
+    start = time.monotonic()
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.PIPE if command.stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=dict(command.env),
+        start_new_session=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    readers = [
+        asyncio.ensure_future(_read_bounded(proc.stdout, command.output_limit)),
+        asyncio.ensure_future(_read_bounded(proc.stderr, command.output_limit)),
+    ]
+    feeder = asyncio.ensure_future(_feed(proc, command.stdin))
+    timed_out = False
+    try:
+        await asyncio.wait_for(proc.wait(), command.timeout_s)
+    except TimeoutError:
+        timed_out = True
+        _kill_tree(proc, group)
+        await proc.wait()
+    finally:
+        if proc.returncode is None:  # cancelled: leave nothing running
+            _kill_tree(proc, group)
+    _done, pending = await asyncio.wait([*readers, feeder], timeout=_DRAIN_AFTER_EXIT_S)
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+    if group is not None:
+        await asyncio.to_thread(_forget_group, group, timed_out)
+    (out, out_total), (err, err_total) = (_result(t) for t in readers)
+    code = proc.returncode
+    exit_code = None if timed_out or code is None else (128 - code if code < 0 else code)
+    return ExecResult(
+        stdout=cut_output(out, command.output_limit, out_total),
+        stderr=cut_output(err, command.output_limit, err_total),
+        exit_code=exit_code,
+        timed_out=timed_out,
+        duration_s=time.monotonic() - start,
+        truncated=out_total > command.output_limit or err_total > command.output_limit,
+        error=f"timed out after {command.timeout_s:g} s; every process it started was killed"
+        if timed_out
+        else None,
+    )
+
+
+async def _read_bounded(stream: asyncio.StreamReader, limit: int) -> tuple[bytes, int]:
+    """Read to EOF, keeping ``limit`` bytes; returns (kept, total)."""
+    kept = bytearray()
+    total = 0
+    try:
+        while chunk := await stream.read(_CHUNK):
+            total += len(chunk)
+            if len(kept) < limit:
+                kept += chunk[: limit - len(kept)]
+    except asyncio.CancelledError:
+        pass
+    return bytes(kept), total
+
+
+async def _feed(proc: asyncio.subprocess.Process, data: bytes | None) -> None:
+    if proc.stdin is None or data is None:
+        return
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        proc.stdin.write(data)
+        await proc.stdin.drain()
+    proc.stdin.close()
+
+
+def _result(task: asyncio.Future[tuple[bytes, int]]) -> tuple[bytes, int]:
+    if task.cancelled() or task.exception() is not None:
+        return b"", 0
+    return task.result()
+
+
+def _kill_tree(proc: asyncio.subprocess.Process, group: Path | None) -> None:
+    if group is not None:
+        kill_cgroup(group)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)  # the session we started it in, for no-cgroup hosts
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGKILL)
+
+
+def _forget_group(group: Path, timed_out: bool) -> None:
+    """Remove the command's cgroup when nothing of it is left (background children of
+    a command that exited keep running, and their cgroup stays until ``close``)."""
+    if timed_out:
+        remove_cgroup(group, wait_s=1.0)
+        return
+    with contextlib.suppress(OSError):
+        group.rmdir()

@@ -1,0 +1,232 @@
+"""Starting a sandbox's bubblewrap process: one long-lived ``bwrap`` holding new user,
+pid, ipc, uts, mount, cgroup (and, unless ``network=host``, network) namespaces over the
+overlay root, with ``sleep <lifetime_s>`` as its command so the sandbox ends at its
+lifetime even when the host process hangs.
+
+The user namespace maps host ids 0-65535 onto themselves (written by us through
+``--userns-block-fd``), so files keep their owners and non-root users inside work; root
+inside has Docker's default capability set and nothing over the host. bubblewrap is
+started from one long-lived spawner thread with ``--die-with-parent``: the sandbox's
+processes die with the process that owns it (a thread's exit would otherwise kill them).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import queue
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rllm.sandboxes.errors import SandboxError, SandboxUnavailableError
+from rllm.sandboxes.types import NetworkMode, SandboxSpec
+
+__all__ = ["ID_RANGE", "BwrapProcess", "bwrap_argv", "join_cgroups", "require_tools", "spawn"]
+
+ID_RANGE = 65536
+"""Host uids and gids 0..ID_RANGE-1 are mapped onto themselves in every sandbox."""
+
+DOCKER_CAPS = (
+    "CHOWN", "DAC_OVERRIDE", "FSETID", "FOWNER", "MKNOD", "NET_RAW", "SETGID", "SETUID",
+    "SETFCAP", "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "KILL", "AUDIT_WRITE",
+)  # fmt: skip
+"""Capabilities of root inside (Docker's default set), in the sandbox's user namespace."""
+
+JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ >"$1" || exit 125; shift; done; shift; exec "$@"'
+"""``sh -c`` script: write its pid into each cgroup.procs file before ``--``, then exec."""
+
+_READY_TIMEOUT_S = 10.0
+
+
+def require_tools() -> dict[str, str]:
+    """Paths of bwrap, nsenter and sh.
+
+    Raises:
+        SandboxUnavailableError: one is missing, we are not root, or there is no overlayfs.
+    """
+    found = {name: shutil.which(name) for name in ("bwrap", "nsenter", "sh")}
+    if found["bwrap"] is None:
+        raise SandboxUnavailableError(
+            "bubblewrap (bwrap) is not installed; the local sandbox backend runs every "
+            "sandbox in it: apt-get install -y bubblewrap"
+        )
+    if found["nsenter"] is None:
+        raise SandboxUnavailableError(
+            "nsenter is not installed; the local backend enters sandboxes with it: "
+            "apt-get install -y util-linux"
+        )
+    if os.geteuid() != 0:
+        raise SandboxUnavailableError(
+            f"the local sandbox backend mounts overlays and maps user ids, which needs root "
+            f"(running as uid {os.geteuid()}); run as root or use the docker backend"
+        )
+    with open("/proc/filesystems", encoding="ascii") as file:
+        if "overlay" not in file.read().split():
+            raise SandboxUnavailableError(
+                "the kernel has no overlayfs; load it with `modprobe overlay`"
+            )
+    return {name: path for name, path in found.items() if path is not None}
+
+
+def join_cgroups(procs: Sequence[str], ulimit_kb: int | None = None) -> list[str]:
+    """argv prefix that joins the cgroups in ``procs`` (and sets the rlimit) then execs."""
+    script = (
+        JOIN_SCRIPT if ulimit_kb is None else f"ulimit -v {ulimit_kb} || exit 125; {JOIN_SCRIPT}"
+    )
+    return ["/bin/sh", "-c", script, "rllm-join", *procs, "--"]
+
+
+def bwrap_argv(
+    bwrap: str, merged: Path, spec: SandboxSpec, hostname: str, workdir: str
+) -> list[str]:
+    """bubblewrap's arguments up to the command (fds are appended by ``spawn``)."""
+    argv = [
+        bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+        "--unshare-cgroup", "--die-with-parent", "--new-session", "--hostname", hostname,
+        "--bind", str(merged), "/", "--proc", "/proc", "--dev", "/dev",
+        "--tmpfs", "/dev/shm", "--chdir", workdir, "--clearenv", "--cap-drop", "ALL",
+    ]  # fmt: skip
+    if spec.disk_mb is not None:
+        argv += ["--size", str(spec.disk_mb * 1024 * 1024)]
+    argv += ["--tmpfs", "/tmp"]
+    for cap in DOCKER_CAPS:
+        argv += ["--cap-add", f"CAP_{cap}"]
+    if spec.network == NetworkMode.HOST:
+        argv += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
+    else:
+        argv.append("--unshare-net")
+    return argv
+
+
+@dataclass(frozen=True)
+class BwrapProcess:
+    """A started sandbox: bubblewrap on the host and the sandbox's pid 1."""
+
+    popen: subprocess.Popen[bytes]
+    """bubblewrap (reaped by ``teardown`` or ``Popen.wait``)."""
+    init_pid: int
+    """The sandbox's pid 1, as the host sees it (its namespaces are entered through it)."""
+
+
+def spawn(prefix: list[str], argv: list[str], lifetime_s: float | None, log: Path) -> BwrapProcess:
+    """Start bubblewrap (on the spawner thread) and wait until its command runs.
+
+    Raises:
+        SandboxError: bubblewrap failed; its own message is quoted.
+    """
+    return _spawner().call(lambda: _start(prefix, argv, lifetime_s, log))
+
+
+def _start(prefix: list[str], argv: list[str], lifetime_s: float | None, log: Path) -> BwrapProcess:
+    info_r, info_w = os.pipe()
+    block_r, block_w = os.pipe()
+    sleep = "infinity" if lifetime_s is None else f"{lifetime_s:.3f}"
+    command = [*prefix, *argv, "--info-fd", str(info_w), "--userns-block-fd", str(block_r),
+               "--", "sleep", sleep]  # fmt: skip
+    with open(log, "wb") as err:
+        popen = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=err, stderr=err, pass_fds=(info_w, block_r)
+        )
+    os.close(info_w)
+    os.close(block_r)
+    try:
+        init_pid = _child_pid(info_r)
+        if init_pid is None:
+            popen.wait(5)
+            raise SandboxError(
+                f"bubblewrap failed to start (exit {popen.returncode}): {_tail(log)}"
+            )
+        for kind in ("uid_map", "gid_map"):
+            with open(f"/proc/{init_pid}/{kind}", "w", encoding="ascii") as file:
+                file.write(f"0 0 {ID_RANGE}\n")
+        os.write(block_w, b"1")
+        _wait_ready(popen, init_pid, log)
+    except BaseException:
+        popen.kill()
+        popen.wait()
+        raise
+    finally:
+        os.close(info_r)
+        os.close(block_w)
+    return BwrapProcess(popen, init_pid)
+
+
+def _child_pid(fd: int) -> int | None:
+    data = b""
+    while not data.rstrip().endswith(b"}"):
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return None
+        data += chunk
+    return int(json.loads(data)["child-pid"])
+
+
+def _wait_ready(popen: subprocess.Popen[bytes], init_pid: int, log: Path) -> None:
+    """Until the sandbox's pid 1 has forked its command: then every mount is in place."""
+    deadline = time.monotonic() + _READY_TIMEOUT_S
+    children = f"/proc/{init_pid}/task/{init_pid}/children"
+    while time.monotonic() < deadline:
+        if popen.poll() is not None:
+            raise SandboxError(f"bubblewrap exited with {popen.returncode}: {_tail(log)}")
+        try:
+            with open(children, encoding="ascii") as file:
+                pids = file.read().split()
+            if pids:
+                with open(f"/proc/{pids[0]}/comm", encoding="ascii") as file:
+                    if file.read().strip() == "sleep":
+                        return
+        except OSError:
+            pass
+        time.sleep(0.0002)
+    raise SandboxError(f"the sandbox did not start within {_READY_TIMEOUT_S:.0f} s: {_tail(log)}")
+
+
+def _tail(log: Path) -> str:
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return "(no output)"
+    return "\n".join(text.splitlines()[-5:]) or "(no output)"
+
+
+class _Spawner:
+    """One daemon thread that starts every bubblewrap: ``--die-with-parent`` follows the
+    thread that forked, so it must live as long as the process."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self._queue: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any]]]
+        self._queue = queue.SimpleQueue()
+        threading.Thread(target=self._run, name="rllm-sandbox-spawner", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            fn, future = self._queue.get()
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn())
+                except BaseException as exc:
+                    future.set_exception(exc)
+
+    def call(self, fn: Callable[[], BwrapProcess]) -> BwrapProcess:
+        future: concurrent.futures.Future[BwrapProcess] = concurrent.futures.Future()
+        self._queue.put((fn, future))
+        return future.result()
+
+
+_SPAWNER: list[_Spawner] = []
+_SPAWNER_LOCK = threading.Lock()
+
+
+def _spawner() -> _Spawner:
+    with _SPAWNER_LOCK:
+        if not _SPAWNER or _SPAWNER[0].pid != os.getpid():  # a forked child needs its own
+            _SPAWNER[:] = [_Spawner()]
+        return _SPAWNER[0]
