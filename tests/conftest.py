@@ -79,3 +79,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "integration" in item.path.parts:
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """With ``RLLM_TEST_NO_SKIP=1`` (``.ci/run`` sets it) a skipped test fails instead:
+    CI installs and starts every service the tests need, so a skip there hides a defect."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if os.environ.get("RLLM_TEST_NO_SKIP") == "1" and report.skipped and not hasattr(
+        report, "wasxfail"
+    ):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped in CI, where nothing may be skipped: {reason}"
