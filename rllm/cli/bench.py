@@ -1,10 +1,14 @@
-"""``rllm-cli bench list|info|pull``: browse the benchmark registry and cache datasets."""
+"""``rllm-cli bench list|info|pull|check``: browse the benchmark registry, cache datasets,
+and validate Harbor task folders."""
 
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from rllm.cli.common import console, reports_errors
@@ -14,7 +18,7 @@ __all__ = ["bench"]
 
 @click.group()
 def bench() -> None:
-    """Benchmarks: list the registry, show one entry, pull its data."""
+    """Benchmarks: list the registry, show one entry, pull its data, check task folders."""
 
 
 @bench.command("list")
@@ -28,12 +32,34 @@ def list_(category: str | None, as_json: bool) -> None:
     if category is not None and category not in {c.value for c in Category}:
         raise click.BadParameter(
             f"{category!r} is not a category; use one of {', '.join(c.value for c in Category)}",
-            param_hint="--category")
+            param_hint="--category",
+        )
     specs = all_benchmarks(category)
     if as_json:
-        click.echo(json.dumps([s.model_dump(mode="json", include={
-            "name", "title", "category", "hf_id", "config", "split", "reward_fn", "agent",
-            "needs", "aliases"}) for s in specs], indent=2, sort_keys=True))
+        click.echo(
+            json.dumps(
+                [
+                    s.model_dump(
+                        mode="json",
+                        include={
+                            "name",
+                            "title",
+                            "category",
+                            "hf_id",
+                            "config",
+                            "split",
+                            "reward_fn",
+                            "agent",
+                            "needs",
+                            "aliases",
+                        },
+                    )
+                    for s in specs
+                ],
+                indent=2,
+                sort_keys=True,
+            )
+        )
         return
     table = Table(title=f"{len(specs)} benchmarks")
     for column in ("name", "category", "dataset", "split", "reward", "agent", "needs"):
@@ -42,8 +68,15 @@ def list_(category: str | None, as_json: bool) -> None:
         dataset = s.hf_id or s.source
         if s.config:
             dataset += f" [{s.config}]"
-        table.add_row(s.name, s.category.value, dataset, s.split, s.reward_fn, s.agent,
-                      ", ".join(sorted(n.value for n in s.needs)))
+        table.add_row(
+            s.name,
+            s.category.value,
+            dataset,
+            s.split,
+            s.reward_fn,
+            s.agent,
+            ", ".join(sorted(n.value for n in s.needs)),
+        )
     console.print(table)
 
 
@@ -61,14 +94,23 @@ def info(name: str, as_json: bool) -> None:
         click.echo(json.dumps(spec.model_dump(mode="json"), indent=2, sort_keys=True))
         return
     cached = cache_path(spec, spec.split)
-    rows = [("name", spec.name), ("title", spec.title), ("category", spec.category.value),
-            ("aliases", ", ".join(spec.aliases) or "-"), ("description", spec.description),
-            ("dataset", spec.hf_id or "-"), ("config", spec.config or "-"),
-            ("split", spec.split), ("source", spec.source),
-            ("fields", ", ".join(f"{k}<-{v}" for k, v in {**spec.fields, **spec.optional}.items())),
-            ("adapter", spec.adapter or "-"), ("reward fn", spec.reward_fn),
-            ("agent", spec.agent), ("needs", ", ".join(sorted(spec.needs)) or "-"),
-            ("cached", str(cached) if cached.is_file() else "no")]
+    rows = [
+        ("name", spec.name),
+        ("title", spec.title),
+        ("category", spec.category.value),
+        ("aliases", ", ".join(spec.aliases) or "-"),
+        ("description", spec.description),
+        ("dataset", spec.hf_id or "-"),
+        ("config", spec.config or "-"),
+        ("split", spec.split),
+        ("source", spec.source),
+        ("fields", ", ".join(f"{k}<-{v}" for k, v in {**spec.fields, **spec.optional}.items())),
+        ("adapter", spec.adapter or "-"),
+        ("reward fn", spec.reward_fn),
+        ("agent", spec.agent),
+        ("needs", ", ".join(sorted(spec.needs)) or "-"),
+        ("cached", str(cached) if cached.is_file() else "no"),
+    ]
     table = Table(show_header=False)
     table.add_column(style="bold")
     table.add_column()
@@ -92,3 +134,47 @@ def pull(name: str, split: str | None) -> None:
     spec = get_benchmark(name)
     path = pull_split(spec, split)
     console.print(f"pulled {spec.name} ({len(read_rows(path))} rows) to {path}")
+
+
+@bench.command()
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@reports_errors
+def check(directory: Path, as_json: bool) -> None:
+    """Validate the Harbor task folders in DIRECTORY (or DIRECTORY itself when it is one):
+    task.toml, instruction.md, environment/Dockerfile, tests/test.sh. Exit 1 when any is
+    invalid."""
+    from rllm.benchmarks.harbor import check_tasks
+
+    checks = check_tasks(directory)
+    invalid = [c for c in checks if not c.ok]
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "directory": str(directory.resolve()),
+                    "tasks": len(checks),
+                    "valid": len(checks) - len(invalid),
+                    "invalid": len(invalid),
+                    "checks": [c.to_json() for c in checks],
+                },
+                indent=2,
+            )
+        )
+    else:
+        table = Table(title=f"{len(checks)} tasks in {directory}, {len(invalid)} invalid")
+        for column in ("task", "status", "problems and warnings"):
+            table.add_column(column, overflow="fold")
+        for c in checks:
+            notes = [f"[red]{escape(p)}[/red]" for p in c.problems]
+            notes += [f"[yellow]{escape(w)}[/yellow]" for w in c.warnings]
+            table.add_row(
+                c.name,
+                "[green]ok[/green]" if c.ok else "[red]invalid[/red]",
+                "\n".join(notes) or "-",
+            )
+        console.print(table)
+    if not checks:
+        click.echo(f"error: no task folders in {directory}", err=True)
+    if invalid or not checks:
+        sys.exit(1)

@@ -1,0 +1,143 @@
+"""``bench check``: validate Harbor task folders without running them (like ``harbor
+check``): required files, ``task.toml`` types and values, a Dockerfile the local builder
+accepts, FROM an image that builds here. One bad task never stops the others."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rllm.benchmarks.harbor.dataset import task_dirs
+from rllm.benchmarks.harbor.task import inspect_task
+from rllm.sandboxes.errors import DockerfileError
+
+__all__ = ["TaskCheck", "check_task", "check_tasks", "local_images"]
+
+
+@dataclass(frozen=True)
+class TaskCheck:
+    """What checking one task folder found."""
+
+    name: str
+    """The task's name (its folder's when ``task.toml`` cannot say)."""
+    path: Path
+    """The task folder."""
+    problems: tuple[str, ...] = ()
+    """What makes it unusable, each naming the file."""
+    warnings: tuple[str, ...] = ()
+    """What is odd but usable."""
+
+    @property
+    def ok(self) -> bool:
+        """No problems."""
+        return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (``bench check --json``)."""
+        return {
+            "name": self.name,
+            "path": str(self.path),
+            "ok": self.ok,
+            "problems": list(self.problems),
+            "warnings": list(self.warnings),
+        }
+
+
+def local_images() -> set[str]:
+    """Image names a task's ``FROM`` may use: the base images built here from Debian's
+    packages and the derived ones built from built-in recipes (``python:3.11-slim``, ...);
+    no registry is reachable."""
+    from rllm.sandboxes.images.base import BASE_IMAGES
+    from rllm.sandboxes.images.derived import DERIVED_IMAGES
+
+    return set(BASE_IMAGES) | set(DERIVED_IMAGES)
+
+
+def _unknown_image(image: str, known: Collection[str]) -> str | None:
+    """Why ``image`` does not build here, or None when it does."""
+    from rllm.sandboxes.images.derived import normalize_name, refusal
+
+    if image in known or normalize_name(image) in known:
+        return None
+    hint = refusal(normalize_name(image))
+    return hint or f"use one of {', '.join(sorted(known))}"
+
+
+def _check_dockerfile(dockerfile: Path, known: Collection[str]) -> list[str]:
+    from rllm.sandboxes.images.dockerfile import expand, parse_dockerfile
+
+    try:
+        text = dockerfile.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return [f"environment/Dockerfile cannot be read: {exc}"]
+    try:
+        instructions = parse_dockerfile(text, str(dockerfile))
+    except DockerfileError as exc:
+        return [f"environment/Dockerfile: {exc}"]
+    args: dict[str, str] = {}
+    for instruction in instructions:
+        if instruction.keyword == "ARG":
+            name, _, default = instruction.args.partition("=")
+            args[name.strip()] = expand(default.strip(), args)
+            continue
+        if instruction.keyword != "FROM":
+            continue
+        words = expand(instruction.args, args).split()
+        image = words[0] if words else ""
+        why = _unknown_image(image, known)
+        if why is not None:
+            return [
+                f"environment/Dockerfile: FROM {image!r} at line {instruction.line} is not an "
+                f"image that builds here (no registry is reachable): {why}"
+            ]
+        break
+    return []
+
+
+def check_task(path: Path, *, known_images: Collection[str] | None = None) -> TaskCheck:
+    """Check one task folder.
+
+    Args:
+        path: The task folder.
+        known_images: Images ``FROM`` may name (default: ``local_images()``).
+    """
+    known = local_images() if known_images is None else known_images
+    task, problems, warnings = inspect_task(path)
+    dockerfile = Path(path) / "environment" / "Dockerfile"
+    if dockerfile.is_file():
+        problems += _check_dockerfile(dockerfile, known)
+    elif task is not None and _unknown_image(task.config.docker_image or "", known):
+        warnings.append(
+            f"docker_image {task.config.docker_image!r} is not a local base image: only a "
+            f"backend that already has it can start this task"
+        )
+    test_sh = Path(path) / "tests" / "test.sh"
+    if test_sh.is_file() and not test_sh.read_bytes().strip():
+        problems.append(f"tests/test.sh is empty ({test_sh}): it must write a reward")
+    elif test_sh.is_file():
+        texts = [p.read_bytes() for p in test_sh.parent.rglob("*") if p.is_file()]
+        if not any(b"reward" in t or b"/logs/verifier" in t for t in texts):
+            warnings.append(
+                "nothing in tests/ mentions reward.txt, reward.json or /logs/verifier: "
+                "test.sh must write /logs/verifier/reward.txt (or reward.json)"
+            )
+    name = task.name if task is not None else Path(path).name
+    return TaskCheck(name, Path(path).resolve(), tuple(problems), tuple(warnings))
+
+
+def check_tasks(root: Path, *, known_images: Collection[str] | None = None) -> list[TaskCheck]:
+    """Check every task folder under ``root`` (``root`` itself when it is one).
+
+    Raises:
+        HarborTaskError: ``root`` is not a directory.
+    """
+    known = local_images() if known_images is None else known_images
+    checks = []
+    for folder in task_dirs(root):
+        try:
+            checks.append(check_task(folder, known_images=known))
+        except OSError as exc:  # an unreadable folder is this task's problem only
+            checks.append(TaskCheck(folder.name, folder.resolve(), (f"cannot read: {exc}",)))
+    return checks
