@@ -17,6 +17,10 @@ import pytest
 from rllm.sandboxes.images.base import ensure_base
 from rllm.sandboxes.images.store import ImageStore, LocalImage
 from rllm.sandboxes.settings import SandboxSettings
+from tests.integration.sandboxes.docker_fixtures import (  # noqa: F401  (fixtures)
+    docker_backend_settings,
+    docker_url,
+)
 
 BASE_IMAGE = "debian:bookworm"
 
@@ -45,3 +49,4 @@ def sandbox_settings(base_image: LocalImage, tmp_path: Path) -> SandboxSettings:
     if not images.exists():
         images.symlink_to(shared_home() / "images")
     return SandboxSettings(home=home)
+
