@@ -39,7 +39,8 @@ def ensure_base(store: ImageStore, name: str, mirror: str = DEBIAN_MIRROR) -> Lo
     """
     suite = BASE_IMAGES.get(name)
     if suite is None:
-        raise ImageError(f"{name!r} is not a base image built here; known: {', '.join(BASE_IMAGES)}")
+        known = ", ".join(BASE_IMAGES)
+        raise ImageError(f"{name!r} is not a base image built here; known: {known}")
     found = store.find(name)
     if found is not None:
         return found

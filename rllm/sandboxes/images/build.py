@@ -1,0 +1,324 @@
+"""The Dockerfile builder of the local image store: no registry, no daemon.
+
+``FROM`` resolves to an image of the store, a base image (debootstrap, ``images.base``)
+or a built-in derived image (``images.derived``, itself built by this builder). Every
+filesystem step becomes one layer whose id is its content hash: the parent's hash, the
+step after substitution (with its env, workdir and user) and, for COPY / ADD, the hash
+of the files it copies. A layer already in the store is reused, so rebuilding an
+unchanged Dockerfile runs nothing and a change re-runs from that step on.
+
+- RUN: a sandbox of the backend on an intermediate image (``build/<layer id>-<nonce>``,
+  labelled ``rllm.build=intermediate``, removed after the step) with the host's network,
+  the step's env, workdir and user; its writable layer becomes the step's layer through
+  the sandbox's ``commit_layer`` (the local backend's).
+- COPY / ADD: written on the host into a new layer (``images.context``); no sandbox.
+- WORKDIR: a layer holding the directory, none when the image has it already.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import hashlib
+import logging
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from rllm.sandboxes.errors import ImageError, SandboxError
+from rllm.sandboxes.images.base import BASE_IMAGES, ensure_base
+from rllm.sandboxes.images.context import BuildContext, apply_copy, owner
+from rllm.sandboxes.images.derived import derived_recipe, normalize_name, refusal
+from rllm.sandboxes.images.dockerfile import Instruction, parse_dockerfile
+from rllm.sandboxes.images.plan import (
+    LABEL_PREFIX,
+    CopyStep,
+    RunStep,
+    Step,
+    WorkdirStep,
+    base_image,
+    plan_build,
+    step_text,
+)
+from rllm.sandboxes.images.rootfs import LayerWriter
+from rllm.sandboxes.images.store import ImageConfig, ImageStore, LocalImage
+from rllm.sandboxes.types import OWNER_LABEL, ImageInfo, NetworkMode, SandboxBackend, SandboxSpec
+
+__all__ = ["BUILD_LABEL", "build_dockerfile", "build_image", "resolve_from"]
+
+log = logging.getLogger(__name__)
+
+BUILD_LABEL = "rllm.build"
+"""Label of the intermediate images RUN steps run on (value ``intermediate``)."""
+
+_TAIL_LINES = 15
+
+
+@runtime_checkable
+class _Committing(Protocol):
+    async def commit_layer(self, layer_id: str) -> str: ...
+
+    async def close(self) -> None: ...
+
+
+async def build_image(
+    backend: SandboxBackend,
+    store: ImageStore,
+    context_dir: Path,
+    name: str | None = None,
+    *,
+    build_args: Mapping[str, str] | None = None,
+    dockerfile: str = "Dockerfile",
+    step_timeout_s: float | None = 3600.0,
+) -> ImageInfo:
+    """Build ``context_dir/dockerfile`` into ``store`` as ``name`` (default
+    ``build-<hash>``), running its RUN steps in ``backend``'s sandboxes.
+
+    Raises:
+        DockerfileError: an instruction is refused (named with its line).
+        ImageError: the Dockerfile is missing, FROM names an image that cannot be had
+            here, or a RUN step fails (its line and the last lines of its output).
+    """
+    path = context_dir / dockerfile
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (FileNotFoundError, IsADirectoryError):
+        raise ImageError(
+            f"no Dockerfile at {path}; a build context is a directory with a Dockerfile "
+            f"(or pass dockerfile=NAME)"
+        ) from None
+    image = await build_dockerfile(
+        backend,
+        store,
+        text,
+        context_dir,
+        name,
+        build_args=build_args,
+        filename=str(path),
+        step_timeout_s=step_timeout_s,
+    )
+    size = await asyncio.to_thread(image.size_bytes)
+    return ImageInfo(image.name, backend.name, image.id, size, image.created_at)
+
+
+async def build_dockerfile(
+    backend: SandboxBackend,
+    store: ImageStore,
+    text: str,
+    context_dir: Path,
+    name: str | None = None,
+    *,
+    build_args: Mapping[str, str] | None = None,
+    filename: str = "Dockerfile",
+    step_timeout_s: float | None = 3600.0,
+    _depth: int = 0,
+) -> LocalImage:
+    """Build Dockerfile ``text`` with build context ``context_dir``; see ``build_image``."""
+    started = time.monotonic()
+    instructions = parse_dockerfile(text, filename)
+    from_name, _, from_instruction = base_image(instructions, build_args)
+    base = await resolve_from(backend, store, from_name, from_instruction, _depth)
+    plan = plan_build(instructions, base.config, build_args)
+    context = BuildContext(context_dir)
+    layers = [layer.name for layer in base.layers]
+    key = base.id
+    timings: list[str] = []
+    for step in plan.steps:
+        step_started = time.monotonic()
+        key = await asyncio.to_thread(_step_key, key, step, context)
+        layer_id = f"step-{key[:32]}"
+        cached = store.has_layer(layer_id)
+        if not cached:
+            made = await _apply(backend, store, step, context, layers, layer_id, step_timeout_s)
+            if not made:
+                timings.append(f"line {step.instruction.line} {step.instruction.keyword} no-op")
+                continue
+        layers.append(layer_id)
+        took = "cached" if cached else f"{time.monotonic() - step_started:.2f} s"
+        timings.append(f"line {step.instruction.line} {step.instruction.keyword} {took}")
+    config_key = hashlib.sha256(f"{key}{plan.config}".encode()).hexdigest()[:12]
+    labels = {**plan.labels, LABEL_PREFIX + "from": from_name}
+    image = store.put(name or f"build-{config_key}", layers, plan.config, labels)
+    log.info(
+        "built image %s (%s) from %s in %.2f s: %s",
+        image.name,
+        image.id,
+        filename,
+        time.monotonic() - started,
+        "; ".join(timings) or "no filesystem steps",
+    )
+    return image
+
+
+async def resolve_from(
+    backend: SandboxBackend,
+    store: ImageStore,
+    name: str,
+    instruction: Instruction,
+    depth: int = 0,
+) -> LocalImage:
+    """The image FROM ``name`` starts with: one of the store, a base image (built by
+    debootstrap the first time) or a derived one (built from its recipe the first time).
+
+    Raises:
+        ImageError: none of these; the message says how to import one.
+    """
+    normalized = normalize_name(name)
+    for candidate in dict.fromkeys((name, normalized)):
+        found = store.find(candidate)
+        if found is not None and found.labels.get(BUILD_LABEL) != "intermediate":
+            return found
+    base_name = next((n for n in (name, normalized) if n in BASE_IMAGES), None)
+    if base_name is not None:
+        return await asyncio.to_thread(ensure_base, store, base_name)
+    recipe = derived_recipe(normalized)
+    if recipe is not None and depth < 3:
+        lock = store.root / f".derived-{hashlib.sha256(recipe.encode()).hexdigest()[:12]}.lock"
+        async with _file_lock(lock):
+            found = store.find(normalized)
+            if found is not None:
+                return found
+            log.info("building the derived image %s from its built-in recipe", normalized)
+            with tempfile.TemporaryDirectory(prefix="rllm-derived-") as empty:
+                return await build_dockerfile(
+                    backend,
+                    store,
+                    recipe,
+                    Path(empty),
+                    normalized,
+                    filename=f"<built-in recipe of {normalized}>",
+                    _depth=depth + 1,
+                )
+    hint = refusal(normalized)
+    reason = hint or "it is not in the local image store, and no registry is reachable here"
+    raise ImageError(
+        f"FROM {name} at {instruction.file}:{instruction.line}: {reason}. Known here: the "
+        f"store's images, {', '.join(BASE_IMAGES)}, python:3.11-slim and its aliases, "
+        f"buildpack-deps:bookworm. To use another image, export its root filesystem where "
+        f"a registry is reachable (docker export $(docker create {name}) > rootfs.tar) and "
+        f"import it: rllm-cli sandbox image import {name} rootfs.tar"
+    )
+
+
+def _step_key(parent: str, step: Step, context: BuildContext) -> str:
+    digest = hashlib.sha256(f"{parent}\0{step_text(step)}".encode())
+    if isinstance(step, CopyStep):
+        digest.update(context.digest(step.sources, step.instruction.where).encode())
+    return digest.hexdigest()
+
+
+async def _apply(
+    backend: SandboxBackend,
+    store: ImageStore,
+    step: Step,
+    context: BuildContext,
+    layers: list[str],
+    layer_id: str,
+    timeout_s: float | None,
+) -> bool:
+    """Make the step's layer; False when it has nothing to add (WORKDIR that exists)."""
+    if isinstance(step, RunStep):
+        await _run(backend, store, step, layers, layer_id, timeout_s)
+        return True
+    lower = [store.layer_path(layer) for layer in layers]
+    directory = store.new_layer_dir()
+    directory.chmod(0o755)  # a layer's root is the image's /
+    writer = LayerWriter(directory, lower)
+    try:
+        if isinstance(step, WorkdirStep):
+            if writer.view.is_dir(step.path):
+                directory.rmdir()
+                return False
+            where = step.instruction.where
+            uid, gid = owner(step.user, writer.view, where, True) if step.user else (0, 0)
+            writer.mkdir(writer.host_path(step.path), 0o755, uid, gid)
+        else:
+            await asyncio.to_thread(apply_copy, step, context, writer)
+    except BaseException:
+        await asyncio.to_thread(_remove, directory)
+        raise
+    store.commit_layer(directory, layer_id)
+    return True
+
+
+async def _run(
+    backend: SandboxBackend,
+    store: ImageStore,
+    step: RunStep,
+    layers: list[str],
+    layer_id: str,
+    timeout_s: float | None,
+) -> None:
+    where = step.instruction.where
+    intermediate = f"build/{layer_id}-{uuid.uuid4().hex[:8]}"
+    config = ImageConfig(env=dict(step.env), workdir=step.workdir, user=step.user)
+    store.put(intermediate, layers, config, {BUILD_LABEL: "intermediate"})
+    try:
+        spec = SandboxSpec(
+            image=intermediate,
+            workdir=step.workdir,
+            env=dict(step.env),
+            user=step.user,
+            network=NetworkMode.HOST,
+            lifetime_s=None,
+            output_limit_bytes=16_000_000,
+            labels={OWNER_LABEL: "rllm-image-build", BUILD_LABEL: layer_id},
+        )
+        try:
+            sandbox = await backend.create(spec)
+        except ImageError:
+            raise
+        except (SandboxError, ValueError) as exc:
+            raise ImageError(f"{where}: the step's sandbox did not start: {exc}") from exc
+        try:
+            try:
+                result = await sandbox.exec(list(step.argv), timeout_s=timeout_s)
+            except (SandboxError, ValueError) as exc:  # a USER the image lacks, a dead sandbox
+                raise ImageError(f"{where} could not run: {exc}") from exc
+            if not result.ok:
+                why = result.error or f"exit code {result.exit_code}"
+                tail = "\n".join(
+                    (result.stdout.rstrip() + "\n" + result.stderr.rstrip())
+                    .strip()
+                    .splitlines()[-_TAIL_LINES:]
+                )
+                raise ImageError(
+                    f"{where} failed ({why}): {step.instruction.args[:200]}\n"
+                    f"--- last lines of its output ---\n{tail or '(no output)'}"
+                )
+            if not isinstance(sandbox, _Committing):
+                raise ImageError(
+                    f"{where}: the {backend.name!r} backend's sandboxes cannot commit a layer "
+                    f"into the local image store; build with the local backend"
+                )
+            await sandbox.commit_layer(layer_id)
+        finally:
+            await sandbox.close()
+    finally:
+        with contextlib.suppress(ImageError):
+            store.delete(intermediate)
+
+
+def _remove(directory: Path) -> None:
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def _file_lock(path: Path) -> AsyncIterator[None]:
+    """An exclusive lock across processes, waited for without blocking the event loop."""
+    with open(path, "a+") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                await asyncio.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,111 @@
+"""Built-in derived images: names a Dockerfile's FROM commonly uses (``python:3.11-slim``,
+``buildpack-deps:bookworm``) as recipes on top of a debootstrapped base image.
+
+No registry is reachable here, so ``FROM python:3.11-slim`` is built locally by the
+Dockerfile builder from a recipe below, once, and kept in the image store under that
+name. Aliases of one recipe share its layers (the cache is by content). Debian
+bookworm's ``python3`` is 3.11, so other Python versions, and other distributions, are
+refused with a hint instead of being built wrong.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["DERIVED_IMAGES", "derived_recipe", "normalize_name", "refusal"]
+
+_PYTHON = """\
+FROM debian:bookworm
+ARG DEBIAN_FRONTEND=noninteractive
+ENV LANG=C.UTF-8
+RUN apt-get update \\
+ && apt-get install -y --no-install-recommends ca-certificates python3 python3-pip python3-venv \\
+ && ln -sf /usr/bin/python3 /usr/local/bin/python \\
+ && { [ -e /usr/bin/pip ] || ln -sf /usr/bin/pip3 /usr/local/bin/pip; } \\
+ && rm -f /usr/lib/python3.*/EXTERNALLY-MANAGED \\
+ && apt-get clean && rm -rf /var/lib/apt/lists/*
+CMD ["python3"]
+"""
+"""The official image's promise as far as Debian gives it: ``python``, ``python3``,
+``pip`` and ``venv``, certificates for pip, ``LANG=C.UTF-8``; pip installs system-wide
+as in the official image (the EXTERNALLY-MANAGED marker is removed); the apt lists are
+emptied as there, so a Dockerfile's ``apt-get install`` needs its ``apt-get update``."""
+
+_CURL = """\
+FROM debian:bookworm
+ARG DEBIAN_FRONTEND=noninteractive
+RUN apt-get update \\
+ && apt-get install -y --no-install-recommends ca-certificates curl gnupg netbase wget \\
+ && apt-get clean && rm -rf /var/lib/apt/lists/*
+"""
+
+_SCM = _CURL.replace(
+    "netbase wget", "netbase wget git openssh-client procps"
+)  # buildpack-deps:*-scm without mercurial and subversion
+
+_BUILDPACK = _CURL.replace(
+    "netbase wget",
+    "netbase wget git openssh-client procps build-essential autoconf automake libtool "
+    "pkg-config file bzip2 xz-utils unzip libssl-dev libffi-dev zlib1g-dev",
+)
+
+DERIVED_IMAGES: dict[str, str] = {
+    **{
+        f"python:{version}{variant}": _PYTHON
+        for version in ("3.11", "3")
+        for variant in ("", "-slim", "-bookworm", "-slim-bookworm")
+    },
+    "buildpack-deps:bookworm-curl": _CURL,
+    "buildpack-deps:bookworm-scm": _SCM,
+    "buildpack-deps:bookworm": _BUILDPACK,
+}
+"""Image name -> the Dockerfile that builds it (on a base image of ``images.base``)."""
+
+_PYTHON_NAME = re.compile(r"^python:(?P<version>[0-9][0-9.]*)?(?P<variant>-.*)?$")
+
+
+def normalize_name(name: str) -> str:
+    """Drop Docker Hub's implicit prefixes: ``docker.io/library/python:3.11`` is
+    ``python:3.11``; a name without a tag is ``:latest``."""
+    for prefix in ("docker.io/", "index.docker.io/", "registry-1.docker.io/"):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+    name = name.removeprefix("library/")
+    if ":" not in name.rpartition("/")[2] and "@" not in name:
+        name += ":latest"
+    return name
+
+
+def derived_recipe(name: str) -> str | None:
+    """The Dockerfile that builds image ``name`` here, or None when there is none.
+    ``python:3.11.X`` takes the 3.11 recipe (Debian's 3.11 patch level)."""
+    recipe = DERIVED_IMAGES.get(name)
+    match = _PYTHON_NAME.match(name)
+    if recipe is None and match and (match.group("version") or "").startswith("3.11."):
+        recipe = DERIVED_IMAGES.get(f"python:3.11{match.group('variant') or ''}")
+    return recipe
+
+
+def refusal(name: str) -> str | None:
+    """Why ``name`` cannot be built here and what to use instead, for names we know;
+    None for names we know nothing about."""
+    match = _PYTHON_NAME.match(name)
+    if name.startswith("python:"):
+        version = (match.group("version") if match else None) or "latest"
+        variant = (match.group("variant") if match else "") or ""
+        if "alpine" in variant or "windows" in variant:
+            return f"{name} is not Debian; use FROM python:3.11-slim"
+        return (
+            f"{name} cannot be built here: the only Python Debian bookworm packages is "
+            f"3.11 (asked for {version}); use FROM python:3.11-slim (or python:3.11), or "
+            f"pyenv / uv python install in a RUN step"
+        )
+    distro = name.partition(":")[0].rpartition("/")[2]
+    if distro in ("ubuntu", "alpine", "fedora", "centos", "rockylinux", "archlinux"):
+        return (
+            f"{name} cannot be built here: base images are built with debootstrap from "
+            f"Debian's mirror only; use FROM debian:bookworm"
+        )
+    if name.startswith("debian:"):
+        return f"{name} is not a Debian release built here; use FROM debian:bookworm"
+    return None

@@ -1,0 +1,322 @@
+"""A parsed Dockerfile, its ARGs and ENVs substituted, as the steps a build runs.
+
+Pure: nothing here touches the disk. ``plan_build`` walks the instructions as Docker
+does, keeping ARG and ENV scopes, the working directory, the user and the shell, and
+returns the filesystem steps (RUN, COPY/ADD, WORKDIR), each with the state it runs in,
+plus the final image's config and labels.
+
+Instructions without a filesystem effect are recorded in the image's labels: ``CMD``,
+``ENTRYPOINT``, ``SHELL`` (as JSON argv), ``EXPOSE``, ``VOLUME`` (a volume is not mounted
+during the build: later RUNs may write there and keep it), ``STOPSIGNAL``,
+``HEALTHCHECK``; ``LABEL`` and ``MAINTAINER`` become labels of their own. ``SHELL``
+also changes the shell of later shell-form RUNs, as in Docker.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import platform
+import posixpath
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from rllm.sandboxes.errors import DockerfileError
+from rllm.sandboxes.images.dockerfile import Instruction, expand, expand_words
+from rllm.sandboxes.images.store import ImageConfig
+
+__all__ = [
+    "DEFAULT_SHELL",
+    "LABEL_PREFIX",
+    "BuildPlan",
+    "CopyStep",
+    "RunStep",
+    "Step",
+    "WorkdirStep",
+    "base_image",
+    "plan_build",
+    "step_text",
+]
+
+log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+_Words = Callable[[str], list[str]]
+_One = Callable[[str], str]
+
+DEFAULT_SHELL = ("/bin/sh", "-c")
+"""What a shell-form RUN runs under until a SHELL instruction says otherwise."""
+
+LABEL_PREFIX = "rllm.dockerfile."
+"""Labels that record CMD, ENTRYPOINT, EXPOSE, ... (``rllm.dockerfile.cmd``)."""
+
+_ARCH = {"x86_64": "amd64", "aarch64": "arm64", "arm64": "arm64"}.get(
+    platform.machine(), platform.machine()
+)
+_AUTO_ARGS = {
+    "TARGETPLATFORM": f"linux/{_ARCH}",
+    "TARGETOS": "linux",
+    "TARGETARCH": _ARCH,
+    "TARGETVARIANT": "",
+    "BUILDPLATFORM": f"linux/{_ARCH}",
+    "BUILDOS": "linux",
+    "BUILDARCH": _ARCH,
+    "BUILDVARIANT": "",
+}
+"""BuildKit's automatic platform ARGs (usable in FROM; in the stage once declared)."""
+
+
+@dataclass(frozen=True)
+class RunStep:
+    """A RUN: ``argv`` run in a sandbox of the image so far."""
+
+    instruction: Instruction
+    """Where it comes from."""
+    argv: tuple[str, ...]
+    """The command: the shell and the shell-form text, or the exec form as given."""
+    env: Mapping[str, str]
+    """Its environment: the image's ENV over the ARGs in scope."""
+    workdir: str
+    """Working directory."""
+    user: str | None
+    """User it runs as (None: root)."""
+
+
+@dataclass(frozen=True)
+class CopyStep:
+    """A COPY or ADD of build-context files."""
+
+    instruction: Instruction
+    """Where it comes from."""
+    sources: tuple[str, ...]
+    """Source paths or globs, relative to the build context."""
+    dest: str
+    """Absolute destination in the image; a trailing ``/`` means "into this directory"."""
+    chown: str | None
+    """``--chown`` (``user[:group]``, names or numbers); None: root."""
+    chmod: int | None
+    """``--chmod`` mode bits; None keeps the sources' modes."""
+    extract: bool
+    """ADD: a local tar archive is extracted into ``dest``."""
+
+
+@dataclass(frozen=True)
+class WorkdirStep:
+    """A WORKDIR: the directory is created when the image lacks it."""
+
+    instruction: Instruction
+    """Where it comes from."""
+    path: str
+    """Absolute path."""
+    user: str | None = None
+    """The USER at that point: owns the directory if it is created, as in BuildKit."""
+
+
+Step = RunStep | CopyStep | WorkdirStep
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """What ``build_image`` does: the base image, the steps, the final config."""
+
+    base: str
+    """The FROM image, substituted."""
+    stage: str | None
+    """The ``AS`` name, if any."""
+    steps: tuple[Step, ...]
+    """Filesystem steps in order."""
+    config: ImageConfig
+    """Final ENV, WORKDIR, USER."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """LABELs and the recorded metadata instructions."""
+
+
+def step_text(step: Step) -> str:
+    """Canonical text of a step for its cache key: everything but its line number."""
+    fields = {k: v for k, v in vars(step).items() if k != "instruction"}
+    fields["keyword"] = step.instruction.keyword
+    return json.dumps(fields, sort_keys=True, default=lambda v: dict(v))
+
+
+def _global_args(
+    instructions: Sequence[Instruction], build_args: Mapping[str, str]
+) -> dict[str, str]:
+    scope = dict(_AUTO_ARGS)
+    for instruction in instructions:
+        if instruction.keyword == "FROM":
+            break
+        _declare(instruction, scope, scope, build_args, {})
+    return scope
+
+
+def base_image(
+    instructions: Sequence[Instruction], build_args: Mapping[str, str] | None = None
+) -> tuple[str, str | None, Instruction]:
+    """The image FROM names (ARGs before FROM substituted), its ``AS`` name, and the FROM."""
+    scope = _global_args(instructions, build_args or {})
+    instruction = next(i for i in instructions if i.keyword == "FROM")
+    words = _located(instruction, lambda: expand_words(instruction.args, scope, instruction.escape))
+    platform_flag = instruction.flag("platform")
+    if platform_flag:
+        wanted = _located(instruction, lambda: expand(platform_flag, scope, instruction.escape))
+        if wanted not in ("", _AUTO_ARGS["TARGETPLATFORM"]):
+            raise DockerfileError(
+                f"{instruction.where}: --platform={wanted} cannot be built on this "
+                f"{_AUTO_ARGS['TARGETPLATFORM']} machine (no emulation); drop the flag"
+            )
+    if len(words) == 3 and words[1].lower() == "as":
+        return words[0], words[2], instruction
+    if len(words) != 1:
+        raise DockerfileError(
+            f"{instruction.where}: expected FROM IMAGE [AS NAME], got {instruction.args!r}"
+        )
+    return words[0], None, instruction
+
+
+def plan_build(
+    instructions: Sequence[Instruction],
+    base: ImageConfig,
+    build_args: Mapping[str, str] | None = None,
+) -> BuildPlan:
+    """The steps of a parsed single-stage Dockerfile on top of an image configured ``base``.
+
+    Raises:
+        DockerfileError: a substitution or an instruction's arguments are malformed.
+    """
+    build_args = dict(build_args or {})
+    name, stage, _ = base_image(instructions, build_args)
+    global_scope = _global_args(instructions, build_args)
+    env, args = dict(base.env), dict[str, str]()
+    workdir, user = base.workdir or "/", base.user
+    shell: tuple[str, ...] = DEFAULT_SHELL
+    labels: dict[str, str] = {}
+    steps: list[Step] = []
+    declared: set[str] = set()
+    body = instructions[[i.keyword for i in instructions].index("FROM") + 1 :]
+    for ins in body:
+        scope = {**args, **env}
+
+        def one(text: str, scope: Mapping[str, str] = scope, ins: Instruction = ins) -> str:
+            return _located(ins, lambda: expand(text, scope, ins.escape))
+
+        def words(text: str, scope: Mapping[str, str] = scope, ins: Instruction = ins) -> list[str]:
+            return _located(ins, lambda: expand_words(text, scope, ins.escape))
+
+        keyword = ins.keyword
+        if keyword == "ARG":
+            declared.update(_declare(ins, args, scope, build_args, global_scope))
+        elif keyword in ("ENV", "LABEL"):
+            target = env if keyword == "ENV" else labels
+            target.update(_pairs(ins, words, one))
+        elif keyword == "MAINTAINER":
+            labels["maintainer"] = ins.args
+        elif keyword == "WORKDIR":
+            workdir = posixpath.normpath(posixpath.join(workdir, one(ins.args)))
+            workdir = "/" + workdir.lstrip("/")
+            steps.append(WorkdirStep(ins, workdir, user))
+        elif keyword == "USER":
+            user = one(ins.args) or None
+        elif keyword == "RUN":
+            argv = ins.json_args if ins.json_args is not None else (*shell, ins.args)
+            if not argv:
+                raise DockerfileError(f"{ins.where}: RUN needs a command")
+            steps.append(RunStep(ins, tuple(argv), {**args, **env}, workdir, user))
+        elif keyword in ("COPY", "ADD"):
+            steps.append(_copy(ins, words, one, workdir))
+        elif keyword == "SHELL":
+            shell = tuple(ins.json_args or ())
+            labels[LABEL_PREFIX + "shell"] = json.dumps(list(shell))
+        elif keyword in ("CMD", "ENTRYPOINT"):
+            argv = ins.json_args if ins.json_args is not None else (*shell, ins.args)
+            labels[LABEL_PREFIX + keyword.lower()] = json.dumps(list(argv) if ins.args else [])
+        elif keyword in ("EXPOSE", "VOLUME"):
+            key = LABEL_PREFIX + keyword.lower()
+            found = [one(v) for v in ins.json_args] if ins.json_args else words(ins.args)
+            labels[key] = " ".join(filter(None, (labels.get(key), *found)))
+        elif keyword == "STOPSIGNAL":
+            labels[LABEL_PREFIX + "stopsignal"] = one(ins.args)
+        elif keyword == "HEALTHCHECK":
+            flags = " ".join(f"--{k}={v}" for k, v in ins.flags)
+            labels[LABEL_PREFIX + "healthcheck"] = f"{flags} {ins.args}".strip()
+    unused = sorted(set(build_args) - declared - {n for n in global_scope if n in build_args})
+    if unused:
+        log.warning("build args %s were not declared by an ARG and are ignored", unused)
+    if stage:
+        labels[LABEL_PREFIX + "stage"] = stage
+    config = ImageConfig(env=env, workdir=None if workdir == "/" else workdir, user=user)
+    return BuildPlan(name, stage, tuple(steps), config, labels)
+
+
+def _located(instruction: Instruction, call: Callable[[], _T]) -> _T:
+    """Run a substitution, prefixing its error with the instruction and line."""
+    try:
+        return call()
+    except DockerfileError as exc:
+        raise DockerfileError(f"{instruction.where}: {exc}") from None
+
+
+def _declare(
+    ins: Instruction,
+    target: dict[str, str],
+    scope: Mapping[str, str],
+    build_args: Mapping[str, str],
+    outer: Mapping[str, str],
+) -> list[str]:
+    names = []
+    for word in _located(ins, lambda: expand_words(ins.args, scope, ins.escape)):
+        name, eq, default = word.partition("=")
+        if not name.replace("_", "a").isalnum() or name[0].isdigit():
+            raise DockerfileError(f"{ins.where}: bad ARG name {name!r}")
+        names.append(name)
+        if name in build_args:
+            target[name] = build_args[name]
+        elif eq:
+            target[name] = default
+        elif name in outer:
+            target[name] = outer[name]
+    return names
+
+
+def _pairs(ins: Instruction, words: _Words, one: _One) -> dict[str, str]:
+    """``KEY=VALUE ...`` or the legacy ``KEY VALUE`` of ENV and LABEL."""
+    found = words(ins.args)
+    if found and "=" not in found[0]:
+        key, _, rest = ins.args.partition(" ")
+        if not rest.strip():
+            raise DockerfileError(f"{ins.where}: {ins.keyword} {key} needs a value")
+        return {one(key): one(rest.strip())}
+    pairs = {}
+    for word in found:
+        key, eq, value = word.partition("=")
+        if not eq or not key:
+            raise DockerfileError(
+                f"{ins.where}: {word!r} is not KEY=VALUE (mixing the KEY VALUE and "
+                f"KEY=VALUE forms is not allowed)"
+            )
+        pairs[key] = value
+    return pairs
+
+
+def _copy(ins: Instruction, words: _Words, one: _One, workdir: str) -> CopyStep:
+    found = [one(w) for w in ins.json_args] if ins.json_args else words(ins.args)
+    if len(found) < 2:
+        raise DockerfileError(f"{ins.where}: {ins.keyword} needs a source and a destination")
+    *sources, dest = found
+    trailing = dest.endswith("/") or dest in (".", "..") or dest.endswith(("/.", "/.."))
+    dest = posixpath.normpath(posixpath.join(workdir, dest))
+    dest = "/" + dest.lstrip("/")
+    if trailing and dest != "/":
+        dest += "/"
+    chmod_text = ins.flag("chmod")
+    chmod = None
+    if chmod_text is not None:
+        try:
+            chmod = int(one(chmod_text), 8)
+        except ValueError:
+            raise DockerfileError(
+                f"{ins.where}: --chmod={chmod_text} is not an octal mode (such as 0755)"
+            ) from None
+    chown = ins.flag("chown")
+    return CopyStep(
+        ins, tuple(sources), dest, one(chown) if chown else None, chmod, ins.keyword == "ADD"
+    )
