@@ -91,11 +91,11 @@ def bwrap_argv(
         bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
         "--unshare-cgroup", "--die-with-parent", "--new-session", "--hostname", hostname,
         "--bind", str(merged), "/", "--proc", "/proc", "--dev", "/dev",
-        "--tmpfs", "/dev/shm", "--chdir", workdir, "--clearenv", "--cap-drop", "ALL",
+        "--perms", "1777", "--tmpfs", "/dev/shm", "--chdir", workdir, "--clearenv",
+        "--cap-drop", "ALL",
     ]  # fmt: skip
-    if spec.disk_mb is not None:
-        argv += ["--size", str(spec.disk_mb * 1024 * 1024)]
-    argv += ["--tmpfs", "/tmp"]
+    # /tmp stays in the overlay, as in a container: 1777 from the image, kept by a RUN for
+    # the next step's layer, and counted against disk_mb with the rest of the upper dir
     for cap in DOCKER_CAPS:
         argv += ["--cap-add", f"CAP_{cap}"]
     if spec.network == NetworkMode.HOST:
