@@ -22,6 +22,7 @@ __all__ = [
     "OWNER_LABEL",
     "ExecResult",
     "ImageInfo",
+    "Mount",
     "NetworkMode",
     "Sandbox",
     "SandboxBackend",
@@ -51,6 +52,33 @@ class NetworkMode(StrEnum):
     """The host's network (image builds that install packages; never an agent's run)."""
 
 
+class Mount(BaseModel):
+    """A host directory or file bound into a sandbox."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: Path
+    """Absolute host path; it must exist."""
+    target: str
+    """Absolute path inside the sandbox (created if missing)."""
+    read_only: bool = True
+    """Read-only unless asked otherwise (a host-installed tool, an interpreter)."""
+
+    @field_validator("source")
+    @classmethod
+    def _existing_source(cls, value: Path) -> Path:
+        if not value.is_absolute() or not value.exists():
+            raise ValueError(f"mount source {str(value)!r} must be an existing absolute path")
+        return value
+
+    @field_validator("target")
+    @classmethod
+    def _absolute_target(cls, value: str) -> str:
+        if not value.startswith("/") or value == "/" or ".." in value.split("/"):
+            raise ValueError(f"mount target {value!r} must be an absolute path below /")
+        return value
+
+
 class SandboxSpec(BaseModel):
     """What one sandbox is created from and may do."""
 
@@ -66,6 +94,9 @@ class SandboxSpec(BaseModel):
     """Environment of every command, over the image's own."""
     user: str | None = None
     """User commands run as (name or ``uid[:gid]``); None is the image's user (root)."""
+    mounts: tuple[Mount, ...] = ()
+    """Host paths bound in (read-only by default): a host-installed tool, an interpreter.
+    Backends on other machines (daytona, modal) refuse them."""
 
     # --- limits ---------------------------------------------------------------------
     cpus: float | None = Field(default=None, gt=0)

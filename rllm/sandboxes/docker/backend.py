@@ -192,6 +192,11 @@ class DockerBackend:
             nano_cpus=int(spec.cpus * 1e9) if spec.cpus else None,
             pids_limit=spec.pids,
             storage_opt={"size": f"{spec.disk_mb}M"} if spec.disk_mb else None,
+            binds={
+                str(m.source): {"bind": m.target, "mode": "ro" if m.read_only else "rw"}
+                for m in spec.mounts
+            }
+            or None,
         )
         with docker_errors(f"creating a sandbox from {spec.image!r}", image=image):
             try:

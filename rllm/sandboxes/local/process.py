@@ -96,6 +96,8 @@ def bwrap_argv(
     ]  # fmt: skip
     # /tmp stays in the overlay, as in a container: 1777 from the image, kept by a RUN for
     # the next step's layer, and counted against disk_mb with the rest of the upper dir
+    for mount in spec.mounts:
+        argv += ["--ro-bind" if mount.read_only else "--bind", str(mount.source), mount.target]
     for cap in DOCKER_CAPS:
         argv += ["--cap-add", f"CAP_{cap}"]
     if spec.network == NetworkMode.HOST:
