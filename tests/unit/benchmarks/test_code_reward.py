@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
 from rllm.benchmarks import get_reward_fn, load_tasks
 from rllm.benchmarks.graders.coding import extract_code
-from rllm.benchmarks.graders.sandbox import SandboxSettings, run_python
+from rllm.benchmarks.graders.sandbox import CodeSandboxSettings, run_python
 
 from .test_loaders import fixture_for
 
@@ -57,11 +58,22 @@ def test_code_that_tries_the_network_fails_cleanly(humaneval: list) -> None:  # 
     assert "Network is unreachable" in result.metadata["result"]
 
 
-def test_sandbox_limits_memory_and_writes() -> None:
-    settings = SandboxSettings(memory_mb=256)
-    assert run_python("x = bytearray(1024 ** 3)", settings=settings).error_line == "MemoryError"
-    denied = run_python("open('/etc/rllm-sandbox-test', 'w')")
+def test_sandbox_limits_memory_and_keeps_the_host_out() -> None:
+    settings = CodeSandboxSettings(memory_mb=256)
+    hog = run_python("x = bytearray(1024 ** 3); x[::4096] = b'1' * len(x[::4096])",
+                     settings=settings)
+    assert (hog.status, hog.returncode) == ("failed", 137)
+    assert hog.error_line == "killed: over the 256 MB memory limit"
+    # the host's /usr is read-only; its home, /tmp and /etc are not there at all
+    denied = run_python("open('/usr/rllm-sandbox-test', 'w')")
     assert denied.status == "failed" and "Read-only file system" in denied.error_line
+    unseen = run_python(f"import os; print(os.listdir('/tmp'), os.path.exists({__file__!r}),"
+                        " os.listdir('/etc'))")
+    assert unseen.stdout == "[] False ['ld.so.cache']\n", unseen
+    # a write lands in the sandbox's own overlay and goes with it
+    kept = run_python("open('/etc/passwd', 'w').write('x'); print(open('/etc/passwd').read())")
+    assert (kept.status, kept.stdout) == ("passed", "x\n")
+    assert Path("/etc/passwd").read_text() != "x"
     echo = run_python("print(input()[::-1])", stdin="abc\n")
     assert (echo.status, echo.stdout) == ("passed", "cba\n")
 
