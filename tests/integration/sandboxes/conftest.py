@@ -8,8 +8,11 @@ own run directory and snapshot registry on top of it.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,16 +40,15 @@ def base_image() -> LocalImage:
 
 
 @pytest.fixture
-def sandbox_settings(base_image: LocalImage, tmp_path: Path) -> SandboxSettings:
-    """Settings of one test: the shared image store, its own run dir and snapshot file.
-
-    The home is the shared one (images), with ``run/`` and ``snapshots.json`` made unique
-    through a per-test subdirectory name in the labels the tests pass.
-    """
+def sandbox_settings(base_image: LocalImage) -> Iterator[SandboxSettings]:
+    """Settings of one test: its own home (run dir, snapshot registry) whose ``images/``
+    links to the shared image store; the home goes at the end, sandboxes first."""
     home = shared_home() / "tests" / uuid.uuid4().hex[:10]
-    (home).mkdir(parents=True, exist_ok=True)
-    images = home / "images"
-    if not images.exists():
-        images.symlink_to(shared_home() / "images")
-    return SandboxSettings(home=home)
+    home.mkdir(parents=True)
+    (home / "images").symlink_to(shared_home() / "images")
+    settings = SandboxSettings(home=home)
+    yield settings
+    from rllm.sandboxes.local.backend import LocalBackend
 
+    asyncio.run(LocalBackend(settings).reap())  # what a failed test left running
+    shutil.rmtree(home, ignore_errors=True)
