@@ -1,0 +1,40 @@
+"""Harnesses by name: ``get_harness("bash")``. Each harness is one module, imported only
+when asked for."""
+
+from __future__ import annotations
+
+import importlib
+
+from rllm.producers.harnesses.errors import UnknownHarnessError
+from rllm.producers.harnesses.types import Harness
+
+__all__ = ["HARNESSES", "get_harness", "harness_names"]
+
+HARNESSES: dict[str, str] = {
+    "oracle": "rllm.producers.harnesses.oracle:OracleHarness",
+    "bash": "rllm.producers.harnesses.bash:BashHarness",
+    "react": "rllm.producers.harnesses.react:ReactHarness",
+}
+"""Harness name -> ``module:class``; the class takes no arguments."""
+
+
+def harness_names() -> list[str]:
+    """Every registered harness's name, sorted."""
+    return sorted(HARNESSES)
+
+
+def get_harness(name: str) -> Harness:
+    """The harness called ``name``.
+
+    Raises:
+        UnknownHarnessError: no harness has that name (the known ones are listed).
+    """
+    target = HARNESSES.get(name)
+    if target is None:
+        raise UnknownHarnessError(
+            f"unknown harness {name!r}; choose one of {', '.join(harness_names())} "
+            f"(rllm-cli harness list shows them)"
+        )
+    module_name, _, attr = target.partition(":")
+    harness: Harness = getattr(importlib.import_module(module_name), attr)()
+    return harness

@@ -1,0 +1,166 @@
+"""A harness as an ``@rllm.rollout``: ``HarnessRollout`` is a ``Rollout`` whose session
+wraps a ``HarnessRunner`` run, so ``run_tasks``, ``rllm-cli eval`` and ``AgentTrainer``
+run and train a harness exactly as they do the built-in agents.
+
+The session closes with ``ok``, ``timeout`` or ``error``; ``SessionClosed.error`` starts
+with the reason (``timeout``, ``agent_error``, ``verifier_error``, ``sandbox_error``) and
+the output carries it as ``reason``. The verifier's reward goes with the close as a
+``RewardAssigned`` (its named values as signals), ahead of ``SessionClosed``; a failed
+verification publishes none.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rllm.benchmarks.harbor.dataset import from_task
+from rllm.benchmarks.types import RewardResult
+from rllm.producers.harnesses.errors import HarnessError
+from rllm.producers.harnesses.runner import HarnessRunner
+from rllm.producers.harnesses.types import CloseReason, Harness, HarnessRun
+from rllm.producers.sdk.client import GatewayClient
+from rllm.producers.sdk.evaluator import Evaluator
+from rllm.producers.sdk.rollout import BeforeClose, Rollout
+from rllm.producers.sdk.types import RolloutConfig, RolloutOutcome
+from rllm.sandboxes.types import SandboxBackend
+from rllm.schemas.types import RewardAssigned, SessionEvent, SessionStatus, Task
+
+__all__ = ["VERIFIER_EVALUATOR", "HarnessRollout", "reward_event", "verifier_evaluator"]
+
+VERIFIER_EVALUATOR = "harbor-verifier"
+"""``RewardAssigned.evaluator`` of a verifier's reward."""
+
+_STATUS = {CloseReason.OK: SessionStatus.OK, CloseReason.TIMEOUT: SessionStatus.TIMEOUT}
+
+
+def reward_event(session_id: str, run_id: str, result: HarnessRun) -> SessionEvent | None:
+    """The RewardAssigned of a run whose verifier gave a reward; None when it gave none
+    (a failed verification is never a silent 0)."""
+    verifier, reward = result.verifier, result.reward
+    if verifier is None or reward is None:
+        return None
+    details = {
+        "harness": result.harness,
+        "task": result.task,
+        "reason": result.reason.value,
+        "exit_code": verifier.exit_code,
+        "duration_s": round(verifier.duration_s, 3),
+    }
+    payload = RewardAssigned(
+        reward=reward, is_correct=reward >= 1.0, signals=dict(verifier.values),
+        evaluator=VERIFIER_EVALUATOR, metadata_json=json.dumps(details),
+    )  # fmt: skip
+    return SessionEvent(event_id=uuid.uuid4().hex, session_id=session_id, run_id=run_id,
+                        producer="harness", payload=payload)  # fmt: skip
+
+
+def _verifier_score(task: Task, outcome: RolloutOutcome) -> RewardResult:
+    output = outcome.output if isinstance(outcome.output, dict) else {}
+    reward = output.get("reward")
+    if isinstance(reward, bool) or not isinstance(reward, int | float):
+        why = output.get("verifier_error") or outcome.error or "it did not run"
+        raise HarnessError(f"task {task.task_id!r}: the verifier gave no reward: {why}")
+    details = {k: output.get(k) for k in ("harness", "task", "reason")}
+    return RewardResult(reward=float(reward), is_correct=reward >= 1.0,
+                        signals=dict(output.get("values") or {}), metadata=details)  # fmt: skip
+
+
+verifier_evaluator = Evaluator(_verifier_score, name=VERIFIER_EVALUATOR)
+"""The verifier's reward as an ``@rllm.evaluator``: give it to ``run_tasks`` or
+``AgentTrainer`` and their results carry the reward; the rollout then publishes it once
+(the evaluator's), not twice."""
+
+
+class HarnessRollout(Rollout):
+    """A harness on Harbor tasks (``Task`` rows from ``rllm.benchmarks.harbor.to_task``).
+
+    Args:
+        harness: the agent.
+        backend: where its sandboxes come from.
+        artifacts_dir: where its log files are kept (``<dir>/<session_id>/``).
+        labels: on every sandbox (``rllm.owner``).
+    """
+
+    def __init__(
+        self,
+        harness: Harness,
+        backend: SandboxBackend,
+        *,
+        artifacts_dir: Path | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
+        self.harness = harness
+        self.runner = HarnessRunner(harness, backend, artifacts_dir=artifacts_dir, labels=labels)
+        self._gateway_url = ""
+        super().__init__(self._agent, name=f"harness:{harness.name}")
+
+    async def _agent(self, task: Task, config: RolloutConfig) -> dict[str, Any]:
+        """The harness on ``task`` in the session of ``config`` (its summary)."""
+        return (await self._execute(task, config.base_url, config)).summary()
+
+    async def _execute(self, task: Task, gateway_url: str, config: RolloutConfig) -> HarnessRun:
+        try:
+            harbor_task = from_task(task)
+        except Exception as exc:  # not a Harbor task, or its folder no longer loads
+            return HarnessRun(harness=self.harness.name, task=task.task_id,
+                              reason=CloseReason.SANDBOX_ERROR, error=str(exc))  # fmt: skip
+        try:
+            return await self.runner.run(
+                harbor_task, gateway_url=gateway_url, base_url=config.base_url,
+                api_key=config.api_key, model=config.model, session_id=config.session_id,
+            )  # fmt: skip
+        except Exception as exc:  # the sandbox died mid-run: this run's result, not a crash
+            return HarnessRun(self.harness.name, task.task_id, reason=CloseReason.SANDBOX_ERROR,
+                              error=f"{type(exc).__name__}: {exc}")  # fmt: skip
+
+    async def run(
+        self,
+        task: Task,
+        gateway: GatewayClient,
+        *,
+        run_id: str,
+        model: str,
+        sampling: dict[str, Any] | None = None,
+        rollout_index: int = 0,
+        group_size: int = 1,
+        session_id: str | None = None,
+        before_close: BeforeClose | None = None,
+    ) -> RolloutOutcome:
+        """Open a session, run the harness in its sandbox, verify, and close the session
+        with the reward. ``sampling`` is not passed on: a CLI agent picks its own."""
+        started = time.perf_counter()
+        handle = await gateway.open_session(
+            task, run_id=run_id, session_id=session_id, rollout_index=rollout_index,
+            group_size=group_size, agent=self.name, model=model,
+            metadata={"harness": self.harness.name, "harness_version": self.harness.version},
+        )  # fmt: skip
+        config = RolloutConfig(
+            base_url=handle.base_url, api_key=handle.api_key, model=model,
+            session_id=handle.session_id, run_id=run_id, rollout_index=rollout_index,
+        )  # fmt: skip
+        events: list[SessionEvent] = []
+        status, output, error = SessionStatus.ERROR, None, None
+        try:
+            result = await self._execute(task, gateway.url, config)
+            status = _STATUS.get(result.reason, SessionStatus.ERROR)
+            output = result.summary()
+            error = None if result.reason is CloseReason.OK else f"{result.reason}: {result.error}"
+            outcome = RolloutOutcome(
+                session_id=handle.session_id, run_id=run_id, task=task,
+                rollout_index=rollout_index, status=status, answer=None, output=output,
+                error=error, num_steps=0, seconds=time.perf_counter() - started,
+            )  # fmt: skip
+            if before_close is not None:
+                events += await before_close(outcome) or []
+            event = reward_event(handle.session_id, run_id, result)
+            if event is not None and not any(isinstance(e.payload, RewardAssigned) for e in events):
+                events.insert(0, event)  # the caller's evaluator did not score it
+        finally:  # the session closes whatever failed (cancelled too)
+            num_steps = await gateway.close_session(handle, status, output, error, events or None)
+        return dataclasses.replace(outcome, num_steps=num_steps)

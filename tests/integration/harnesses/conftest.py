@@ -1,0 +1,39 @@
+"""Harness tests: a real gateway in front of a scripted model, on the real broker, and
+real local sandboxes (bubblewrap) from the shared base image."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from rllm.sandboxes import SandboxBackend, SandboxSettings, get_backend
+from tests.fakes.scripted import ScriptedUpstream, start_scripted_upstream
+from tests.integration.gateway.conftest import session_events, start_gateway  # noqa: F401
+from tests.integration.sandboxes.conftest import base_image, sandbox_settings  # noqa: F401
+
+HELLO_SCRIPT = ["run: printf 'Hello, Harbor!\\n' > /app/hello.txt", "done"]
+"""The bash harness's answers that solve ``hello-file``: one command, then done."""
+
+needs_local_sandbox = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("bwrap") is None,
+    reason="the local backend needs root and bubblewrap (apt-get install -y bubblewrap)",
+)
+
+
+@pytest.fixture
+def upstream() -> Iterator[ScriptedUpstream]:
+    """The scripted model (the gateway's upstream); a test may replace ``.script``."""
+    server = start_scripted_upstream(list(HELLO_SCRIPT))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def backend(sandbox_settings: SandboxSettings) -> AsyncIterator[SandboxBackend]:  # noqa: F811
+    """The local backend on the test's own home (the shared image store)."""
+    made = get_backend("local", sandbox_settings)
+    yield made
+    await made.aclose()
