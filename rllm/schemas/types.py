@@ -126,7 +126,8 @@ class StepError(_Record):
 
     avro_name: ClassVar[str] = "rllm.events.StepError"
     kind: str
-    """upstream_status, upstream_timeout, upstream_unreachable, invalid_response or gateway."""
+    """upstream_status, upstream_timeout, upstream_unreachable, invalid_response, gateway, or
+    too_large (the captured step was over the event limit: its payloads were dropped)."""
     message: str
     """Human-readable reason, without secrets."""
     status_code: int | None = None

@@ -4,28 +4,30 @@ metrics, policy version, pause."""
 from __future__ import annotations
 
 import hmac
+import logging
 from typing import Any
 
 import httpx
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from rllm.errors import RllmError
+from rllm.errors import MessageTooLargeError, RllmError
 from rllm.schemas.lineage import PolicyPointer, advance
 from rllm.schemas.types import PolicyUpdated
 
-from .errors import GatewayError
+from .errors import GatewayError, anthropic_error
 from .routing import request_key
 from .sessions import Session
 from .settings import UpstreamKind
 from .state import GatewayState
-from .validation import read_json
+from .validation import TOO_DEEP, read_json
 
 __all__ = [
     "error_response",
     "guarded",
     "health",
     "is_admin",
+    "is_anthropic",
     "may_use",
     "metrics",
     "pause",
@@ -35,14 +37,26 @@ __all__ = [
     "state_of",
 ]
 
+log = logging.getLogger("rllm.gateway")
 
-def error_response(exc: GatewayError) -> Response:
-    headers = {"retry-after": str(exc.retry_after)} if exc.retry_after else None
-    return JSONResponse(
-        {"error": {"message": exc.message, "type": "gateway_error", "code": exc.status}},
-        status_code=exc.status,
-        headers=headers,
-    )
+
+def is_anthropic(request: Request) -> bool:
+    """Whether the request is an Anthropic Messages call (its errors take that shape)."""
+    return request.url.path.rstrip("/").endswith("/v1/messages")
+
+
+def error_response(exc: GatewayError, request: Request | None = None) -> Response:
+    """The JSON answer of a refused request: Anthropic-shaped on ``/v1/messages``,
+    OpenAI-shaped elsewhere."""
+    headers = {"retry-after": str(exc.retry_after)} if exc.retry_after else {}
+    if exc.close:
+        headers["connection"] = "close"
+    body: dict[str, Any]
+    if request is not None and is_anthropic(request):
+        body = anthropic_error(exc.status, exc.message)
+    else:
+        body = {"error": {"message": exc.message, "type": "gateway_error", "code": exc.status}}
+    return JSONResponse(body, status_code=exc.status, headers=headers or None)
 
 
 def is_admin(state: GatewayState, key: str | None) -> bool:
@@ -76,21 +90,34 @@ def state_of(request: Request) -> GatewayState:
     return state
 
 
+def _as_gateway_error(exc: Exception) -> GatewayError:
+    """The status and reason an exception from a handler is answered with."""
+    if isinstance(exc, GatewayError):
+        return exc
+    if isinstance(exc, MessageTooLargeError):
+        return GatewayError(413, f"{exc}; raise RLLM_MAX_MESSAGE_BYTES or send less")
+    if isinstance(exc, RecursionError):
+        return GatewayError(400, TOO_DEEP)
+    if isinstance(exc, RllmError):
+        return GatewayError(500, f"{type(exc).__name__}: {exc}")
+    log.exception("unexpected error in %s", type(exc).__name__)
+    return GatewayError(500, f"internal gateway error ({type(exc).__name__}); see the log")
+
+
 def guarded(handler: Any) -> Any:
-    """Answer GatewayErrors with their status, other RllmErrors (an event over the size
-    limit, Kafka refusing a record) with 500 and their message."""
+    """Answer every error as JSON: GatewayErrors with their status, an event over the size
+    limit with 413, JSON nested too deeply with 400, anything else with 500 (logged)."""
 
     async def wrapped(request: Request) -> Response:
         try:
             response: Response = await handler(request)
             return response
-        except RllmError as exc:
-            if not isinstance(exc, GatewayError):
-                exc = GatewayError(500, f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # every refusal is answered as JSON, never plain text
+            error = _as_gateway_error(exc)
             state_of(request).metrics.inc(
-                "rllm_gateway_requests_total", api="gateway", status=str(exc.status)
+                "rllm_gateway_requests_total", api="gateway", status=str(error.status)
             )
-            return error_response(exc)
+            return error_response(error, request)
 
     return wrapped
 
@@ -142,7 +169,7 @@ async def policy(request: Request) -> Response:
     st = state_of(request)
     if request.method == "POST":
         require_admin(st, request)
-        body = await read_json(request, st.settings.max_body_bytes)
+        body = await read_json(request, st.settings)
         version = body.get("version") if isinstance(body, dict) else None
         if not isinstance(version, int) or isinstance(version, bool) or version < 0:
             raise GatewayError(400, f"version must be a non-negative integer, got {version!r}")
@@ -171,7 +198,7 @@ async def pause(request: Request) -> Response:
     st = state_of(request)
     if request.method == "POST":
         require_admin(st, request)
-        body = await read_json(request, st.settings.max_body_bytes)
+        body = await read_json(request, st.settings)
         paused = body.get("paused") if isinstance(body, dict) else None
         if not isinstance(paused, bool):
             raise GatewayError(400, f"paused must be true or false, got {paused!r}")

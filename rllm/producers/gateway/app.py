@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 import httpx
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -35,6 +36,7 @@ from .admin import (
     state_of,
 )
 from .calls import API_PATHS, handle_call
+from .clock import RequestClock, timing_of
 from .errors import GatewayError
 from .ingest import ingest_events, validate_events
 from .metrics import Metrics
@@ -123,6 +125,7 @@ def create_app(
             Route("/admin/policy", policy, methods=["GET", "POST"]),
             Route("/admin/pause", pause, methods=["GET", "POST"]),
         ],
+        middleware=[Middleware(RequestClock)],
         lifespan=lifespan,
     )
 
@@ -160,7 +163,7 @@ async def _open(request: Request) -> Response:
     item, in order: its info, or ``{"error": {"code", "message"}}`` for an item refused)."""
     st = state_of(request)
     require_admin(st, request)
-    body = await read_json(request, st.settings.max_body_bytes)
+    body = await read_json(request, st.settings)
     if isinstance(body, list):
         infos = await _bulk(
             body,
@@ -280,7 +283,7 @@ async def _close_many(request: Request) -> Response:
     "status", "output", "error", "events"}`` (the item's key, else the request's); one
     result per item, in order, as from ``POST /sessions/{id}/close`` or an ``error``."""
     st = state_of(request)
-    body = await read_json(request, st.settings.max_body_bytes)
+    body = await read_json(request, st.settings)
     if not isinstance(body, list):
         raise GatewayError(400, f"POST /sessions/close needs a JSON list, got {body!r:.80}")
     header_key = request_key(dict(request.headers))
@@ -304,16 +307,19 @@ async def _session_path(request: Request) -> Response:
     key = request_key(dict(request.headers))
     session = st.sessions.get(route.session_id)
     if route.action == "close":
-        body = await read_json(request, st.settings.max_body_bytes, allow_empty=True) or {}
+        body = await read_json(request, st.settings, allow_empty=True) or {}
         return JSONResponse(await _close_one(st, route.session_id, key, body))
     if route.action == "info":
         if session is None or not may_use(st, session, key):
             raise GatewayError(404, f"unknown session {route.session_id!r}")
         return JSONResponse({**_session_info(st, request, session), "api_key": None})
-    if session is None:
-        session = await _implicit(st, request, route.session_id)
-    elif not may_use(st, session, key):
+    if session is not None and not may_use(st, session, key):
         raise GatewayError(401, f"wrong key for session {route.session_id!r}")
+    if session is None:
+        # a call that would be refused opens nothing: its body is read and checked first
+        body = await _call_body(st, request, route.api_path)
+        session = await _implicit(st, request, route.session_id)
+        return await _api(st, request, session, route.api_path, body)
     return await _api(st, request, session, route.api_path)
 
 
@@ -326,7 +332,7 @@ async def _plain_v1(request: Request) -> Response:
     if api_path == "events":
         if session is None:
             require_admin(st, request)
-        body = await read_json(request, st.settings.max_body_bytes)
+        body = await read_json(request, st.settings)
         status, answer = await ingest_events(st, body, session)
         return JSONResponse(answer, status_code=status)
     if session is None:
@@ -338,9 +344,24 @@ async def _plain_v1(request: Request) -> Response:
     return await _api(st, request, session, api_path)
 
 
+async def _call_body(st: GatewayState, request: Request, api_path: str) -> Any:
+    """The checked body of an API call (None for ``GET /v1/models``, which has none)."""
+    api = API_PATHS.get(api_path)
+    if api is None or request.method != "POST":
+        return None
+    body = await read_json(request, st.settings)
+    validate_call(api, body)
+    return body
+
+
 async def _api(
-    st: GatewayState, request: Request, session: Session | None, api_path: str
+    st: GatewayState,
+    request: Request,
+    session: Session | None,
+    api_path: str,
+    body: Any = None,
 ) -> Response:
+    """Serve ``/v1/{api_path}`` for ``session``; ``body`` when it was read (and checked)."""
     headers = dict(request.headers)
     if api_path == "models":
         try:
@@ -359,8 +380,9 @@ async def _api(
             "the gateway is paused while weights are swapped; retry later",
             retry_after=st.settings.pause_retry_after_s,
         )
-    body = await read_json(request, st.settings.max_body_bytes)
-    validate_call(api, body)
-    response = await handle_call(st, session, api, f"/v1/{api_path}", body, headers)
+    if body is None:
+        body = await _call_body(st, request, api_path)
+    path = f"/v1/{api_path}"
+    response = await handle_call(st, session, api, path, body, headers, timing_of(request))
     st.metrics.inc("rllm_gateway_requests_total", api=api.value, status=str(response.status_code))
     return response

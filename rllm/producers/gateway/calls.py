@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Mapping
+from concurrent.futures import Future
 from typing import Any
 
 import httpx
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from rllm.errors import RllmError
+from rllm.errors import MessageTooLargeError, RllmError
 from rllm.schemas.lineage import POLICY_HEADER
+from rllm.schemas.topics import SESSION_EVENTS
 from rllm.schemas.types import ApiKind, StepError, Usage, utcnow
 
 from .adapters import anthropic, responses
 from .adapters.base import Parsed, sse
 from .adapters.chat import ChatStream, parse_chat, prepare_chat
 from .adapters.completions import CompletionStream, parse_completion, prepare_completion
-from .capture import Capture, sampling_params, step_event
+from .capture import Capture, sampling_params, step_event, too_large
+from .clock import Timing
+from .errors import GatewayError, anthropic_error
 from .sessions import Session
 from .settings import UpstreamKind
 from .sglang import replay_chunks
@@ -40,10 +45,17 @@ class _Call:
     """Timing and capture of one call."""
 
     def __init__(
-        self, state: GatewayState, session: Session, api: ApiKind, body: dict[str, Any]
+        self,
+        state: GatewayState,
+        session: Session,
+        api: ApiKind,
+        body: dict[str, Any],
+        timing: Timing | None = None,
     ) -> None:
         self.state, self.session, self.api, self.body = state, session, api, body
-        self.t0 = time.perf_counter()
+        self.timing = timing or Timing(arrived=time.perf_counter())
+        self.timing.call = True
+        self.t0 = self.timing.arrived
         self.index = session.take_index()
         self.cap = Capture(
             api=api,
@@ -65,6 +77,7 @@ class _Call:
         the answer, which replaces the one stamped at dispatch (a reload may have come
         between the policy update the gateway saw and the server's)."""
         self.cap.latency_ms = (time.perf_counter() - self.t_up) * 1000
+        self.timing.upstream_s = self.cap.latency_ms / 1000
         served = (headers or {}).get(POLICY_HEADER)
         if served is not None and served.isdigit():
             self.cap.policy_version = int(served)
@@ -80,7 +93,17 @@ class _Call:
         c.finish_reason, c.usage = parsed.finish_reason, parsed.usage
 
     async def record(self, wait: bool | None = None) -> None:
-        """Publish the step (once); with ack capture this returns after Kafka's ack."""
+        """Publish the step (once); with ack capture this returns after Kafka's ack.
+
+        The step's ``overhead_ms`` is the time from the request's arrival to here, less the
+        upstream's: reading, parsing, checking, translating and capturing (the Kafka wait
+        and the sending come after the event is built; ``rllm_gateway_added_latency_seconds``
+        covers them, to the answer's last byte).
+
+        A step whose event is over the event limit (``RLLM_MAX_MESSAGE_BYTES``) is published
+        as a failed step (kind ``too_large``) without its payloads, so the agent still gets
+        its answer and the session's published steps stay contiguous and counted.
+        """
         if self.recorded:
             return
         self.recorded = True
@@ -88,14 +111,25 @@ class _Call:
         self.cap.overhead_ms = max(total - self.cap.latency_ms, 0.0)
         m = self.state.metrics
         m.observe("rllm_gateway_upstream_latency_seconds", self.cap.latency_ms / 1000)
+        settled = self._submit()
         if self.cap.error is not None:
             m.inc("rllm_gateway_errors_total", kind=self.cap.error.kind)
-        event = step_event(self.session, self.cap, self.index, self.state.settings.producer_name)
-        await self.state.publish(self.session, event, wait)
-        m.observe(
-            "rllm_gateway_added_latency_seconds",
-            max(time.perf_counter() - self.t0 - self.cap.latency_ms / 1000, 0.0),
-        )
+        if self.state.wait_for_ack if wait is None else wait:
+            await asyncio.wrap_future(settled)
+
+    def _submit(self) -> Future[None]:
+        """Build and submit the step event (no await between: the session's delta state
+        and step count change only for an event that was taken)."""
+        s, producer = self.session, self.state.settings.producer_name
+        before = (s.last_step_id, s.last_full_ids, s.num_steps)
+        event = step_event(s, self.cap, self.index, producer)
+        try:
+            return self.state.sink.submit(SESSION_EVENTS, s.session_id, event)
+        except MessageTooLargeError as exc:
+            s.last_step_id, s.last_full_ids, s.num_steps = before
+            self.cap = too_large(self.cap, str(exc))
+            event = step_event(s, self.cap, self.index, producer)
+            return self.state.sink.submit(SESSION_EVENTS, s.session_id, event)
 
     async def failed(self, failure: UpstreamFailure) -> Response:
         self.received()
@@ -105,6 +139,10 @@ class _Call:
         except ValueError:
             self.cap.response = {"raw": failure.body[:2000].decode("utf-8", "replace")}
         await self.record()
+        translated = self.state.upstream.kind is not UpstreamKind.HOSTED
+        if translated and self.api is ApiKind.ANTHROPIC_MESSAGES:  # an Anthropic client reads it
+            body = anthropic_error(failure.status, failure.error.message)
+            return JSONResponse(body, status_code=failure.status)
         return Response(failure.body, status_code=failure.status, media_type=failure.content_type)
 
 
@@ -115,14 +153,21 @@ async def handle_call(
     path: str,
     body: dict[str, Any],
     headers: dict[str, str],
+    timing: Timing | None = None,
 ) -> Response:
-    """Serve one API call for ``session`` and capture it as a step."""
-    call = _Call(state, session, api, body)
+    """Serve one API call for ``session`` and capture it as a step.
+
+    A request refused before dispatch (one that cannot be translated) takes no step index,
+    so a session's published steps are numbered 0..n-1 without gaps.
+    """
+    hosted = state.upstream.kind is UpstreamKind.HOSTED
+    chat_body = None if hosted or api not in _TRANSLATED else _to_chat(api, body)
+    call = _Call(state, session, api, body, timing)
     try:
-        if state.upstream.kind is UpstreamKind.HOSTED:
+        if hosted:
             return await _passthrough(call, path, headers)
-        if api in _TRANSLATED:
-            return await _translated(call, headers)
+        if chat_body is not None:
+            return await _translated(call, chat_body, headers)
         if body.get("stream") and state.upstream.sglang is None:
             return await _native_stream(call, headers)
         return await _native(call, headers)
@@ -201,20 +246,22 @@ async def _relay(call: _Call, resp: httpx.Response, acc: ChatStream) -> AsyncIte
             await call.record(wait=False)
 
 
-async def _translated(call: _Call, headers: dict[str, str]) -> Response:
-    adapter = _TRANSLATED[call.api]
+def _to_chat(api: ApiKind, body: dict[str, Any]) -> dict[str, Any]:
+    """The chat-completions request of a translated API call.
+
+    Raises:
+        GatewayError: 400 naming what cannot be translated.
+    """
     try:
-        chat_body = adapter.to_chat(call.body)
-    except (KeyError, TypeError, ValueError) as exc:
-        return JSONResponse(
-            {
-                "error": {
-                    "message": f"cannot translate the request: {exc}",
-                    "type": "invalid_request_error",
-                }
-            },
-            status_code=400,
-        )
+        chat: dict[str, Any] = _TRANSLATED[api].to_chat(body)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        reason = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise GatewayError(400, f"cannot translate the {api.value} request: {reason}") from exc
+    return chat
+
+
+async def _translated(call: _Call, chat_body: dict[str, Any], headers: dict[str, str]) -> Response:
+    adapter = _TRANSLATED[call.api]
     data = await _complete(call, True, chat_body, headers)
     try:
         parsed = parse_chat(chat_body, data)

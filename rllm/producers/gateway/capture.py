@@ -6,6 +6,7 @@ advances the session's delta state.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ __all__ = [
     "delta_prompt",
     "sampling_params",
     "step_event",
+    "too_large",
 ]
 
 SAMPLING_KEYS = (
@@ -83,7 +85,7 @@ class Capture:
 
     api: ApiKind
     model: str
-    request: dict[str, Any]
+    request: dict[str, Any] | None
     started_at: datetime
     upstream: str
     policy_version: int
@@ -98,6 +100,26 @@ class Capture:
     latency_ms: float = 0.0
     ttft_ms: float | None = None
     overhead_ms: float = 0.0
+
+
+def too_large(cap: Capture, reason: str) -> Capture:
+    """``cap`` as a failed step (kind ``too_large``) without its request, response and
+    token IDs: what is published when the full step is over the event limit."""
+    message = (
+        f"the step was published without its request, response and token IDs: {reason}; "
+        "raise RLLM_MAX_MESSAGE_BYTES (and the topic's max.message.bytes) to capture such calls"
+    )
+    if cap.error is not None:
+        message += f" (the call itself failed: {cap.error.kind}: {cap.error.message[:500]})"
+    return dataclasses.replace(
+        cap,
+        request=None,
+        response=None,
+        prompt_ids=None,
+        response_ids=None,
+        logprobs=None,
+        error=StepError(kind="too_large", message=message[:2000]),
+    )
 
 
 def step_event(session: Session, cap: Capture, step_index: int, producer: str) -> SessionEvent:

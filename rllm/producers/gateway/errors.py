@@ -2,16 +2,47 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rllm.errors import RllmError
 
-__all__ = ["GatewayError"]
+__all__ = ["GatewayError", "anthropic_error"]
 
 
 class GatewayError(RllmError):
-    """A request the gateway refuses, with its HTTP status and a reason."""
+    """A request the gateway refuses, with its HTTP status and a reason.
 
-    def __init__(self, status: int, message: str, retry_after: int | None = None) -> None:
+    Args:
+        status: the HTTP status answered.
+        message: the reason, naming the bad value and what to do.
+        retry_after: seconds for a ``Retry-After`` header.
+        close: close the connection after answering (the body was not read to its end).
+    """
+
+    def __init__(
+        self, status: int, message: str, retry_after: int | None = None, close: bool = False
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.retry_after = retry_after
+        self.close = close
+
+
+_ANTHROPIC_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+
+def anthropic_error(status: int, message: str) -> dict[str, Any]:
+    """An error body in the Anthropic Messages shape, for ``status``."""
+    default = "invalid_request_error" if status < 500 else "api_error"
+    kind = _ANTHROPIC_TYPES.get(status, default)
+    return {"type": "error", "error": {"type": kind, "message": message}}

@@ -41,7 +41,9 @@ class Metrics:
         "rllm_gateway_errors_total": "Failed calls by kind.",
         "rllm_gateway_events_total": "Events published (or spooled) by outcome.",
         "rllm_gateway_upstream_latency_seconds": "Upstream latency.",
-        "rllm_gateway_added_latency_seconds": "Latency the gateway added.",
+        "rllm_gateway_added_latency_seconds": (
+            "Time the gateway added to an LLM call: arrival to the last byte, less the upstream."
+        ),
         "rllm_gateway_produce_latency_seconds": "Time from publish to Kafka's ack.",
     }
 

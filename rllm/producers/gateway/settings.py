@@ -88,7 +88,12 @@ class GatewaySettings(BaseSettings):
     admin_key: SecretStr | None = None
     """Admin key (sessions, policy, pause, events); without it the gateway is open."""
     max_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
-    """Largest request body accepted (413 above)."""
+    """Largest request body accepted (413 above). A call whose captured step would be over
+    the event limit (``RLLM_MAX_MESSAGE_BYTES``) is still served; its step is published as a
+    failed step (error kind ``too_large``) without the payloads."""
+    body_timeout_s: float = Field(default=2.0, gt=0)
+    """Longest pause while a request body arrives (a body shorter than its Content-Length,
+    a stalled client) before the request is answered 408."""
 
     # --- weights --------------------------------------------------------------------
     policy_version: int = Field(default=0, ge=0)

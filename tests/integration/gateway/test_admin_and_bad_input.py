@@ -175,18 +175,6 @@ def test_idle_sessions_are_closed_with_status_timeout(
     assert "idle timeout" in (closed.error or "")
 
 
-def test_step_over_the_size_limit_is_refused_with_a_clear_error(
-    start_gateway: Callable[..., ThreadedServer], kafka: KafkaSettings
-) -> None:
-    small = kafka.model_copy(update={"max_message_bytes": 4096})
-    gw = start_gateway(kafka_settings=small)
-    big = {"model": "m", "messages": [{"role": "user", "content": "y" * 6000}]}
-    r = httpx.post(f"{gw.url}/sessions/big/v1/chat/completions", json=big)
-    assert r.status_code == 500
-    assert "MessageTooLargeError" in r.json()["error"]["message"]
-    assert "4096" in r.json()["error"]["message"]
-
-
 def test_step_carries_the_version_the_local_server_says_generated_it(
     start_gateway: Callable[..., ThreadedServer],
     upstream: RunningUpstream,

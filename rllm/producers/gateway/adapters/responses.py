@@ -4,6 +4,7 @@ answer back (text and function calls); streams are replayed from the finished an
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from typing import Any
@@ -12,6 +13,11 @@ from .base import Parsed, sse
 
 __all__ = ["from_chat", "stream_events", "to_chat"]
 
+log = logging.getLogger("rllm.gateway")
+
+_DROPPED: set[str] = set()
+"""Labels (``type`` or ``type:name``) of dropped tools already logged."""
+
 
 def _text(content: Any) -> str:
     if isinstance(content, str):
@@ -19,6 +25,24 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     raise ValueError(f"content must be a string or a list of parts, got {type(content).__name__}")
+
+
+def _tool_label(tool: dict[str, Any]) -> str:
+    name = tool.get("name")
+    return f"{tool.get('type')}:{name}" if isinstance(name, str) else str(tool.get("type"))
+
+
+def _note_dropped(tools: list[dict[str, Any]]) -> None:
+    """Log, once per kind and name for the process, tools a chat upstream cannot take
+    (Codex sends ``namespace`` and ``web_search`` tools)."""
+    new = sorted({_tool_label(t) for t in tools} - _DROPPED)
+    if new:
+        _DROPPED.update(new)
+        log.warning(
+            "Responses tools %s are not function tools; a chat-completions upstream cannot "
+            "run them, so they are left out of the request (logged once per tool)",
+            new,
+        )
 
 
 def to_chat(body: dict[str, Any]) -> dict[str, Any]:
@@ -57,12 +81,14 @@ def to_chat(body: dict[str, Any]) -> dict[str, Any]:
         else:
             raise ValueError(f"input item type {kind!r} is not supported")
     chat: dict[str, Any] = {"model": body["model"], "messages": messages}
+    given = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    _note_dropped([t for t in given if t.get("type") != "function"])
     tools = [
         {
             "type": "function",
             "function": {k: t[k] for k in ("name", "description", "parameters") if k in t},
         }
-        for t in body.get("tools") or []
+        for t in given
         if t.get("type") == "function"
     ]
     if tools:

@@ -1,0 +1,60 @@
+"""Per-request timing: an ASGI middleware stamps a request's arrival and, at the last byte
+of its answer, records the time the gateway added (the whole request minus the upstream's
+time) in ``rllm_gateway_added_latency_seconds``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = ["RequestClock", "Timing", "timing_of"]
+
+_KEY = "rllm_timing"
+
+
+@dataclass
+class Timing:
+    """When one request arrived and how long its upstream call took."""
+
+    arrived: float
+    """``time.perf_counter()`` when the request reached the gateway's app."""
+    upstream_s: float = 0.0
+    """Seconds spent waiting on the upstream (set by the call)."""
+    call: bool = False
+    """Whether the request was an LLM call (only those are measured)."""
+
+
+def timing_of(request: Request) -> Timing | None:
+    """The request's timing, if the clock middleware stamped it."""
+    state: dict[str, Any] = request.scope.get("state") or {}
+    timing = state.get(_KEY)
+    return timing if isinstance(timing, Timing) else None
+
+
+class RequestClock:
+    """ASGI middleware: stamp the arrival; observe the added time after the last byte."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        timing = Timing(arrived=time.perf_counter())
+        scope.setdefault("state", {})[_KEY] = timing
+
+        async def timed_send(message: Message) -> None:
+            await send(message)
+            last = message["type"] == "http.response.body" and not message.get("more_body")
+            if last and timing.call:
+                added = time.perf_counter() - timing.arrived - timing.upstream_s
+                gw = getattr(scope["app"].state, "gw", None)
+                if gw is not None:
+                    gw.metrics.observe("rllm_gateway_added_latency_seconds", max(added, 0.0))
+
+        await self.app(scope, receive, timed_send)
