@@ -50,6 +50,7 @@ from rllm.consumers.backends.local.backend import LocalBackend
 from rllm.consumers.backends.local.model import load_model
 from rllm.consumers.trainer.loop import TrainerCore
 from rllm.consumers.trainer.settings import SyncMode, TrainerSettings
+from rllm.processors.advantages import grpo_advantages
 from rllm.schemas import types as t
 from rllm.schemas.tokens import pack_logprobs, pack_tokens
 from rllm.serving.engine import Engine, SamplingParams
@@ -62,13 +63,6 @@ def reward(answer: str, a: int, b: int) -> float:
     """1.0 when the last number in the answer is a*b."""
     nums = NUM.findall(answer)
     return 1.0 if nums and int(nums[-1]) == a * b else 0.0
-
-
-def grpo_advantages(rewards_G: list[float], eps: float = 1e-6) -> list[float]:
-    """(r - mean) / (std + eps) within the group."""
-    mean = sum(rewards_G) / len(rewards_G)
-    std = (sum((r - mean) ** 2 for r in rewards_G) / len(rewards_G)) ** 0.5
-    return [(r - mean) / (std + eps) for r in rewards_G]
 
 
 def episode(
@@ -114,7 +108,7 @@ def episode(
         task=task,
         trajectories=tuple(trajs),
         rewards=tuple(rewards),
-        advantages=tuple(grpo_advantages(rewards)),
+        advantages=tuple(float(a) for a in grpo_advantages(rewards)),
         group_size=len(outs),
         uniform_reward=len(set(rewards)) == 1,
     )

@@ -26,6 +26,7 @@ from rllm.benchmarks.types import RewardResult
 from rllm.errors import ConfigError, RllmError
 from rllm.producers.evaluation import EvalSummary, run_tasks, summarize
 from rllm.producers.sdk import Evaluator, GatewayClient, Rollout, RolloutOutcome
+from rllm.schemas.run import with_run_estimator
 from rllm.schemas.types import Task
 from rllm.settings import KafkaSettings
 from rllm.tls import shared_tls
@@ -265,7 +266,7 @@ class AgentTrainer:
         try:
             if self.config.mode == "sync":
                 self._wait_start(trainer, failure)
-            for batch in self._batches():
+            for batch in self._batches(settings.run_estimator()):
                 if self._out_of_budget(report):
                     break
                 record = self._one_batch(trainer, batch, report, failure)
@@ -286,15 +287,20 @@ class AgentTrainer:
         report.messages = list(trainer.core.batcher.drops.messages)
         return report
 
-    def _batches(self) -> Iterator[list[Task]]:
-        """Batches of every epoch. From the second epoch on a task's id gets ``@e<N>``: the
-        processors group a run's rollouts by task id and the trainer keeps one episode per
-        id, so a task seen again must be a new group, not a late or duplicate one."""
+    def _batches(self, estimator: str | None = None) -> Iterator[list[Task]]:
+        """Batches of every epoch, each task carrying the run's ``estimator`` (so the
+        processors compute the advantages the loss trains on). From the second epoch on a
+        task's id gets ``@e<N>``: the processors group a run's rollouts by task id and the
+        trainer keeps one episode per id, so a task seen again must be a new group, not a
+        late or duplicate one."""
         size = self.config.batch_size
+        base = self.train_tasks if estimator is None else [
+            with_run_estimator(t, estimator) for t in self.train_tasks
+        ]
         for epoch in range(self.config.epochs):
-            tasks = self.train_tasks if epoch == 0 else [
+            tasks = base if epoch == 0 else [
                 t.model_copy(update={"task_id": f"{t.task_id}@e{epoch + 1}"})
-                for t in self.train_tasks
+                for t in base
             ]
             for start in range(0, len(tasks), size):
                 yield tasks[start : start + size]

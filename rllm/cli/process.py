@@ -31,8 +31,9 @@ __all__ = ["process"]
                    "has no reward_fn (RLLM_REWARD_WAIT_S).")
 @click.option("--group-timeout", "group_timeout_s", type=float, default=None,
               help="Emit a partial episode after this long (RLLM_GROUP_TIMEOUT_S).")
-@click.option("--estimator", type=click.Choice(["grpo", "rloo", "reinforce"]), default=None,
-              help="Advantage estimator (RLLM_ESTIMATOR).")
+@click.option("--estimator", default=None,
+              help="Default advantage estimator of runs that name none: grpo, rloo, reinforce, "
+                   "reinforce_plus_plus, reinforce_plus_plus_baseline (RLLM_ESTIMATOR).")
 @click.option("--log-level", default=None, help="faust log level [default: warning].")
 @reports_errors
 def process(bootstrap_servers: str | None, topic_prefix: str | None,

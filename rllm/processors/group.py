@@ -12,7 +12,8 @@ from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rllm.processors.advantages import compute_advantages, is_uniform
+from rllm.errors import ConfigError
+from rllm.processors.advantages import ESTIMATORS, compute_advantages, is_uniform
 from rllm.processors.assemble import delta_encode_dicts, group_key, restore_prompt_dicts
 from rllm.processors.deadletter import report
 from rllm.processors.deadlines import DeadlineIndex
@@ -20,9 +21,17 @@ from rllm.processors.settings import ProcessorSettings
 from rllm.processors.types import Emit, GroupHeader, Output
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.convert import to_avro
+from rllm.schemas.run import RUN_ESTIMATOR_KEY, run_estimator
 from rllm.schemas.types import EpisodeAssembled, Task, TrajectoryAssembled, utcnow
 
-__all__ = ["GroupBook", "GroupStats", "build_episode", "episode_dict", "episode_id"]
+__all__ = [
+    "GroupBook",
+    "GroupStats",
+    "build_episode",
+    "episode_dict",
+    "episode_estimator",
+    "episode_id",
+]
 
 Store = MutableMapping[bytes, bytes]
 _TRAJ = "rllm.events.TrajectoryAssembled"
@@ -32,6 +41,25 @@ _EPISODE = "rllm.events.EpisodeAssembled"
 def episode_id(run_id: str, task_id: str) -> str:
     """Deterministic event id of an episode."""
     return f"ep:{run_id}/{task_id}"
+
+
+def episode_estimator(run_id: str, task_metadata_json: str, settings: ProcessorSettings) -> str:
+    """The run's estimator as its task names it (``RUN_ESTIMATOR_KEY``), else the setting.
+
+    Raises:
+        ConfigError: if the task names an estimator that is not one of ``ESTIMATORS``.
+    """
+    try:
+        named = run_estimator(task_metadata_json)
+    except ValueError as exc:
+        raise ConfigError(f"run {run_id!r}: {exc}") from exc
+    if named is None:
+        return settings.estimator
+    if named not in ESTIMATORS:
+        raise ConfigError(
+            f"run {run_id!r} asks for advantage estimator {named!r} (task metadata "
+            f"{RUN_ESTIMATOR_KEY!r}); use one of {', '.join(ESTIMATORS)}")
+    return named
 
 
 def build_episode(
@@ -46,8 +74,9 @@ def build_episode(
     """The episode of one group, trajectories in ``rollout_index`` order."""
     members = sorted(trajectories, key=lambda t: (t.rollout_index, t.session_id))
     rewards_G = [0.0 if t.reward is None else float(t.reward) for t in members]
+    estimator = episode_estimator(run_id, task.metadata_json, settings)
     advantages_G = compute_advantages(
-        settings.estimator, rewards_G, eps=settings.advantage_eps,
+        estimator, rewards_G, eps=settings.advantage_eps,
         scale_by_std=settings.scale_by_std, baseline=settings.reinforce_baseline)
     return EpisodeAssembled(
         event_id=episode_id(run_id, task.task_id),
@@ -56,7 +85,7 @@ def build_episode(
         trajectories=tuple(members),
         rewards=tuple(rewards_G),
         advantages=tuple(float(a) for a in advantages_G),
-        estimator=settings.estimator,
+        estimator=estimator,
         group_size=group_size,
         is_partial=partial,
         uniform_reward=is_uniform(rewards_G),
@@ -192,7 +221,13 @@ class GroupBook:
         self.stats.partial += int(partial)
         for traj in trajs:
             restore_prompt_dicts(traj["steps"])  # as they came on rllm.trajectories
-        episode = episode_dict(h.run_id, trajs, h.group_size, self.settings, partial=partial)
+        try:
+            episode = episode_dict(h.run_id, trajs, h.group_size, self.settings,
+                                   partial=partial)
+        except ConfigError as exc:
+            return [report(self.source_topic, h.partition, -1, gkey.encode(), b"",
+                           f"group {gkey} not emitted: {exc}", "UnknownEstimator",
+                           stage="group")]
         return [Emit(Output.EPISODES, gkey.encode(),
                      value=self.codec.encode_dict(_EPISODE, episode))]
 
@@ -202,10 +237,11 @@ def episode_dict(run_id: str, trajectories: Sequence[dict[str, Any]], group_size
     """``build_episode`` on Avro-shaped trajectory dicts (the fast path)."""
     members = sorted(trajectories, key=lambda t: (t["rollout_index"], t["session_id"]))
     rewards_G = [0.0 if t["reward"] is None else float(t["reward"]) for t in members]
-    advantages_G = compute_advantages(
-        settings.estimator, rewards_G, eps=settings.advantage_eps,
-        scale_by_std=settings.scale_by_std, baseline=settings.reinforce_baseline)
     task = members[0]["task"]
+    estimator = episode_estimator(run_id, task.get("metadata_json", "{}"), settings)
+    advantages_G = compute_advantages(
+        estimator, rewards_G, eps=settings.advantage_eps,
+        scale_by_std=settings.scale_by_std, baseline=settings.reinforce_baseline)
     return {
         "event_id": episode_id(run_id, task["task_id"]),
         "run_id": run_id,
@@ -213,7 +249,7 @@ def episode_dict(run_id: str, trajectories: Sequence[dict[str, Any]], group_size
         "trajectories": members,
         "rewards": rewards_G,
         "advantages": [float(a) for a in advantages_G],
-        "estimator": settings.estimator,
+        "estimator": estimator,
         "group_size": group_size,
         "is_partial": partial,
         "uniform_reward": is_uniform(rewards_G),

@@ -45,12 +45,14 @@ class ProcessorSettings(BaseSettings):
     group_timeout_s: float = Field(default=1800.0, gt=0)
     """A group still short of its declared size this long after its first trajectory is
     emitted as a partial episode."""
-    estimator: Literal["grpo", "rloo", "reinforce"] = "grpo"
-    """Advantage estimator."""
+    estimator: Literal["grpo", "rloo", "reinforce", "reinforce_plus_plus",
+                       "reinforce_plus_plus_baseline"] = "grpo"
+    """Advantage estimator of runs whose tasks name none (``rllm.schemas.run``)."""
     advantage_eps: float = Field(default=1e-6, gt=0)
     """Epsilon added to the group std (GRPO)."""
     scale_by_std: bool = True
-    """GRPO: divide by the group std (Dr. GRPO sets this false)."""
+    """GRPO: divide by the group's unbiased std (verl's ``norm_adv_by_std_in_grpo``;
+    Dr. GRPO sets this false)."""
     reinforce_baseline: float = 0.0
     """REINFORCE: constant baseline subtracted from the reward."""
 

@@ -12,6 +12,8 @@ from rllm.consumers.trainer.errors import MissingTokensError
 from rllm.consumers.trainer.masking import check_tokens, trajectory_sequences
 from rllm.consumers.trainer.settings import TrainerSettings, UniformPolicy
 from rllm.consumers.trainer.types import LossKind, TrainBatch, TrainSequence
+from rllm.consumers.trainer.whitening import BATCH_WHITENED, whiten_sequences
+from rllm.schemas.run import RUN_ESTIMATOR_KEY
 from rllm.schemas.types import EpisodeAssembled
 
 __all__ = ["Batcher", "DropCounts", "episode_sequences", "episode_staleness"]
@@ -33,6 +35,9 @@ class DropCounts:
     """Groups with all rewards equal that were kept (flagged)."""
     missing_tokens_episodes: int = 0
     """Episodes refused because a step had tokens=missing."""
+    wrong_estimator_episodes: int = 0
+    """Episodes refused because their advantages came from another estimator than the
+    run's (``TrainerSettings.run_estimator``)."""
     empty_episodes: int = 0
     """Episodes without any trainable token."""
     duplicate_episodes: int = 0
@@ -54,6 +59,7 @@ class DropCounts:
             "dropped_uniform_episodes": float(self.uniform_episodes),
             "flagged_uniform_episodes": float(self.uniform_kept),
             "refused_missing_tokens_episodes": float(self.missing_tokens_episodes),
+            "refused_wrong_estimator_episodes": float(self.wrong_estimator_episodes),
             "skipped_duplicate_episodes": float(self.duplicate_episodes),
         }
 
@@ -70,8 +76,6 @@ def episode_staleness(episode: EpisodeAssembled, current_version: int) -> list[i
 
 def _advantages(episode: EpisodeAssembled, loss: LossKind) -> list[float]:
     n = len(episode.trajectories)
-    if loss is LossKind.REINFORCE:
-        return [float(r) for r in episode.rewards]
     if loss in (LossKind.SFT, LossKind.DISTILL):
         return [1.0] * n
     if len(episode.advantages) != n:
@@ -130,8 +134,21 @@ class Batcher:
                 f"{current_version}); dropped"
             )
             return False
-        uses_adv = s.loss in (LossKind.GRPO, LossKind.RLOO)
-        if uses_adv and (episode.uniform_reward or len(set(episode.rewards)) <= 1):
+        expected = s.run_estimator()
+        if expected is not None and episode.estimator != expected:
+            self.drops.wrong_estimator_episodes += 1
+            self.drops.note(
+                f"refused episode {episode.event_id} of run {episode.run_id!r}: its "
+                f"advantages come from estimator {episode.estimator!r}, but this run's "
+                f"loss={s.loss.value} trains on {expected!r}; start the run with estimator "
+                f"{expected!r} (the processors' RLLM_ESTIMATOR or the run's task metadata "
+                f"{RUN_ESTIMATOR_KEY!r})"
+            )
+            return False
+        # Only group-centred estimators give a uniform group zero advantages; the
+        # REINFORCE++ ones are whitened over the batch, where such a group still counts.
+        centred = expected in ("grpo", "rloo")
+        if centred and (episode.uniform_reward or len(set(episode.rewards)) <= 1):
             if s.uniform_reward is UniformPolicy.DROP:
                 self.drops.uniform_episodes += 1
                 return False
@@ -160,6 +177,8 @@ class Batcher:
 
     def take(self) -> TrainBatch:
         """The pending batch (may be partial); the batcher starts empty again."""
+        if self.settings.run_estimator() in BATCH_WHITENED and self._sequences:
+            whiten_sequences(self._sequences)
         batch = TrainBatch(
             sequences=self._sequences,
             episode_ids=[e.event_id for e in self._episodes],

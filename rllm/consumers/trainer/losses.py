@@ -80,6 +80,10 @@ def kl_k3(logprobs_BT: torch.Tensor, ref_logprobs_BT: torch.Tensor) -> torch.Ten
     return torch.exp(r) - r - 1.0
 
 
+_LOG_RATIO_CLAMP = 20.0
+"""verl clamps ``logp - old`` to ``[-20, 20]`` before the exponential."""
+
+
 def _masked_mean(x_BT: torch.Tensor, mask_BT: torch.Tensor) -> float:
     return float((x_BT * mask_BT).sum() / mask_BT.sum().clamp(min=1.0))
 
@@ -91,10 +95,15 @@ def compute_loss(
     clip_eps_low: float = 0.2,
     clip_eps_high: float = 0.2,
     kl_coef: float = 0.0,
+    clip_ratio_c: float = 3.0,
 ) -> LossOutput:
     """The loss of one micro-batch under objective ``kind``.
 
-    GRPO: ``-min(r A, clip(r, 1-eps_low, 1+eps_high) A)`` with ``r = exp(logp - old)``.
+    GRPO, as verl's ``compute_policy_loss_vanilla``: ``-min(r A, clip(r, 1-eps_low,
+    1+eps_high) A)`` with ``r = exp(clamp(logp - old, -20, 20))``, and for negative
+    advantages dual-clip at ``-clip_ratio_c * A`` from above. ``clip_frac`` counts the
+    tokens where the clipped term is the active one, ``clip_frac_lower`` those where the
+    dual clip is.
     REINFORCE / RLOO: ``-A logp`` (A = reward or the processors' advantage). SFT:
     ``-logp``. DISTILL: ``-(teacher - old) logp``, the teacher-minus-student logprob of
     each sampled token as its advantage. Adds ``kl_coef * k3(pi, ref)`` per token when
@@ -103,12 +112,23 @@ def compute_loss(
     lp, mask = inp.logprobs_BT, inp.mask_BT
     metrics: dict[str, float] = {}
     if kind is LossKind.GRPO:
-        ratio = torch.exp(lp - inp.old_logprobs_BT)
-        clipped = torch.clamp(ratio, 1.0 - clip_eps_low, 1.0 + clip_eps_high)
-        surr = torch.minimum(ratio * inp.advantages_BT, clipped * inp.advantages_BT)
-        per_tok = -surr
+        if clip_ratio_c <= 1.0:
+            raise ValueError(
+                f"clip_ratio_c must be greater than 1 (dual-clip lower bound), got "
+                f"{clip_ratio_c}")
+        adv = inp.advantages_BT
+        ratio = torch.exp(torch.clamp(lp - inp.old_logprobs_BT, -_LOG_RATIO_CLAMP,
+                                      _LOG_RATIO_CLAMP))
+        loss1 = -adv * ratio
+        loss2 = -adv * torch.clamp(ratio, 1.0 - clip_eps_low, 1.0 + clip_eps_high)
+        clip1 = torch.maximum(loss1, loss2)
+        loss3 = -adv * clip_ratio_c
+        negative = adv < 0
+        per_tok = torch.where(negative, torch.minimum(loss3, clip1), clip1)
         with torch.no_grad():
-            metrics["clip_frac"] = _masked_mean(((ratio - clipped).abs() > 0).float(), mask)
+            metrics["clip_frac"] = _masked_mean((loss2 > loss1).float(), mask)
+            metrics["clip_frac_lower"] = _masked_mean(
+                ((clip1 > loss3) & negative).float(), mask)
             metrics["ratio_mean"] = _masked_mean(ratio, mask)
     elif kind in (LossKind.REINFORCE, LossKind.RLOO):
         per_tok = -inp.advantages_BT * lp

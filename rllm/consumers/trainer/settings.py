@@ -14,6 +14,7 @@ from rllm.settings import default_home
 from rllm.threads import Threads, check_threads
 
 __all__ = [
+    "LOSS_ESTIMATORS",
     "BackendName",
     "Precision",
     "SyncMode",
@@ -21,6 +22,14 @@ __all__ = [
     "TrainerSettings",
     "UniformPolicy",
 ]
+
+
+LOSS_ESTIMATORS: dict[LossKind, tuple[str, ...]] = {
+    LossKind.GRPO: ("grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline"),
+    LossKind.RLOO: ("rloo",),
+    LossKind.REINFORCE: ("reinforce",),
+}
+"""Advantage estimators each loss trains on, its default first (sft and distill use none)."""
 
 
 class BackendName(StrEnum):
@@ -113,8 +122,16 @@ class TrainerSettings(BaseSettings):
     """Lower clip range of the importance ratio."""
     clip_eps_high: float = Field(default=0.2, ge=0)
     """Upper clip range of the importance ratio."""
+    clip_ratio_c: float = Field(default=3.0, gt=1)
+    """Dual-clip bound for negative advantages (verl's ``clip_ratio_c``): the loss of a
+    token with A < 0 is at most ``-clip_ratio_c * A``."""
     kl_coef: float = Field(default=0.0, ge=0)
     """Weight of the KL penalty to the reference (initial) policy; 0 turns it off."""
+    estimator: str | None = None
+    """Advantage estimator every episode of the run must carry (None: the loss's own,
+    ``grpo``, ``rloo`` or ``reinforce``); loss=grpo also takes ``rloo``,
+    ``reinforce_plus_plus`` and ``reinforce_plus_plus_baseline`` (verl's clipped PPO loss
+    on those advantages)."""
 
     # --- optimiser and model --------------------------------------------------------
     model: str = ""
@@ -218,6 +235,25 @@ class TrainerSettings(BaseSettings):
                 f"only by loss=distill (unset it or choose --loss distill)"
             )
         return self
+
+    @model_validator(mode="after")
+    def _check_estimator(self) -> TrainerSettings:
+        allowed = LOSS_ESTIMATORS.get(self.loss, ())
+        if self.estimator is not None and self.estimator not in allowed:
+            fits = f"one of {', '.join(allowed)}" if allowed else "none (unset it)"
+            raise ConfigError(
+                f"estimator={self.estimator!r} does not fit loss={self.loss.value}: it takes "
+                f"{fits} (RLLM_ESTIMATOR)"
+            )
+        return self
+
+    def run_estimator(self) -> str | None:
+        """The estimator every episode of this run must carry; None when the loss uses no
+        advantages (sft, distill)."""
+        allowed = LOSS_ESTIMATORS.get(self.loss, ())
+        if not allowed:
+            return None
+        return self.estimator or allowed[0]
 
     def effective_max_staleness(self) -> int:
         """0 in sync mode, ``max_staleness`` in async mode."""

@@ -32,7 +32,9 @@ class LossKind(StrEnum):
     GRPO = "grpo"
     """Clipped surrogate with the importance ratio against the rollout logprobs."""
     REINFORCE = "reinforce"
-    """Plain policy gradient weighted by the trajectory reward."""
+    """Plain policy gradient weighted by the ``reinforce`` advantage: the trajectory
+    reward minus a constant baseline (not verl's REINFORCE++: that is the estimator
+    ``reinforce_plus_plus`` under loss=grpo)."""
     RLOO = "rloo"
     """Policy gradient weighted by the processors' (leave-one-out) advantages."""
     SFT = "sft"
@@ -70,6 +72,8 @@ class Capabilities:
     """Whether all weights can be trained (``lora_rank == 0``)."""
     precisions: frozenset[str] = frozenset({"fp32"})
     """``precision`` values it honours (the local backend's setting)."""
+    estimators: frozenset[str] | None = None
+    """Advantage estimators it can train on (None: every one; ``run_estimator``)."""
 
 
 @dataclass
@@ -179,6 +183,13 @@ def check_capabilities(settings: TrainerSettings, backend: str, caps: Capabiliti
             f"loss_agg={settings.loss_agg.value} (supported: "
             f"{', '.join(sorted(x.value for x in caps.loss_aggs))})"
         )
+    estimator = settings.run_estimator()
+    if estimator is not None and caps.estimators is not None and (
+        estimator not in caps.estimators
+    ):
+        problems.append(
+            f"estimator={estimator} (supported: {', '.join(sorted(caps.estimators))})"
+        )
     if settings.kl_coef > 0 and not caps.kl:
         problems.append(f"kl_coef={settings.kl_coef} (no KL penalty)")
     default_clip = settings.clip_eps_low == 0.2 and settings.clip_eps_high == 0.2
@@ -187,6 +198,8 @@ def check_capabilities(settings: TrainerSettings, backend: str, caps: Capabiliti
             f"clip_eps_low={settings.clip_eps_low}/clip_eps_high="
             f"{settings.clip_eps_high} (clip range is fixed)"
         )
+    if not caps.clipping and settings.clip_ratio_c != 3.0:
+        problems.append(f"clip_ratio_c={settings.clip_ratio_c} (clip range is fixed)")
     if settings.lora_rank > 0 and not caps.lora:
         problems.append(f"lora_rank={settings.lora_rank} (no LoRA)")
     if settings.lora_rank == 0 and not caps.full_finetune:

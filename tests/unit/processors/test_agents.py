@@ -81,7 +81,8 @@ async def test_assemble_score_group_through_agents(procs: tuple[Processors, Capt
     assert isinstance(episode, EpisodeAssembled)
     assert episode.event_id == "ep:run-1/t-7"
     assert episode.rewards == (1.0, 0.0)
-    assert episode.advantages == pytest.approx((1.0, -1.0), abs=1e-5)
+    # [1, 0]: (r - 0.5) / (unbiased std sqrt(0.5) + eps), as verl
+    assert episode.advantages == pytest.approx((0.5 ** 0.5, -(0.5 ** 0.5)), abs=1e-5)
     assert not episode.is_partial and not episode.uniform_reward
     assert {t.session_id: t for t in episode.trajectories} == {
         t.session_id: t for t in trajs}  # type: ignore[attr-defined]  # as on rllm.trajectories

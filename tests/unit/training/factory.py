@@ -54,8 +54,11 @@ def episode(
     missing: bool = False,
     run_id: str = "run",
     prompt: list[int] | None = None,
+    estimator: str = "grpo",
+    advantages: tuple[float, ...] | None = None,
 ) -> t.EpisodeAssembled:
-    """An episode of len(rewards) one-step trajectories on a short prompt."""
+    """An episode of len(rewards) one-step trajectories on a short prompt (advantages:
+    reward minus the group mean unless given)."""
     prompt = prompt or [3, 4, 5, 6]
     trajs = []
     for i, r in enumerate(rewards):
@@ -76,7 +79,8 @@ def episode(
         task=t.Task(task_id=episode_id),
         trajectories=tuple(trajs),
         rewards=rewards,
-        advantages=tuple(r - mean for r in rewards),
+        advantages=advantages if advantages is not None else tuple(r - mean for r in rewards),
+        estimator=estimator,
         group_size=len(rewards),
         uniform_reward=len(set(rewards)) == 1,
     )

@@ -97,3 +97,41 @@ def test_kl_k3_and_penalty() -> None:
     out = compute_loss(LossKind.GRPO, inp, kl_coef=0.1)
     assert out.loss.item() == pytest.approx(0.1 * (math.exp(r) - r - 1) / 2, abs=1e-7)
     assert out.metrics["kl"] == pytest.approx((math.exp(r) - r - 1) / 2)
+
+
+def test_grpo_dual_clip_for_negative_advantages_as_verl() -> None:
+    # ratio e^2 = 7.389 with A = -1: the PPO clip keeps -A * r = 7.389 (max of 7.389 and
+    # 1.2); verl's dual clip caps it at -A * clip_ratio_c = 3. A = +1 with the same ratio is
+    # clipped to -1.2 as before, and the dual clip does not touch positive advantages.
+    inp = _inputs([1.0, 1.0], [-1.0, -1.0], [-1.0, 1.0])
+    out = compute_loss(LossKind.GRPO, inp, LossAgg.TOKEN_MEAN, 0.2, 0.2)
+    assert out.loss.item() == pytest.approx((3.0 - 1.2) / 2, abs=1e-6)
+    assert out.metrics["clip_frac"] == pytest.approx(0.5)  # only the A > 0 token: loss2 > loss1
+    assert out.metrics["clip_frac_lower"] == pytest.approx(0.5)  # the A < 0 token
+    out.loss.backward()  # type: ignore[no-untyped-call]  # torch stubs leave it untyped
+    grad = inp.logprobs_BT.grad
+    assert grad is not None and grad[0].tolist() == pytest.approx([0.0, 0.0])  # both capped
+    wider = compute_loss(LossKind.GRPO, _inputs([1.0], [-1.0], [-1.0]), clip_ratio_c=10.0)
+    assert wider.loss.item() == pytest.approx(math.exp(2.0), abs=1e-5)
+    with pytest.raises(ValueError, match=r"clip_ratio_c must be greater than 1 .*got 1.0"):
+        compute_loss(LossKind.GRPO, _inputs([1.0], [-1.0], [-1.0]), clip_ratio_c=1.0)
+
+
+def test_grpo_clip_frac_counts_only_active_clipping_as_verl() -> None:
+    # ratio e^-0.5 = 0.6065 is below 1 - 0.2, but with A = +1 the unclipped term
+    # -A * r = -0.6065 is the larger loss, so no clipping is active: verl reports 0, the old
+    # out-of-range count said 1. The loss is the unclipped one.
+    out = compute_loss(LossKind.GRPO, _inputs([-1.5], [-1.0], [1.0]))
+    assert out.metrics["clip_frac"] == 0.0
+    assert out.loss.item() == pytest.approx(-math.exp(-0.5), abs=1e-6)
+    # two tokens out of range on opposite sides for A = +1: one clipped (r > 1.2), one not
+    out = compute_loss(LossKind.GRPO, _inputs([-0.5, -1.5], [-1.0, -1.0], [1.0, 1.0]))
+    assert out.metrics["clip_frac"] == pytest.approx(0.5)
+
+
+def test_grpo_log_ratio_is_clamped_at_20_as_verl() -> None:
+    # logp - old = 100: e^100 overflows fp32 to inf; verl clamps the log-ratio to
+    # [-20, 20] first, so the ratio is e^20 and the loss stays finite
+    out = compute_loss(LossKind.GRPO, _inputs([0.0], [-100.0], [-1.0]), clip_ratio_c=1e12)
+    assert out.metrics["ratio_mean"] == pytest.approx(math.exp(20.0), rel=1e-5)
+    assert out.loss.item() == pytest.approx(math.exp(20.0), rel=1e-5)

@@ -39,6 +39,8 @@ def test_steps_not_extending_or_unmerged_become_own_sequences() -> None:
 def test_advantages_per_loss() -> None:
     ep = episode("e1", rewards=(1.0, 0.0))
     assert [q.advantage for q in episode_sequences(ep, LossKind.GRPO)] == [0.5, -0.5]
+    # every loss trains on the processors' advantages; for reinforce the raw reward
+    ep = episode("e1", rewards=(1.0, 0.0), estimator="reinforce", advantages=(1.0, 0.0))
     assert [q.advantage for q in episode_sequences(ep, LossKind.REINFORCE)] == [1.0, 0.0]
 
 

@@ -210,6 +210,7 @@ class LocalBackend:
             s.clip_eps_low,
             s.clip_eps_high,
             s.kl_coef,
+            s.clip_ratio_c,
         )
         if s.loss_agg is LossAgg.TOKEN_MEAN:
             weight = sum(q.num_loss_tokens for q in chunk) / total_tokens

@@ -14,12 +14,16 @@ from rllm.errors import ConfigError
 __all__ = ["VERL_CAPABILITIES", "VerlBackend"]
 
 VERL_CAPABILITIES = Capabilities(
-    losses=frozenset({LossKind.GRPO, LossKind.RLOO, LossKind.REINFORCE}),
+    # verl has no estimator with the plain reward of loss=reinforce (its REINFORCE++ is
+    # estimator reinforce_plus_plus under loss=grpo), so loss=reinforce is refused.
+    losses=frozenset({LossKind.GRPO, LossKind.RLOO}),
     loss_aggs=frozenset(LossAgg),
     kl=True,
     clipping=True,
     lora=True,
     full_finetune=True,
+    estimators=frozenset(
+        {"grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline"}),
 )
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from rllm.consumers.trainer.settings import TrainerSettings
-from rllm.consumers.trainer.types import LossKind, TrainBatch
+from rllm.consumers.trainer.types import TrainBatch
 from rllm.errors import ConfigError
 
 __all__ = ["VerlBatch", "to_data_proto", "to_verl_batch", "verl_config"]
@@ -96,19 +96,19 @@ def to_data_proto(vb: VerlBatch) -> Any:
     )
 
 
-_ESTIMATOR = {
-    LossKind.GRPO: "grpo",
-    LossKind.RLOO: "rloo",
-    LossKind.REINFORCE: "reinforce_plus_plus",
-}
+_VERL_ESTIMATORS = ("grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline")
+"""Our estimators that are verl's ``algorithm.adv_estimator`` of the same name."""
 
 
 def verl_config(settings: TrainerSettings, n_gpus: int = 1) -> dict[str, Any]:
     """verl ``ppo_trainer`` overrides (dotted keys) for these settings."""
-    if settings.loss not in _ESTIMATOR:
-        raise ConfigError(f"backend 'verl' cannot honour loss={settings.loss.value}")
+    estimator = settings.run_estimator()
+    if estimator not in _VERL_ESTIMATORS:
+        raise ConfigError(
+            f"backend 'verl' cannot honour loss={settings.loss.value} (estimator "
+            f"{estimator}); verl trains the estimators {', '.join(_VERL_ESTIMATORS)}")
     return {
-        "algorithm.adv_estimator": _ESTIMATOR[settings.loss],
+        "algorithm.adv_estimator": estimator,
         "actor_rollout_ref.model.path": settings.model,
         "actor_rollout_ref.model.lora_rank": settings.lora_rank,
         "actor_rollout_ref.actor.optim.lr": settings.lr,
@@ -116,6 +116,7 @@ def verl_config(settings: TrainerSettings, n_gpus: int = 1) -> dict[str, Any]:
         "actor_rollout_ref.actor.grad_clip": settings.max_grad_norm,
         "actor_rollout_ref.actor.clip_ratio_low": settings.clip_eps_low,
         "actor_rollout_ref.actor.clip_ratio_high": settings.clip_eps_high,
+        "actor_rollout_ref.actor.clip_ratio_c": settings.clip_ratio_c,
         "actor_rollout_ref.actor.loss_agg_mode": settings.loss_agg.value,
         "actor_rollout_ref.actor.use_kl_loss": settings.kl_coef > 0,
         "actor_rollout_ref.actor.kl_loss_coef": settings.kl_coef,
