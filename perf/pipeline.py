@@ -43,29 +43,41 @@ ROOT = Path(__file__).resolve().parents[1]
 GROUP = 4
 
 
-def session_events(sid: str, task_id: str, rollout: int, steps: int, tokens: int,
-                   rng: np.random.Generator) -> list[t.SessionEvent]:
+def session_events(
+    sid: str, task_id: str, rollout: int, steps: int, tokens: int, rng: np.random.Generator
+) -> list[t.SessionEvent]:
     """One session: open, ``steps`` steps of ``tokens`` new tokens each (4/5 a prompt
     suffix extending the whole previous prompt+response, 1/5 response), close."""
     task = t.Task(task_id=task_id, ground_truth_json='"42"', reward_fn="exact_match")
     resp_n = tokens // 5
     suffix_n = tokens - resp_n
-    payloads: list[t.SessionPayload] = [t.SessionOpened(task=task, rollout_index=rollout,
-                                                        group_size=GROUP)]
+    payloads: list[t.SessionPayload] = [
+        t.SessionOpened(task=task, rollout_index=rollout, group_size=GROUP)
+    ]
     context = 0  # tokens in the previous step's full prompt + response
     for k in range(steps):
-        payloads.append(t.StepCaptured(
-            step_id=f"{sid}/{k}", step_index=k, parent_step_id=f"{sid}/{k - 1}" if k else None,
-            api=t.ApiKind.CHAT, model="m",
-            response_json='{"choices": [{"message": {"content": "42"}}]}',
-            prompt_token_ids=pack_tokens(rng.integers(0, 50000, suffix_n)),
-            prompt_prefix_len=context,
-            response_token_ids=pack_tokens(rng.integers(0, 50000, resp_n)),
-            response_logprobs=pack_logprobs(np.full(resp_n, -0.5, dtype=np.float32))))
+        payloads.append(
+            t.StepCaptured(
+                step_id=f"{sid}/{k}",
+                step_index=k,
+                parent_step_id=f"{sid}/{k - 1}" if k else None,
+                api=t.ApiKind.CHAT,
+                model="m",
+                response_json='{"choices": [{"message": {"content": "42"}}]}',
+                prompt_token_ids=pack_tokens(rng.integers(0, 50000, suffix_n)),
+                prompt_prefix_len=context,
+                response_token_ids=pack_tokens(rng.integers(0, 50000, resp_n)),
+                response_logprobs=pack_logprobs(np.full(resp_n, -0.5, dtype=np.float32)),
+            )
+        )
         context += suffix_n + resp_n
     payloads.append(t.SessionClosed(status=t.SessionStatus.OK, num_steps=steps))
-    return [t.SessionEvent(event_id=f"{sid}/e{i}", session_id=sid, run_id="perf",
-                           producer="perf", payload=p) for i, p in enumerate(payloads)]
+    return [
+        t.SessionEvent(
+            event_id=f"{sid}/e{i}", session_id=sid, run_id="perf", producer="perf", payload=p
+        )
+        for i, p in enumerate(payloads)
+    ]
 
 
 def _broker(args: argparse.Namespace) -> tuple[str, Any]:
@@ -96,20 +108,23 @@ def _count(kafka: KafkaSettings, topic: str) -> int:
     consumer = make_consumer(kafka, "perf-count")
     try:
         meta = consumer.list_topics(full, timeout=10).topics[full]
-        return sum(consumer.get_watermark_offsets(TopicPartition(full, p), timeout=10)[1]
-                   for p in meta.partitions)
+        return sum(
+            consumer.get_watermark_offsets(TopicPartition(full, p), timeout=10)[1]
+            for p in meta.partitions
+        )
     finally:
         consumer.close()
 
 
-def _interleave(sessions: list[list[t.SessionEvent]],
-                concurrent: int) -> list[list[t.SessionEvent]]:
+def _interleave(
+    sessions: list[list[t.SessionEvent]], concurrent: int
+) -> list[list[t.SessionEvent]]:
     """The backlog in the order many concurrent agents write it: ``concurrent`` sessions
     at a time advance one event each in turn (a session's events are then spread over
     several processing batches, as in a live run, instead of arriving back to back)."""
     out: list[list[t.SessionEvent]] = []
     for w in range(0, len(sessions), concurrent):
-        wave = sessions[w:w + concurrent]
+        wave = sessions[w : w + concurrent]
         for i in range(max(len(s) for s in wave)):
             out.extend([s[i]] for s in wave if i < len(s))
     return out
@@ -147,8 +162,9 @@ def _wait_idle(pids: list[int], timeout_s: float = 60.0) -> None:
         last = now
 
 
-def _publish(kafka: KafkaSettings, sessions: list[list[t.SessionEvent]],
-             rate: float | None) -> dict[str, float]:
+def _publish(
+    kafka: KafkaSettings, sessions: list[list[t.SessionEvent]], rate: float | None
+) -> dict[str, float]:
     """Publish; returns the wall time (ms) each session's close was emitted."""
     closed: dict[str, float] = {}
     with EventPublisher(kafka) as pub:
@@ -185,9 +201,11 @@ def _start_profiler(pid: int) -> tuple[subprocess.Popen[bytes], Path] | None:
         print("--profile: py-spy is not installed (pip install py-spy); skipping")
         return None
     out = Path(tempfile.mkdtemp()) / "worker.txt"
-    proc = subprocess.Popen([exe, "record", "-p", str(pid), "-f", "raw", "-r", "50", "-o",
-                             str(out), "--nonblocking"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [exe, "record", "-p", str(pid), "-f", "raw", "-r", "50", "-o", str(out), "--nonblocking"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return proc, out
 
 
@@ -206,12 +224,16 @@ def _report_profile(proc: subprocess.Popen[bytes], out: Path) -> None:
             continue  # main thread only: the event loop that runs the agents
         busy += int(n)
         frames = stack.split(";")[::-1]  # leaf first: charge the innermost known component
-        leafmost = next((name for f in frames for name, keys in _BUCKETS
-                         if any(k in f for k in keys)), "other (asyncio, stdlib)")
+        leafmost = next(
+            (name for f in frames for name, keys in _BUCKETS if any(k in f for k in keys)),
+            "other (asyncio, stdlib)",
+        )
         shares[leafmost] = shares.get(leafmost, 0) + int(n)
         leaves[frames[0][:90]] = leaves.get(frames[0][:90], 0) + int(n)
-    print(f"profile: {busy / 50:.1f} s busy on the event loop thread during phase 1 "
-          f"(raw py-spy samples: {out})")
+    print(
+        f"profile: {busy / 50:.1f} s busy on the event loop thread during phase 1 "
+        f"(raw py-spy samples: {out})"
+    )
     for name, n in sorted(shares.items(), key=lambda kv: -kv[1]):
         print(f"  {name:28s} {100 * n / max(busy, 1):5.1f} %")
     print("  top functions (self time):")
@@ -224,35 +246,68 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bootstrap", default=os.environ.get("RLLM_TEST_BOOTSTRAP"))
     ap.add_argument("--sessions", type=int, default=1600, help="backlog sessions (phase 1)")
-    ap.add_argument("--concurrent", type=int, default=256,
-                    help="backlog sessions in flight at once (their events interleave)")
-    ap.add_argument("--workers", type=int, default=1,
-                    help="worker processes (one consumer group; partitions are split)")
+    ap.add_argument(
+        "--concurrent",
+        type=int,
+        default=256,
+        help="backlog sessions in flight at once (their events interleave)",
+    )
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes (one consumer group; partitions are split)",
+    )
     ap.add_argument("--partitions", type=int, default=3, help="partitions per topic")
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=2500)
     ap.add_argument("--rate", type=float, default=8.0, help="sessions/s in phase 2")
     ap.add_argument("--paced", type=int, default=80, help="sessions in phase 2")
-    ap.add_argument("--profile", action="store_true",
-                    help="sample the worker with py-spy during phase 1 and print where time goes")
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample the worker with py-spy during phase 1 and print where time goes",
+    )
     args = ap.parse_args()
     bootstrap, broker = _broker(args)
     kafka = KafkaSettings(bootstrap_servers=bootstrap, topic_prefix=f"perf{uuid.uuid4().hex[:6]}.")
     ensure_topics(kafka, TOPICS, partitions=args.partitions)
     rng = np.random.default_rng(0)
-    make = lambda n, tag: [session_events(f"{tag}{s}", f"{tag}t{s // GROUP}", s % GROUP,  # noqa: E731
-                                          args.steps, args.tokens, rng) for s in range(n)]
+
+    def make(n: int, tag: str) -> list[Any]:
+        return [
+            session_events(
+                f"{tag}{s}", f"{tag}t{s // GROUP}", s % GROUP, args.steps, args.tokens, rng
+            )
+            for s in range(n)
+        ]
+
     backlog, paced = make(args.sessions, "b"), make(args.paced, "p")
     size = sum(len(AvroCodec().encode(e)) for e in backlog[0])
     print(f"session: {args.steps} steps x {args.tokens} tokens, {size / 1024:.0f} KiB encoded")
     codec0 = AvroCodec()
-    encoded = [(s[0].session_id, codec0.encode(s[0]))
-               for s in _interleave(backlog, args.concurrent)]
+    encoded = [
+        (s[0].session_id, codec0.encode(s[0])) for s in _interleave(backlog, args.concurrent)
+    ]
     env = {**os.environ, "RLLM_TICK_INTERVAL_S": "0.5", "RLLM_COMMIT_INTERVAL_S": "0.2"}
-    workers = [subprocess.Popen(
-        [sys.executable, "-m", "rllm.cli", "process", "-b", bootstrap, "--topic-prefix",
-         kafka.topic_prefix], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
-        for _ in range(args.workers)]
+    workers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "rllm.cli",
+                "process",
+                "-b",
+                bootstrap,
+                "--topic-prefix",
+                kafka.topic_prefix,
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+        )
+        for _ in range(args.workers)
+    ]
     pids = [w.pid for w in workers]
     try:
         _wait_idle(pids)  # started and subscribed: CPU from here on is processing
@@ -268,16 +323,21 @@ def main() -> None:
         while _count(kafka, EPISODES) < want:
             time.sleep(0.25)
         cpu_ms_per_step = 1000 * (_cpu_s(pids) - cpu0) / (args.sessions * args.steps)
-        broker_ms_per_step = (1000 * (_cpu_s([broker_pid]) - broker0)
-                              / (args.sessions * args.steps)) if broker_pid else None
+        broker_ms_per_step = (
+            (1000 * (_cpu_s([broker_pid]) - broker0) / (args.sessions * args.steps))
+            if broker_pid
+            else None
+        )
         changelog = _timestamps(kafka, "rllm-processors-session-headers-changelog")
         episodes = _timestamps(kafka, EPISODES)
         t0, t1 = min(ts for ts, _ in changelog), max(ts for ts, _ in episodes)
         steps_per_s = args.sessions * args.steps / ((t1 - t0) / 1000)
-        print(f"phase 1: {args.sessions * args.steps} steps in {(t1 - t0) / 1000:.1f} s "
-              f"= {steps_per_s:.0f} steps/s; worker CPU {cpu_ms_per_step:.2f} ms/step "
-              f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
-              + (f"; broker CPU {broker_ms_per_step:.2f} ms/step" if broker_ms_per_step else ""))
+        print(
+            f"phase 1: {args.sessions * args.steps} steps in {(t1 - t0) / 1000:.1f} s "
+            f"= {steps_per_s:.0f} steps/s; worker CPU {cpu_ms_per_step:.2f} ms/step "
+            f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+            + (f"; broker CPU {broker_ms_per_step:.2f} ms/step" if broker_ms_per_step else "")
+        )
         if spy is not None:
             _report_profile(*spy)
         closed = _publish(kafka, paced, args.rate)
@@ -297,15 +357,27 @@ def main() -> None:
         if broker is not None:
             broker.stop(purge=True)
     p50, p99 = float(np.percentile(delays, 50)), float(np.percentile(delays, 99))
-    print(f"phase 2: {args.paced} sessions at {args.rate:g}/s ({args.rate * args.steps:g} "
-          f"steps/s): close->episode p50 {p50:.0f} ms, p99 {p99:.0f} ms")
-    print(json.dumps({
-        "steps_per_s": round(steps_per_s, 1), "close_to_episode_p50_ms": round(p50, 1),
-        "close_to_episode_p99_ms": round(p99, 1), "paced_steps_per_s": args.rate * args.steps,
-        "tokens_per_step": args.tokens, "steps_per_session": args.steps,
-        "worker_cpu_ms_per_step": round(cpu_ms_per_step, 3),
-        "broker_cpu_ms_per_step": broker_ms_per_step and round(broker_ms_per_step, 3),
-        "sessions": args.sessions, "workers": args.workers, "partitions": args.partitions}))
+    print(
+        f"phase 2: {args.paced} sessions at {args.rate:g}/s ({args.rate * args.steps:g} "
+        f"steps/s): close->episode p50 {p50:.0f} ms, p99 {p99:.0f} ms"
+    )
+    print(
+        json.dumps(
+            {
+                "steps_per_s": round(steps_per_s, 1),
+                "close_to_episode_p50_ms": round(p50, 1),
+                "close_to_episode_p99_ms": round(p99, 1),
+                "paced_steps_per_s": args.rate * args.steps,
+                "tokens_per_step": args.tokens,
+                "steps_per_session": args.steps,
+                "worker_cpu_ms_per_step": round(cpu_ms_per_step, 3),
+                "broker_cpu_ms_per_step": broker_ms_per_step and round(broker_ms_per_step, 3),
+                "sessions": args.sessions,
+                "workers": args.workers,
+                "partitions": args.partitions,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -17,8 +17,13 @@ __all__ = ["main"]
 
 
 def _task(truth: object, reward_fn: str, **metadata: object) -> Task:
-    return Task(task_id="p", instruction="q", ground_truth_json=json.dumps(truth),
-                reward_fn=reward_fn, metadata_json=json.dumps(metadata))
+    return Task(
+        task_id="p",
+        instruction="q",
+        ground_truth_json=json.dumps(truth),
+        reward_fn=reward_fn,
+        metadata_json=json.dumps(metadata),
+    )
 
 
 def _rate(fn: Callable[[], object], seconds: float = 1.0) -> float:
@@ -32,11 +37,15 @@ def _rate(fn: Callable[[], object], seconds: float = 1.0) -> float:
 def main() -> None:
     """Measure calls per second of each grader on one core."""
     humaneval = load_tasks("humaneval", max_examples=1)[0]
-    body = ("    return any(abs(a - b) < threshold for i, a in enumerate(numbers)"
-            " for b in numbers[i + 1:])\n")
-    ifeval_truth = {"instruction_id_list": ["punctuation:no_comma",
-                                            "length_constraints:number_words"],
-                    "kwargs": [{}, {"num_words": 50, "relation": "at least"}], "prompt": "p"}
+    body = (
+        "    return any(abs(a - b) < threshold for i, a in enumerate(numbers)"
+        " for b in numbers[i + 1:])\n"
+    )
+    ifeval_truth = {
+        "instruction_id_list": ["punctuation:no_comma", "length_constraints:number_words"],
+        "kwargs": [{}, {"num_words": 50, "relation": "at least"}],
+        "prompt": "p",
+    }
     cases: dict[str, tuple[Task, str]] = {
         "math": (_task("\\frac{1}{2}", "math"), "Step by step... so \\boxed{0.5}"),
         "mcq": (_task("C", "mcq"), "A is wrong and B too. The answer is (C)."),

@@ -230,9 +230,7 @@ class AgentTrainer:
         finally:
             await gateway.aclose()
 
-    def train(
-        self, on_update: Callable[[UpdateRecord], bool | None] | None = None
-    ) -> TrainReport:
+    def train(self, on_update: Callable[[UpdateRecord], bool | None] | None = None) -> TrainReport:
         """Run the RL loop; return the per-update record.
 
         Args:
@@ -294,14 +292,17 @@ class AgentTrainer:
         trainer keeps one episode per id, so a task seen again must be a new group, not a
         late or duplicate one."""
         size = self.config.batch_size
-        base = self.train_tasks if estimator is None else [
-            with_run_estimator(t, estimator) for t in self.train_tasks
-        ]
+        base = (
+            self.train_tasks
+            if estimator is None
+            else [with_run_estimator(t, estimator) for t in self.train_tasks]
+        )
         for epoch in range(self.config.epochs):
-            tasks = base if epoch == 0 else [
-                t.model_copy(update={"task_id": f"{t.task_id}@e{epoch + 1}"})
-                for t in base
-            ]
+            tasks = (
+                base
+                if epoch == 0
+                else [t.model_copy(update={"task_id": f"{t.task_id}@e{epoch + 1}"}) for t in base]
+            )
             for start in range(0, len(tasks), size):
                 yield tasks[start : start + size]
 

@@ -87,8 +87,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     CI installs and starts every service the tests need, so a skip there hides a defect."""
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
-    if os.environ.get("RLLM_TEST_NO_SKIP") == "1" and report.skipped and not hasattr(
-        report, "wasxfail"
+    if (
+        os.environ.get("RLLM_TEST_NO_SKIP") == "1"
+        and report.skipped
+        and not hasattr(report, "wasxfail")
     ):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"

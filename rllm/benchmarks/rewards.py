@@ -92,8 +92,11 @@ def last_number(task: Task, answer: str) -> RewardResult:
     found = _NUMBER.findall(answer.replace(",", ""))
     truths = _truths(task)
     ok = bool(found) and any(float(found[-1]) == float(t.strip('"')) for t in truths)
-    return RewardResult(reward=1.0 if ok else 0.0, is_correct=ok,
-                        metadata={"last_number": found[-1] if found else None})
+    return RewardResult(
+        reward=1.0 if ok else 0.0,
+        is_correct=ok,
+        metadata={"last_number": found[-1] if found else None},
+    )
 
 
 @register_reward_fn("exact_match")

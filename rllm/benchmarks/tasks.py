@@ -42,8 +42,9 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def row_to_task(spec: BenchmarkSpec, row: Mapping[str, Any], index: int,
-                split: str | None = None) -> Task:
+def row_to_task(
+    spec: BenchmarkSpec, row: Mapping[str, Any], index: int, split: str | None = None
+) -> Task:
     """The task for one row.
 
     Raises:
@@ -55,8 +56,9 @@ def row_to_task(spec: BenchmarkSpec, row: Mapping[str, Any], index: int,
         value = _lookup(row, column)
         if value is _MISSING or value is None:
             present = ", ".join(sorted(map(str, row))[:20])
-            raise DatasetRowError(f"{where} has no field {column!r} (needed as {var!r}); "
-                                  f"the row has: {present}")
+            raise DatasetRowError(
+                f"{where} has no field {column!r} (needed as {var!r}); the row has: {present}"
+            )
         vars_[var] = value
     for var, column in spec.optional.items():
         value = _lookup(row, column)
@@ -80,10 +82,14 @@ def row_to_task(spec: BenchmarkSpec, row: Mapping[str, Any], index: int,
         metadata["choices"] = _jsonable(vars_["choices"])
     if "images" in vars_:
         metadata["images"] = vars_["images"]
-    return Task(task_id=task_id, instruction=instruction,
-                ground_truth_json=None if truth is None else json.dumps(_jsonable(truth)),
-                reward_fn=spec.reward_fn, benchmark=spec.name,
-                metadata_json=json.dumps(metadata))
+    return Task(
+        task_id=task_id,
+        instruction=instruction,
+        ground_truth_json=None if truth is None else json.dumps(_jsonable(truth)),
+        reward_fn=spec.reward_fn,
+        benchmark=spec.name,
+        metadata_json=json.dumps(metadata),
+    )
 
 
 class _Blank(dict[str, Any]):
@@ -97,8 +103,12 @@ class _Blank(dict[str, Any]):
         return "" if value is None else value
 
 
-def rows_to_tasks(spec: BenchmarkSpec, rows: Iterable[Mapping[str, Any]],
-                  split: str | None = None, max_examples: int | None = None) -> list[Task]:
+def rows_to_tasks(
+    spec: BenchmarkSpec,
+    rows: Iterable[Mapping[str, Any]],
+    split: str | None = None,
+    max_examples: int | None = None,
+) -> list[Task]:
     """Tasks for the first ``max_examples`` rows (all when None), in row order."""
     tasks: list[Task] = []
     for index, row in enumerate(rows):

@@ -27,12 +27,12 @@ __all__ = [
     "rloo_advantages",
 ]
 
-ESTIMATORS = (
-    "grpo", "rloo", "reinforce", "reinforce_plus_plus", "reinforce_plus_plus_baseline")
+ESTIMATORS = ("grpo", "rloo", "reinforce", "reinforce_plus_plus", "reinforce_plus_plus_baseline")
 """Names accepted by ``compute_advantages`` (verl's ``algorithm.adv_estimator`` names,
 except ``reinforce``: the raw reward, which verl does not offer)."""
 
 Floats = npt.NDArray[np.float64]
+
 
 def _rewards(rewards_G: Sequence[float] | Floats) -> Floats:
     arr = np.asarray(rewards_G, dtype=np.float64)
@@ -128,4 +128,5 @@ def compute_advantages(
     if estimator == "reinforce_plus_plus_baseline":
         return reinforce_pp_baseline_advantages(rewards_G)
     raise ConfigError(
-        f"unknown advantage estimator {estimator!r}; use one of {', '.join(ESTIMATORS)}")
+        f"unknown advantage estimator {estimator!r}; use one of {', '.join(ESTIMATORS)}"
+    )

@@ -52,8 +52,12 @@ TICK = b"rllm-tick"
 _TRAJ = "rllm.events.TrajectoryAssembled"
 _EVENT = "rllm.events.SessionEvent"
 
-_RAW: dict[str, Any] = {"key_type": bytes, "value_type": bytes,
-                        "key_serializer": "raw", "value_serializer": "raw"}
+_RAW: dict[str, Any] = {
+    "key_type": bytes,
+    "value_type": bytes,
+    "key_serializer": "raw",
+    "value_serializer": "raw",
+}
 
 
 def topic_partitions(kafka: KafkaSettings, full_name: str) -> int:
@@ -84,8 +88,15 @@ class Processors:
             changes then go through faust's changelog producer.
     """
 
-    def __init__(self, settings: ProcessorSettings, kafka: KafkaSettings, *, app_id: str,
-                 partitions: tuple[int, int] | None = None, sink: Sink | None = None) -> None:
+    def __init__(
+        self,
+        settings: ProcessorSettings,
+        kafka: KafkaSettings,
+        *,
+        app_id: str,
+        partitions: tuple[int, int] | None = None,
+        sink: Sink | None = None,
+    ) -> None:
         self.settings, self.kafka = settings, kafka
         self.codec = make_codec(kafka)
         out = settings.output_prefix
@@ -99,28 +110,37 @@ class Processors:
             "group_ticks": f"{app_id}-group-ticks",
         }
         if partitions is None:
-            partitions = (topic_partitions(kafka, self.names["source"]),
-                          topic_partitions(kafka, self.names[Output.TRAJECTORIES]))
+            partitions = (
+                topic_partitions(kafka, self.names["source"]),
+                topic_partitions(kafka, self.names[Output.TRAJECTORIES]),
+            )
         n_src, n_traj = partitions
         big = str(kafka.max_message_bytes + 65536)
         self.app = faust.App(
-            app_id, broker=f"kafka://{kafka.bootstrap_servers}", store="memory://",
-            processing_guarantee="at_least_once", autodiscover=False, web_enabled=False,
-            topic_replication_factor=1, topic_partitions=n_src,
+            app_id,
+            broker=f"kafka://{kafka.bootstrap_servers}",
+            store="memory://",
+            processing_guarantee="at_least_once",
+            autodiscover=False,
+            web_enabled=False,
+            topic_replication_factor=1,
+            topic_partitions=n_src,
             consumer_auto_offset_reset="earliest" if settings.from_beginning else "latest",
             broker_commit_interval=settings.commit_interval_s,
             broker_session_timeout=settings.session_timeout_s,
             broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 3),
             producer_max_request_size=kafka.max_message_bytes + 65536,
             consumer_max_fetch_size=kafka.max_message_bytes + 65536,
-            producer_acks=-1, table_cleanup_interval=3600.0,
+            producer_acks=-1,
+            table_cleanup_interval=3600.0,
             # No standby replicas: a partition that turns from standby to active on the same
             # worker (a worker left) hung in faust's recovery ("Still fetching changelog
             # topics", have offset -1) and the worker stopped processing; a partition that
             # moves is restored from its changelog instead.
             table_standby_replicas=0,
             # batch produce requests: without linger each record is its own acks=all round trip
-            producer_linger=settings.linger_s, producer_max_batch_size=1024 * 1024,
+            producer_linger=settings.linger_s,
+            producer_max_batch_size=1024 * 1024,
         )
         app = self.app
         cfg = {"max.message.bytes": big}
@@ -128,17 +148,30 @@ class Processors:
             name: app.topic(self.names[name], **_RAW)
             for name in (Output.TRAJECTORIES, Output.EPISODES, Output.DEAD_LETTERS)
         }
-        self.topics[Output.SCORING] = app.topic(self.names[Output.SCORING], internal=True,
-                                                partitions=n_src, config=cfg, **_RAW)
-        self.session_ticks = app.topic(self.names["session_ticks"], internal=True,
-                                       partitions=n_src, **_RAW)
-        self.group_ticks = app.topic(self.names["group_ticks"], internal=True,
-                                     partitions=n_traj, **_RAW)
+        self.topics[Output.SCORING] = app.topic(
+            self.names[Output.SCORING], internal=True, partitions=n_src, config=cfg, **_RAW
+        )
+        self.session_ticks = app.topic(
+            self.names["session_ticks"], internal=True, partitions=n_src, **_RAW
+        )
+        self.group_ticks = app.topic(
+            self.names["group_ticks"], internal=True, partitions=n_traj, **_RAW
+        )
         tables = {
-            name: app.Table(name, default=None, partitions=n, extra_topic_configs=cfg,
-                            key_type=bytes, value_type=bytes)
-            for name, n in (("session-headers", n_src), ("session-events", n_src),
-                            ("group-headers", n_traj), ("group-members", n_traj))
+            name: app.Table(
+                name,
+                default=None,
+                partitions=n,
+                extra_topic_configs=cfg,
+                key_type=bytes,
+                value_type=bytes,
+            )
+            for name, n in (
+                ("session-headers", n_src),
+                ("session-events", n_src),
+                ("group-headers", n_traj),
+                ("group-members", n_traj),
+            )
         }
         for table in tables.values():  # raw bytes in and out: our own codecs, not faust's
             table.key_serializer = table.value_serializer = "raw"  # type: ignore[attr-defined]
@@ -146,12 +179,17 @@ class Processors:
         staged = {name: StagedStore(table) for name, table in tables.items()}
         self.session_stores = (staged["session-headers"], staged["session-events"])
         self.group_stores = (staged["group-headers"], staged["group-members"])
-        self.sessions = SessionBook(settings, *self.session_stores, self.codec,
-                                    self.names["source"])
-        self.groups = GroupBook(settings, *self.group_stores, self.codec,
-                                self.names[Output.TRAJECTORIES])
-        self.internal = {self.names[Output.SCORING]: n_src, self.names["session_ticks"]: n_src,
-                         self.names["group_ticks"]: n_traj}
+        self.sessions = SessionBook(
+            settings, *self.session_stores, self.codec, self.names["source"]
+        )
+        self.groups = GroupBook(
+            settings, *self.group_stores, self.codec, self.names[Output.TRAJECTORIES]
+        )
+        self.internal = {
+            self.names[Output.SCORING]: n_src,
+            self.names["session_ticks"]: n_src,
+            self.names["group_ticks"]: n_traj,
+        }
         self.runner = RewardRunner(settings.reward_concurrency, settings.reward_timeout_s)
         self.outputs = Outputs(settings, kafka, self.codec, self.names, sink)
         self.last_activity = time.monotonic()
@@ -160,10 +198,19 @@ class Processors:
     def declare_internal_topics(self) -> list[str]:
         """Create the internal scoring and tick topics before the worker subscribes."""
         bare = self.kafka.model_copy(update={"topic_prefix": ""})
-        specs = [TopicSpec(name, "internal", "session_id or run_id/task_id", partitions=n,
-                           config={"max.message.bytes": str(self.kafka.max_message_bytes + 65536),
-                                   "retention.ms": str(7 * 24 * 3600 * 1000)})
-                 for name, n in self.internal.items()]
+        specs = [
+            TopicSpec(
+                name,
+                "internal",
+                "session_id or run_id/task_id",
+                partitions=n,
+                config={
+                    "max.message.bytes": str(self.kafka.max_message_bytes + 65536),
+                    "retention.ms": str(7 * 24 * 3600 * 1000),
+                },
+            )
+            for name, n in self.internal.items()
+        ]
         return ensure_topics(bare, specs)
 
     # publishing ----------------------------------------------------------------------
@@ -204,8 +251,7 @@ class Processors:
         @app.agent(traj_in, name="group")
         async def group(stream: faust.StreamT[bytes]) -> None:
             async for events in stream.take_events(size, within):  # type: ignore[attr-defined]
-                emits = [e for ev in events
-                         for e in self.on_trajectory_message(_view(ev.message))]
+                emits = [e for ev in events for e in self.on_trajectory_message(_view(ev.message))]
                 await self.emit_then_apply(emits, self.group_stores)
 
         @app.timer(s.tick_interval_s)  # type: ignore[untyped-decorator]  # faust: untyped
@@ -223,13 +269,17 @@ class Processors:
         try:
             name, event = self.codec.decode_dict(view.value_ or b"")
             if name != _EVENT:
-                raise ValueError(f"expected a SessionEvent on {view.topic_}, got "
-                                 f"{name.rpartition('.')[2]}")
+                raise ValueError(
+                    f"expected a SessionEvent on {view.topic_}, got {name.rpartition('.')[2]}"
+                )
             if view.key_ is not None and view.key_ != event["session_id"].encode():
-                raise ValueError(f"key {view.key_!r} is not the event's session_id "
-                                 f"{event['session_id']!r}; events of a session must share it")
-            return self.sessions.on_event_dict(event, view.value_ or b"", view.partition_,
-                                               view.offset_, time.time())
+                raise ValueError(
+                    f"key {view.key_!r} is not the event's session_id "
+                    f"{event['session_id']!r}; events of a session must share it"
+                )
+            return self.sessions.on_event_dict(
+                event, view.value_ or b"", view.partition_, view.offset_, time.time()
+            )
         except Exception as exc:  # any refused record goes to the dead letters
             for store, mark in zip(self.session_stores, marks, strict=True):
                 store.rollback(mark)
@@ -246,9 +296,13 @@ class Processors:
             traj["flags"] = sorted(set(traj["flags"]) | set(flags))
         await self.runner.score_dict(traj)
         key = f"{traj['run_id']}/{traj['task']['task_id']}".encode()
-        return [Emit(Output.TRAJECTORIES, key,
-                     value=self.codec.encode_dict(_TRAJ, traj, topic=self.names[
-                         Output.TRAJECTORIES]))]
+        return [
+            Emit(
+                Output.TRAJECTORIES,
+                key,
+                value=self.codec.encode_dict(_TRAJ, traj, topic=self.names[Output.TRAJECTORIES]),
+            )
+        ]
 
     def on_trajectory_message(self, view: MessageView) -> list[Emit]:
         """Handle one record of rllm.trajectories (or a group tick)."""
@@ -260,8 +314,9 @@ class Processors:
             name, traj = self.codec.decode_dict(view.value_ or b"")
             if name != _TRAJ:
                 raise ValueError(f"expected a TrajectoryAssembled, got {name}")
-            return self.groups.on_trajectory_dict(traj, view.value_ or b"", view.partition_,
-                                                  view.offset_, time.time())
+            return self.groups.on_trajectory_dict(
+                traj, view.value_ or b"", view.partition_, view.offset_, time.time()
+            )
         except Exception as exc:  # any refused record goes to the dead letters
             for store, mark in zip(self.group_stores, marks, strict=True):
                 store.rollback(mark)
@@ -288,5 +343,4 @@ def _enter(store: StagedStore, partition: int) -> int:
 
 
 def _view(message: Any) -> MessageView:
-    return MessageView(message.topic, message.partition, message.offset, message.key,
-                       message.value)
+    return MessageView(message.topic, message.partition, message.offset, message.key, message.value)

@@ -147,7 +147,7 @@ def delta_encode_dicts(steps: Sequence[dict[str, Any]]) -> None:
         full[step["step_id"]] = prompt + step["response_token_ids"]
         parent = full.get(step["parent_step_id"] or "")
         if parent and len(parent) <= len(prompt) and prompt.startswith(parent):
-            step["prompt_token_ids"] = prompt[len(parent):]
+            step["prompt_token_ids"] = prompt[len(parent) :]
             step["prompt_prefix_len"] = len(parent) // _TOKEN_BYTES
 
 
@@ -180,8 +180,7 @@ def assemble_trajectory(
     if closed is None and not idle_timeout:
         raise AssemblyError(f"session {first.session_id!r} is not closed yet")
     rewards = [e.payload for e in events if isinstance(e.payload, RewardAssigned)]
-    steps, flags = order_steps(
-        e.payload for e in events if isinstance(e.payload, StepCaptured))
+    steps, flags = order_steps(e.payload for e in events if isinstance(e.payload, StepCaptured))
     if restore:
         steps, restore_flags = restore_prompts(steps)
         flags += restore_flags

@@ -15,8 +15,9 @@ from rllm.processors.types import AssemblyError
 __all__ = ["assemble_trajectory_dict"]
 
 _P = "rllm.events."
-_OPENED, _CLOSED, _REWARD, _STEP = (_P + n for n in (
-    "SessionOpened", "SessionClosed", "RewardAssigned", "StepCaptured"))
+_OPENED, _CLOSED, _REWARD, _STEP = (
+    _P + n for n in ("SessionOpened", "SessionClosed", "RewardAssigned", "StepCaptured")
+)
 
 
 def _order_steps(steps: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -36,8 +37,9 @@ def _order_steps(steps: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], lis
     return ordered, flags
 
 
-def assemble_trajectory_dict(events: Sequence[dict[str, Any]], *,
-                             idle_timeout: bool = False) -> dict[str, Any]:
+def assemble_trajectory_dict(
+    events: Sequence[dict[str, Any]], *, idle_timeout: bool = False
+) -> dict[str, Any]:
     """A TrajectoryAssembled dict from SessionEvent dicts in arrival order.
 
     Raises:
@@ -68,8 +70,12 @@ def assemble_trajectory_dict(events: Sequence[dict[str, Any]], *,
     op = opened["payload"][1]
     if closed is not None:
         cp = closed["payload"][1]
-        status, output, error, reported = (cp["status"], cp["output_json"], cp["error"],
-                                           cp["num_steps"])
+        status, output, error, reported = (
+            cp["status"],
+            cp["output_json"],
+            cp["error"],
+            cp["num_steps"],
+        )
         closed_at = closed["emitted_at"]
         if reported != len(steps):
             flags.append("step_count_mismatch")

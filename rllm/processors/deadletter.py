@@ -55,10 +55,25 @@ def refused(view: MessageView, exc: BaseException, stage: str) -> Emit:
     return Emit(Output.DEAD_LETTERS, view.key_ or b"", letter)
 
 
-def report(topic: str, partition: int, offset: int, key: bytes | None, value: bytes,
-           reason: str, error_type: str, stage: str = "assemble") -> Emit:
+def report(
+    topic: str,
+    partition: int,
+    offset: int,
+    key: bytes | None,
+    value: bytes,
+    reason: str,
+    error_type: str,
+    stage: str = "assemble",
+) -> Emit:
     """A dead letter that reports an anomaly (offset -1 when no single record caused it)."""
-    letter = DeadLetter(source_topic=topic, source_partition=partition, source_offset=offset,
-                        key=key, value=value, reason=reason, error_type=error_type,
-                        consumer=f"{CONSUMER}/{stage}")
+    letter = DeadLetter(
+        source_topic=topic,
+        source_partition=partition,
+        source_offset=offset,
+        key=key,
+        value=value,
+        reason=reason,
+        error_type=error_type,
+        consumer=f"{CONSUMER}/{stage}",
+    )
     return Emit(Output.DEAD_LETTERS, key or b"", letter)

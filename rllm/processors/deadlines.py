@@ -21,9 +21,13 @@ class DeadlineIndex:
         rescan_s: how often to rebuild from ``rows``.
     """
 
-    def __init__(self, rows: Mapping[bytes, bytes],
-                 due_of: Callable[[bytes], tuple[float, int]],
-                 retick_s: float = 5.0, rescan_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        rows: Mapping[bytes, bytes],
+        due_of: Callable[[bytes], tuple[float, int]],
+        retick_s: float = 5.0,
+        rescan_s: float = 30.0,
+    ) -> None:
         self.rows, self.due_of = rows, due_of
         self.retick_s, self.rescan_s = retick_s, rescan_s
         self._due: dict[str, tuple[float, int]] = {}

@@ -58,7 +58,8 @@ def episode_estimator(run_id: str, task_metadata_json: str, settings: ProcessorS
     if named not in ESTIMATORS:
         raise ConfigError(
             f"run {run_id!r} asks for advantage estimator {named!r} (task metadata "
-            f"{RUN_ESTIMATOR_KEY!r}); use one of {', '.join(ESTIMATORS)}")
+            f"{RUN_ESTIMATOR_KEY!r}); use one of {', '.join(ESTIMATORS)}"
+        )
     return named
 
 
@@ -76,8 +77,12 @@ def build_episode(
     rewards_G = [0.0 if t.reward is None else float(t.reward) for t in members]
     estimator = episode_estimator(run_id, task.metadata_json, settings)
     advantages_G = compute_advantages(
-        estimator, rewards_G, eps=settings.advantage_eps,
-        scale_by_std=settings.scale_by_std, baseline=settings.reinforce_baseline)
+        estimator,
+        rewards_G,
+        eps=settings.advantage_eps,
+        scale_by_std=settings.scale_by_std,
+        baseline=settings.reinforce_baseline,
+    )
     return EpisodeAssembled(
         event_id=episode_id(run_id, task.task_id),
         run_id=run_id,
@@ -111,16 +116,23 @@ def _member_key(gkey: str, session_id: str) -> bytes:
 class GroupBook:
     """Collects trajectories per group and emits episodes."""
 
-    def __init__(self, settings: ProcessorSettings, headers: Store, members: Store,
-                 codec: AvroCodec, source_topic: str) -> None:
+    def __init__(
+        self,
+        settings: ProcessorSettings,
+        headers: Store,
+        members: Store,
+        codec: AvroCodec,
+        source_topic: str,
+    ) -> None:
         self.settings = settings
         self.headers = headers
         self.members = members
         self.codec = codec
         self.source_topic = source_topic
         self.stats = GroupStats()
-        self.index = DeadlineIndex(headers, self._due_of,
-                                   retick_s=max(5 * settings.tick_interval_s, 2.0))
+        self.index = DeadlineIndex(
+            headers, self._due_of, retick_s=max(5 * settings.tick_interval_s, 2.0)
+        )
 
     def _due_of(self, raw: bytes) -> tuple[float, int]:
         h = GroupHeader.model_validate_json(raw)
@@ -146,20 +158,26 @@ class GroupBook:
         self.headers[gkey.encode()] = h.model_dump_json().encode()
         self.index.set(gkey, self.next_due(h), h.partition)
 
-    def on_trajectory(self, traj: TrajectoryAssembled, raw: bytes, partition: int,
-                      offset: int, now: float) -> list[Emit]:
+    def on_trajectory(
+        self, traj: TrajectoryAssembled, raw: bytes, partition: int, offset: int, now: float
+    ) -> list[Emit]:
         """Accept one scored trajectory (``raw`` is its value as it came)."""
         return self.on_trajectory_dict(to_avro(traj), raw, partition, offset, now)
 
-    def on_trajectory_dict(self, traj: dict[str, Any], raw: bytes, partition: int,
-                           offset: int, now: float) -> list[Emit]:
+    def on_trajectory_dict(
+        self, traj: dict[str, Any], raw: bytes, partition: int, offset: int, now: float
+    ) -> list[Emit]:
         """``on_trajectory`` on the Avro-shaped dict (the fast path; ``traj`` is consumed:
         its prompts are delta-encoded in place for the members table)."""
         run_id, task_id, session_id = traj["run_id"], traj["task"]["task_id"], traj["session_id"]
         gkey = group_key(run_id, task_id)
         h = self.header(gkey) or GroupHeader(
-            run_id=run_id, task_id=task_id, partition=partition,
-            group_size=traj["group_size"], first_at=now)
+            run_id=run_id,
+            task_id=task_id,
+            partition=partition,
+            group_size=traj["group_size"],
+            first_at=now,
+        )
         member = _member_key(gkey, session_id)
         known = session_id in h.session_ids
         if known and (h.done or member in self.members):
@@ -172,10 +190,19 @@ class GroupBook:
         if h.done:
             self.stats.late += 1
             self._save(h)
-            return [report(self.source_topic, partition, offset, gkey.encode(), raw,
-                           f"late trajectory {session_id} for group {gkey}: its episode "
-                           "was already emitted (partial, after group_timeout_s); not merged",
-                           "LateTrajectory", stage="group")]
+            return [
+                report(
+                    self.source_topic,
+                    partition,
+                    offset,
+                    gkey.encode(),
+                    raw,
+                    f"late trajectory {session_id} for group {gkey}: its episode "
+                    "was already emitted (partial, after group_timeout_s); not merged",
+                    "LateTrajectory",
+                    stage="group",
+                )
+            ]
         self.stats.accepted += 1
         delta_encode_dicts(traj["steps"])  # the changelog keeps the small form
         self.members[member] = self.codec.encode_dict(_TRAJ, traj)
@@ -222,26 +249,45 @@ class GroupBook:
         for traj in trajs:
             restore_prompt_dicts(traj["steps"])  # as they came on rllm.trajectories
         try:
-            episode = episode_dict(h.run_id, trajs, h.group_size, self.settings,
-                                   partial=partial)
+            episode = episode_dict(h.run_id, trajs, h.group_size, self.settings, partial=partial)
         except ConfigError as exc:
-            return [report(self.source_topic, h.partition, -1, gkey.encode(), b"",
-                           f"group {gkey} not emitted: {exc}", "UnknownEstimator",
-                           stage="group")]
-        return [Emit(Output.EPISODES, gkey.encode(),
-                     value=self.codec.encode_dict(_EPISODE, episode))]
+            return [
+                report(
+                    self.source_topic,
+                    h.partition,
+                    -1,
+                    gkey.encode(),
+                    b"",
+                    f"group {gkey} not emitted: {exc}",
+                    "UnknownEstimator",
+                    stage="group",
+                )
+            ]
+        return [
+            Emit(Output.EPISODES, gkey.encode(), value=self.codec.encode_dict(_EPISODE, episode))
+        ]
 
 
-def episode_dict(run_id: str, trajectories: Sequence[dict[str, Any]], group_size: int,
-                 settings: ProcessorSettings, *, partial: bool = False) -> dict[str, Any]:
+def episode_dict(
+    run_id: str,
+    trajectories: Sequence[dict[str, Any]],
+    group_size: int,
+    settings: ProcessorSettings,
+    *,
+    partial: bool = False,
+) -> dict[str, Any]:
     """``build_episode`` on Avro-shaped trajectory dicts (the fast path)."""
     members = sorted(trajectories, key=lambda t: (t["rollout_index"], t["session_id"]))
     rewards_G = [0.0 if t["reward"] is None else float(t["reward"]) for t in members]
     task = members[0]["task"]
     estimator = episode_estimator(run_id, task.get("metadata_json", "{}"), settings)
     advantages_G = compute_advantages(
-        estimator, rewards_G, eps=settings.advantage_eps,
-        scale_by_std=settings.scale_by_std, baseline=settings.reinforce_baseline)
+        estimator,
+        rewards_G,
+        eps=settings.advantage_eps,
+        scale_by_std=settings.scale_by_std,
+        baseline=settings.reinforce_baseline,
+    )
     return {
         "event_id": episode_id(run_id, task["task_id"]),
         "run_id": run_id,

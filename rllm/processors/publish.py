@@ -46,8 +46,14 @@ class Outputs:
             then go through faust's own changelog producer.
     """
 
-    def __init__(self, settings: ProcessorSettings, kafka: KafkaSettings, codec: AvroCodec,
-                 names: Mapping[Any, str], sink: Sink | None = None) -> None:
+    def __init__(
+        self,
+        settings: ProcessorSettings,
+        kafka: KafkaSettings,
+        codec: AvroCodec,
+        names: Mapping[Any, str],
+        sink: Sink | None = None,
+    ) -> None:
         self.settings, self.kafka, self.codec, self.names = settings, kafka, codec, names
         self.sink = sink
         self._producers: dict[bool, EventPublisher] = {}
@@ -58,13 +64,19 @@ class Outputs:
         prod = self._producers.get(internal)
         if prod is None:
             bare = self.kafka.model_copy(update={"topic_prefix": ""})  # names are full already
-            compression = (self.settings.internal_compression if internal
-                           else self.settings.output_compression)
-            prod = self._producers[internal] = EventPublisher(bare, self.codec, **{
-                "compression.type": compression,
-                "linger.ms": max(1, round(self.settings.linger_s * 1000)),
-                # keys land where faust's producer and Java clients put them
-                "partitioner": "murmur2_random"})
+            compression = (
+                self.settings.internal_compression if internal else self.settings.output_compression
+            )
+            prod = self._producers[internal] = EventPublisher(
+                bare,
+                self.codec,
+                **{
+                    "compression.type": compression,
+                    "linger.ms": max(1, round(self.settings.linger_s * 1000)),
+                    # keys land where faust's producer and Java clients put them
+                    "partitioner": "murmur2_random",
+                },
+            )
         return prod
 
     def close(self) -> None:
@@ -109,16 +121,27 @@ class Outputs:
             if len(value) > self.kafka.max_message_bytes and e.output != Output.DEAD_LETTERS:
                 name = type(e.record).__name__ if e.record is not None else e.output.value
                 eid = getattr(e.record, "event_id", e.key.decode(errors="replace"))
-                reason = (f"{name} {eid} is "
-                          f"{len(value)} bytes, over max_message_bytes="
-                          f"{self.kafka.max_message_bytes}; refused, not truncated")
-                e = report(self.names[e.output], -1, -1, e.key, b"", reason,
-                           "MessageTooLargeError", stage=e.output.value)
+                reason = (
+                    f"{name} {eid} is "
+                    f"{len(value)} bytes, over max_message_bytes="
+                    f"{self.kafka.max_message_bytes}; refused, not truncated"
+                )
+                e = report(
+                    self.names[e.output],
+                    -1,
+                    -1,
+                    e.key,
+                    b"",
+                    reason,
+                    "MessageTooLargeError",
+                    stage=e.output.value,
+                )
                 assert e.record is not None
                 value = self.codec.encode(e.record, topic=self.names[e.output])
             if acks is not None:
                 self._producer(e.output == Output.SCORING).publish_batched(
-                    self.names[e.output], e.key, value, acks)
+                    self.names[e.output], e.key, value, acks
+                )
             else:
                 assert self.sink is not None
                 wait = await self.sink(e.output, e.key, value)
@@ -130,6 +153,7 @@ class Outputs:
             await asyncio.gather(*waits)
 
 
-def _changelog_send(prod: EventPublisher, topic: str, acks: Acks, partition: int, key: bytes,
-                    value: bytes | None) -> None:
+def _changelog_send(
+    prod: EventPublisher, topic: str, acks: Acks, partition: int, key: bytes, value: bytes | None
+) -> None:
     prod.publish_batched(topic, key, value, acks, partition=partition)

@@ -27,7 +27,8 @@ def _text_parts(content: Any) -> str:
         return content
     if isinstance(content, list):
         return "".join(
-            str(p.get("text", "")) for p in content
+            str(p.get("text", ""))
+            for p in content
             if isinstance(p, dict) and p.get("type", "text") in ("text", "output_text")
         )
     return ""
@@ -76,8 +77,9 @@ def extract_answer(traj: TrajectoryAssembled) -> str | None:
     ``output_json`` when it holds a JSON string; else the assistant text of the last
     step that has one (failed steps skipped); None when there is neither.
     """
-    return _answer(traj.output_json,
-                   [(s.api, s.response_json) for s in traj.steps if s.error is None])
+    return _answer(
+        traj.output_json, [(s.api, s.response_json) for s in traj.steps if s.error is None]
+    )
 
 
 def _answer(output_json: str | None, steps: list[tuple[str, str]]) -> str | None:
@@ -134,14 +136,18 @@ class RewardRunner:
         if traj["reward"] is not None or traj["reward_error"] is not None or not name:
             return
         steps = [(s["api"], s["response_json"]) for s in traj["steps"] if s["error"] is None]
-        update = await self._updates(lambda: Task.model_validate(traj["task"]), name,
-                                     lambda: _answer(traj["output_json"], steps))
+        update = await self._updates(
+            lambda: Task.model_validate(traj["task"]),
+            name,
+            lambda: _answer(traj["output_json"], steps),
+        )
         if "reward_signals" in update:
             update["reward_signals"] = dict(update["reward_signals"])
         traj.update(update)
 
-    async def _updates(self, task: Task | Callable[[], Task], name: str,
-                       answer_of: Callable[[], str | None]) -> dict[str, Any]:
+    async def _updates(
+        self, task: Task | Callable[[], Task], name: str, answer_of: Callable[[], str | None]
+    ) -> dict[str, Any]:
         """The fields a scoring changes: the result, or ``reward_error`` saying why not."""
         try:
             fn: RewardFn = get_reward_fn(name)
@@ -149,23 +155,27 @@ class RewardRunner:
             return {"reward_error": str(exc.args[0]), "evaluator": name}
         answer = answer_of()
         if answer is None:
-            return {"reward_error": "no answer: output_json is not a JSON string and no step "
-                    "has assistant text", "evaluator": name}
+            return {
+                "reward_error": "no answer: output_json is not a JSON string and no step "
+                "has assistant text",
+                "evaluator": name,
+            }
         if not isinstance(task, Task):
             task = task()
         loop = asyncio.get_running_loop()
         async with self._slots:
             try:
                 result = await asyncio.wait_for(
-                    loop.run_in_executor(self._pool, fn, task, answer), self.timeout_s)
+                    loop.run_in_executor(self._pool, fn, task, answer), self.timeout_s
+                )
             except TimeoutError:
-                return {"reward_error":
-                        f"reward function {name!r} timed out after {self.timeout_s:g} s",
-                        "evaluator": name}
+                timed_out = f"reward function {name!r} timed out after {self.timeout_s:g} s"
+                return {"reward_error": timed_out, "evaluator": name}
             except Exception as exc:
-                return {"reward_error":
-                        f"reward function {name!r} raised {type(exc).__name__}: {exc}",
-                        "evaluator": name}
+                return {
+                    "reward_error": f"reward function {name!r} raised {type(exc).__name__}: {exc}",
+                    "evaluator": name,
+                }
         return _result_fields(name, result)
 
     def close(self) -> None:

@@ -26,8 +26,9 @@ __all__ = ["SessionBook", "SessionStats"]
 
 Store = MutableMapping[bytes, bytes]
 _TRAJ = "rllm.events.TrajectoryAssembled"
-_OPENED, _REWARD, _CLOSED = (f"rllm.events.{n}" for n in
-                             ("SessionOpened", "RewardAssigned", "SessionClosed"))
+_OPENED, _REWARD, _CLOSED = (
+    f"rllm.events.{n}" for n in ("SessionOpened", "RewardAssigned", "SessionClosed")
+)
 
 
 @dataclass
@@ -50,16 +51,23 @@ def _blob_key(session_id: str, event_id: str) -> bytes:
 class SessionBook:
     """Accepts session events and decides when a trajectory is complete."""
 
-    def __init__(self, settings: ProcessorSettings, headers: Store, events: Store,
-                 codec: AvroCodec, source_topic: str) -> None:
+    def __init__(
+        self,
+        settings: ProcessorSettings,
+        headers: Store,
+        events: Store,
+        codec: AvroCodec,
+        source_topic: str,
+    ) -> None:
         self.settings = settings
         self.headers = headers
         self.events = events
         self.codec = codec
         self.source_topic = source_topic
         self.stats = SessionStats()
-        self.index = DeadlineIndex(headers, self._due_of,
-                                   retick_s=max(5 * settings.tick_interval_s, 2.0))
+        self.index = DeadlineIndex(
+            headers, self._due_of, retick_s=max(5 * settings.tick_interval_s, 2.0)
+        )
 
     def _due_of(self, raw: bytes) -> tuple[float, int]:
         h = SessionHeader.model_validate_json(raw)
@@ -86,18 +94,21 @@ class SessionBook:
         self.headers[h.session_id.encode()] = h.model_dump_json().encode()
         self.index.set(h.session_id, self.next_due(h), h.partition)
 
-    def on_event(self, event: SessionEvent, raw: bytes, partition: int, offset: int,
-                 now: float) -> list[Emit]:
+    def on_event(
+        self, event: SessionEvent, raw: bytes, partition: int, offset: int, now: float
+    ) -> list[Emit]:
         """Accept one decoded event (``raw`` is its value as it came)."""
         return self.on_event_dict(to_avro(event), raw, partition, offset, now)
 
-    def on_event_dict(self, event: dict[str, Any], raw: bytes, partition: int, offset: int,
-                      now: float) -> list[Emit]:
+    def on_event_dict(
+        self, event: dict[str, Any], raw: bytes, partition: int, offset: int, now: float
+    ) -> list[Emit]:
         """``on_event`` on the Avro-shaped SessionEvent dict (the fast path: no model)."""
         session_id, event_id = event["session_id"], event["event_id"]
         kind, payload = event["payload"]
         h = self.header(session_id) or SessionHeader(
-            session_id=session_id, run_id=event["run_id"], partition=partition)
+            session_id=session_id, run_id=event["run_id"], partition=partition
+        )
         blob = _blob_key(session_id, event_id)
         known = event_id in h.event_ids
         if known and (h.phase == SessionPhase.DONE or blob in self.events):
@@ -111,11 +122,18 @@ class SessionBook:
             self.stats.late += 1
             self._save(h)
             kind = kind.rpartition(".")[2]
-            return [report(
-                self.source_topic, partition, offset, session_id.encode(), raw,
-                f"late {kind} (event {event_id}) for session {session_id}: its "
-                f"trajectory was already emitted ({h.done_reason}); not merged",
-                "LateEvent")]
+            return [
+                report(
+                    self.source_topic,
+                    partition,
+                    offset,
+                    session_id.encode(),
+                    raw,
+                    f"late {kind} (event {event_id}) for session {session_id}: its "
+                    f"trajectory was already emitted ({h.done_reason}); not merged",
+                    "LateEvent",
+                )
+            ]
         self.stats.accepted += 1
         self.events[blob] = raw
         h.last_event_at = now
@@ -162,13 +180,23 @@ class SessionBook:
         except AssemblyError as exc:
             self.stats.invalid += 1
             reason = "invalid"
-            out.append(report(self.source_topic, h.partition, -1, h.session_id.encode(),
-                              b"", str(exc), type(exc).__name__))
+            out.append(
+                report(
+                    self.source_topic,
+                    h.partition,
+                    -1,
+                    h.session_id.encode(),
+                    b"",
+                    str(exc),
+                    type(exc).__name__,
+                )
+            )
         else:
             if reason == "reward_wait_expired":
                 traj["reward_error"] = (
                     f"no RewardAssigned within reward_wait_s={self.settings.reward_wait_s:g} s "
-                    "of SessionClosed and the task names no reward_fn")
+                    "of SessionClosed and the task names no reward_fn"
+                )
             out.extend(self._trajectory_emits(traj, h))
         for key, raw in raws:
             if raw is not None:
@@ -182,12 +210,25 @@ class SessionBook:
 
     def _trajectory_emits(self, traj: dict[str, Any], h: SessionHeader) -> list[Emit]:
         self.stats.trajectories += 1
-        out = [Emit(Output.SCORING, traj["session_id"].encode(),
-                    value=self.codec.encode_dict(_TRAJ, traj))]
+        out = [
+            Emit(
+                Output.SCORING,
+                traj["session_id"].encode(),
+                value=self.codec.encode_dict(_TRAJ, traj),
+            )
+        ]
         if "step_count_mismatch" in traj["flags"]:
-            out.append(report(
-                self.source_topic, h.partition, -1, h.session_id.encode(), b"",
-                f"session {h.session_id}: SessionClosed reported {traj['num_steps_reported']} "
-                f"steps but {len(traj['steps'])} arrived; trajectory emitted with flag "
-                "step_count_mismatch", "StepCountMismatch"))
+            out.append(
+                report(
+                    self.source_topic,
+                    h.partition,
+                    -1,
+                    h.session_id.encode(),
+                    b"",
+                    f"session {h.session_id}: SessionClosed reported {traj['num_steps_reported']} "
+                    f"steps but {len(traj['steps'])} arrived; trajectory emitted with flag "
+                    "step_count_mismatch",
+                    "StepCountMismatch",
+                )
+            )
         return out

@@ -45,8 +45,9 @@ class ProcessorSettings(BaseSettings):
     group_timeout_s: float = Field(default=1800.0, gt=0)
     """A group still short of its declared size this long after its first trajectory is
     emitted as a partial episode."""
-    estimator: Literal["grpo", "rloo", "reinforce", "reinforce_plus_plus",
-                       "reinforce_plus_plus_baseline"] = "grpo"
+    estimator: Literal[
+        "grpo", "rloo", "reinforce", "reinforce_plus_plus", "reinforce_plus_plus_baseline"
+    ] = "grpo"
     """Advantage estimator of runs whose tasks name none (``rllm.schemas.run``)."""
     advantage_eps: float = Field(default=1e-6, gt=0)
     """Epsilon added to the group std (GRPO)."""

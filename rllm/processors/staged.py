@@ -135,9 +135,11 @@ class StagedStore(MutableMapping[bytes, bytes]):
 
 def _faust_send(table: Any) -> ChangelogSend:
     """A changelog writer through faust's producer, to an explicit partition."""
+
     def send(partition: int, key: bytes, value: bytes | None) -> None:
         if value is None:
             table.send_changelog(partition, key, None, value_serializer="raw")
         else:
             table.send_changelog(partition, key, value)
+
     return send

@@ -27,16 +27,20 @@ def app_id_for(settings: ProcessorSettings, kafka: KafkaSettings) -> str:
     return base
 
 
-def ensure_output_topics(settings: ProcessorSettings, kafka: KafkaSettings,
-                         partitions: int | None = None) -> list[str]:
+def ensure_output_topics(
+    settings: ProcessorSettings, kafka: KafkaSettings, partitions: int | None = None
+) -> list[str]:
     """Create the output topics (under ``output_prefix``) when missing."""
-    specs = [dataclasses.replace(topic_spec(n), name=settings.output_prefix + n)
-             for n in (TRAJECTORIES, EPISODES, DEAD_LETTERS)]
+    specs = [
+        dataclasses.replace(topic_spec(n), name=settings.output_prefix + n)
+        for n in (TRAJECTORIES, EPISODES, DEAD_LETTERS)
+    ]
     return ensure_topics(kafka, specs, partitions=partitions)
 
 
-def run_processors(settings: ProcessorSettings, kafka: KafkaSettings,
-                   idle_exit_s: float | None = None) -> None:
+def run_processors(
+    settings: ProcessorSettings, kafka: KafkaSettings, idle_exit_s: float | None = None
+) -> None:
     """Run the worker in this process (blocks; faust owns the event loop and signals).
 
     Args:
@@ -57,8 +61,9 @@ def run_processors(settings: ProcessorSettings, kafka: KafkaSettings,
         if over or idle:
             os.kill(os.getpid(), signal.SIGTERM)
 
-    worker = faust.Worker(procs.app, loglevel=settings.log_level, redirect_stdouts=False,
-                          quiet=True)
+    worker = faust.Worker(
+        procs.app, loglevel=settings.log_level, redirect_stdouts=False, quiet=True
+    )
     try:
         worker.execute_from_commandline()
     except SystemExit as exc:

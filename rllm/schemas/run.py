@@ -30,7 +30,8 @@ def run_estimator(metadata_json: str) -> str | None:
         return None
     if not isinstance(value, str) or not value:
         raise ValueError(
-            f"task metadata {RUN_ESTIMATOR_KEY!r} must name an estimator, got {value!r}")
+            f"task metadata {RUN_ESTIMATOR_KEY!r} must name an estimator, got {value!r}"
+        )
     return value
 
 

@@ -57,8 +57,11 @@ def choices_vars(vars_: Vars, choices: list[Any], answer_index: int) -> Vars:
     """The ``choices``, ``choices_text`` (lettered) and ``answer`` (letter) variables."""
     if not 0 <= answer_index < len(choices):
         raise ValueError(f"answer index {answer_index} is outside the {len(choices)} choices")
-    return {"choices": [str(c) for c in choices], "choices_text": lettered(choices),
-            "answer": letter(answer_index)}
+    return {
+        "choices": [str(c) for c in choices],
+        "choices_text": lettered(choices),
+        "answer": letter(answer_index),
+    }
 
 
 def as_list(value: Any, name: str) -> list[Any]:

@@ -15,24 +15,34 @@ __all__ = []
 
 @adapter("humaneval")
 def _humaneval(v: Vars) -> Vars:
-    return {"answer": {"kind": "humaneval", "prompt": v["prompt"], "test": v["test"],
-                       "entry_point": v["entry_point"]}}
+    return {
+        "answer": {
+            "kind": "humaneval",
+            "prompt": v["prompt"],
+            "test": v["test"],
+            "entry_point": v["entry_point"],
+        }
+    }
 
 
 @adapter("mbpp")
 def _mbpp(v: Vars) -> Vars:
     tests = [str(t) for t in as_list(v["tests"], "tests")]
     setup = "\n".join(x for x in (v.get("imports_text"), v.get("setup")) if x)
-    return {"tests_text": "\n".join(tests),
-            "answer": {"kind": "asserts", "tests": tests, "setup": setup}}
+    return {
+        "tests_text": "\n".join(tests),
+        "answer": {"kind": "asserts", "tests": tests, "setup": setup},
+    }
 
 
 @adapter("mbpp_plus")
 def _mbpp_plus(v: Vars) -> Vars:
     imports = "\n".join(as_list(v.get("imports") or [], "imports"))
     shown = [str(t) for t in as_list(v["tests"], "tests")]
-    return {"tests_text": "\n".join(shown),
-            "answer": {"kind": "asserts", "tests": [str(v["test"])], "setup": imports}}
+    return {
+        "tests_text": "\n".join(shown),
+        "answer": {"kind": "asserts", "tests": [str(v["test"])], "setup": imports},
+    }
 
 
 def _stdio(inputs: list[Any], outputs: list[Any], fn_name: str | None = None) -> dict[str, Any]:
@@ -44,15 +54,22 @@ def _stdio(inputs: list[Any], outputs: list[Any], fn_name: str | None = None) ->
 
 @adapter("livecodebench")
 def _livecodebench(v: Vars) -> Vars:
-    public = json.loads(v["public_tests"]) if isinstance(v["public_tests"], str) else v[
-        "public_tests"]
+    public = (
+        json.loads(v["public_tests"]) if isinstance(v["public_tests"], str) else v["public_tests"]
+    )
     meta = json.loads(v.get("meta") or "{}")
     functional = any(c.get("testtype") == "functional" for c in public)
-    truth = _stdio([c["input"] for c in public], [c["output"] for c in public],
-                   meta.get("func_name") if functional else None)
+    truth = _stdio(
+        [c["input"] for c in public],
+        [c["output"] for c in public],
+        meta.get("func_name") if functional else None,
+    )
     starter = v.get("starter_code") or ""
-    hint = (f"\n\nStart from this code:\n```python\n{starter}\n```" if starter else
-            "\n\nRead the input from stdin and write the answer to stdout.")
+    hint = (
+        f"\n\nStart from this code:\n```python\n{starter}\n```"
+        if starter
+        else "\n\nRead the input from stdin and write the answer to stdout."
+    )
     return {"answer": truth, "format_hint": hint}
 
 
@@ -63,8 +80,7 @@ def _apps(v: Vars) -> Vars:
     fn = io.get("fn_name")
     if fn:  # call-based: arguments and results are JSON
         inputs = ["\n".join(json.dumps(a) for a in args) for args in inputs]
-        outputs = [json.dumps(o[0] if isinstance(o, list) and len(o) == 1 else o)
-                   for o in outputs]
+        outputs = [json.dumps(o[0] if isinstance(o, list) and len(o) == 1 else o) for o in outputs]
     else:
         inputs = ["\n".join(i) if isinstance(i, list) else i for i in inputs]
         outputs = ["\n".join(o) if isinstance(o, list) else o for o in outputs]
@@ -75,5 +91,8 @@ def _apps(v: Vars) -> Vars:
 def _code_contests(v: Vars) -> Vars:
     tests = v["public_tests"]
     private = v.get("private_tests") or {"input": [], "output": []}
-    return {"answer": _stdio([*tests["input"], *private["input"]],
-                             [*tests["output"], *private["output"]])}
+    return {
+        "answer": _stdio(
+            [*tests["input"], *private["input"]], [*tests["output"], *private["output"]]
+        )
+    }

@@ -34,7 +34,7 @@ def last_boxed(text: str) -> str | None:
     for i in range(brace, len(text)):
         depth += {"{": 1, "}": -1}.get(text[i], 0)
         if depth == 0:
-            return text[brace + 1:i]
+            return text[brace + 1 : i]
     return None
 
 
@@ -64,8 +64,11 @@ def _answer_list(v: Vars) -> Vars:
 @adapter("countdown")
 def _countdown(v: Vars) -> Vars:
     nums = [int(n) for n in as_list(v["nums"], "nums")]
-    return {"nums": nums, "nums_text": ", ".join(map(str, nums)),
-            "answer": {"target": int(v["target"]), "nums": nums}}
+    return {
+        "nums": nums,
+        "nums_text": ", ".join(map(str, nums)),
+        "answer": {"target": int(v["target"]), "nums": nums},
+    }
 
 
 # --- multiple choice ----------------------------------------------------------------------
@@ -156,8 +159,10 @@ def _aliases(v: Vars) -> Vars:
     if isinstance(main, dict):  # TriviaQA: {"value": ..., "aliases": [...]}
         items = [main.get("value"), *main.get("aliases", [])]
     else:
-        items = [*(main if isinstance(main, list) else [main]),
-                 *(as_list(v["aliases"], "aliases") if v.get("aliases") else [])]
+        items = [
+            *(main if isinstance(main, list) else [main]),
+            *(as_list(v["aliases"], "aliases") if v.get("aliases") else []),
+        ]
     answers = [str(x) for x in dict.fromkeys(items) if x not in (None, "")]
     if not answers:
         raise ValueError("field 'answer' holds no answer")
@@ -178,11 +183,32 @@ def _ifeval(v: Vars) -> Vars:
     return {"answer": {"instruction_id_list": ids, "kwargs": clean, "prompt": v["prompt"]}}
 
 
-_LANGS = {"en": "English", "de": "German", "fr": "French", "es": "Spanish", "zh": "Chinese",
-          "ja": "Japanese", "ru": "Russian", "cs": "Czech", "it": "Italian", "pt": "Portuguese",
-          "ko": "Korean", "ar": "Arabic", "hi": "Hindi", "nl": "Dutch", "pl": "Polish",
-          "tr": "Turkish", "uk": "Ukrainian", "sv": "Swedish", "fi": "Finnish", "lt": "Lithuanian",
-          "gu": "Gujarati", "kk": "Kazakh", "is": "Icelandic", "et": "Estonian"}
+_LANGS = {
+    "en": "English",
+    "de": "German",
+    "fr": "French",
+    "es": "Spanish",
+    "zh": "Chinese",
+    "ja": "Japanese",
+    "ru": "Russian",
+    "cs": "Czech",
+    "it": "Italian",
+    "pt": "Portuguese",
+    "ko": "Korean",
+    "ar": "Arabic",
+    "hi": "Hindi",
+    "nl": "Dutch",
+    "pl": "Polish",
+    "tr": "Turkish",
+    "uk": "Ukrainian",
+    "sv": "Swedish",
+    "fi": "Finnish",
+    "lt": "Lithuanian",
+    "gu": "Gujarati",
+    "kk": "Kazakh",
+    "is": "Icelandic",
+    "et": "Estonian",
+}
 
 
 def language_name(code: str) -> str:
@@ -201,5 +227,9 @@ def _wmt_pair(v: Vars) -> Vars:
     """WMT ``translation`` dicts list the config's languages in order (``de-en``: de, en)."""
     pair = v["translation"]
     src, tgt = list(pair)[:2]
-    return {"source": pair[src], "answer": pair[tgt], "source_lang": language_name(src),
-            "target_lang": language_name(tgt)}
+    return {
+        "source": pair[src],
+        "answer": pair[tgt],
+        "source_lang": language_name(src),
+        "target_lang": language_name(tgt),
+    }

@@ -7,28 +7,54 @@ from rllm.benchmarks.types import BenchmarkSpec, Category
 
 __all__ = ["MT_PROMPT"]
 
-MT_PROMPT = ("Translate the following {source_lang} text into {target_lang}. Reply with the "
-             "translation only.\n\n{source}")
+MT_PROMPT = (
+    "Translate the following {source_lang} text into {target_lang}. Reply with the "
+    "translation only.\n\n{source}"
+)
 
 register_benchmarks(
-    BenchmarkSpec(name="wmt24pp", title="WMT24++", category=Category.TRANSLATION,
-                  hf_id="google/wmt24pp", config="en-de_DE", split="train",
-                  fields={"lp": "lp", "source": "source", "answer": "target"},
-                  optional={"domain": "domain", "is_bad_source": "is_bad_source"},
-                  metadata=("domain", "is_bad_source"), adapter="wmt24pp", prompt=MT_PROMPT,
-                  reward_fn="chrf", aliases=("wmt24",),
-                  description="WMT24 English sources into 55 languages (config en-xx_XX)."),
-    BenchmarkSpec(name="flores", title="FLORES-200", category=Category.TRANSLATION,
-                  hf_id="facebook/flores", config="eng_Latn-deu_Latn", split="devtest",
-                  id_field="id", fields={"source": "sentence_eng_Latn",
-                                         "answer": "sentence_deu_Latn"},
-                  prompt=MT_PROMPT.replace("{source_lang}", "English")
-                  .replace("{target_lang}", "German"), reward_fn="chrf",
-                  aliases=("flores200", "flores_plus"),
-                  description="Wikipedia sentences in 200 languages (English to German here)."),
-    BenchmarkSpec(name="wmt19_de_en", title="WMT19 de-en", category=Category.TRANSLATION,
-                  hf_id="wmt/wmt19", config="de-en", split="validation",
-                  fields={"translation": "translation"}, adapter="wmt_pair", prompt=MT_PROMPT,
-                  reward_fn="chrf", aliases=("wmt19",),
-                  description="WMT19 news, German to English."),
+    BenchmarkSpec(
+        name="wmt24pp",
+        title="WMT24++",
+        category=Category.TRANSLATION,
+        hf_id="google/wmt24pp",
+        config="en-de_DE",
+        split="train",
+        fields={"lp": "lp", "source": "source", "answer": "target"},
+        optional={"domain": "domain", "is_bad_source": "is_bad_source"},
+        metadata=("domain", "is_bad_source"),
+        adapter="wmt24pp",
+        prompt=MT_PROMPT,
+        reward_fn="chrf",
+        aliases=("wmt24",),
+        description="WMT24 English sources into 55 languages (config en-xx_XX).",
+    ),
+    BenchmarkSpec(
+        name="flores",
+        title="FLORES-200",
+        category=Category.TRANSLATION,
+        hf_id="facebook/flores",
+        config="eng_Latn-deu_Latn",
+        split="devtest",
+        id_field="id",
+        fields={"source": "sentence_eng_Latn", "answer": "sentence_deu_Latn"},
+        prompt=MT_PROMPT.replace("{source_lang}", "English").replace("{target_lang}", "German"),
+        reward_fn="chrf",
+        aliases=("flores200", "flores_plus"),
+        description="Wikipedia sentences in 200 languages (English to German here).",
+    ),
+    BenchmarkSpec(
+        name="wmt19_de_en",
+        title="WMT19 de-en",
+        category=Category.TRANSLATION,
+        hf_id="wmt/wmt19",
+        config="de-en",
+        split="validation",
+        fields={"translation": "translation"},
+        adapter="wmt_pair",
+        prompt=MT_PROMPT,
+        reward_fn="chrf",
+        aliases=("wmt19",),
+        description="WMT19 news, German to English.",
+    ),
 )

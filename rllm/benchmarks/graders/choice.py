@@ -15,8 +15,7 @@ _L = r"\(?\**\(?([A-Za-z])\)?\**\)?"
 _END = r"(?![A-Za-z0-9'])"
 _PATTERNS = [
     # "The answer is (B)", "Answer: d", "final answer: **C**", "answer is option C"
-    re.compile(r"answer\s*(?:is|:|=)?\s*(?:option|choice)?\s*[:\-]?\s*" + _L + _END,
-               re.IGNORECASE),
+    re.compile(r"answer\s*(?:is|:|=)?\s*(?:option|choice)?\s*[:\-]?\s*" + _L + _END, re.IGNORECASE),
     re.compile(r"\\boxed\{\s*(?:\\text\{)?\s*([A-Za-z])\s*\}?\s*\}"),
     re.compile(r"\*\*\s*\(?([A-Z])\)?[.:)]?\s*\*\*"),
     re.compile(r"(?i:option|choice)\s+\(?([A-Z])\)?" + _END),
@@ -34,8 +33,11 @@ def extract_letter(text: str, valid: str = "ABCDEFGHIJ") -> str | None:
     for pattern in _PATTERNS:
         hits = [h.upper() for h in pattern.findall(text) if h.upper() in valid]
         if pattern is _PATTERNS[0]:  # "answer is a ..." in prose must not read as option A
-            hits = [h for m, h in zip(pattern.finditer(text), pattern.findall(text), strict=True)
-                    if not _article(m.group(0), h) and h.upper() in valid]
+            hits = [
+                h
+                for m, h in zip(pattern.finditer(text), pattern.findall(text), strict=True)
+                if not _article(m.group(0), h) and h.upper() in valid
+            ]
             hits = [h.upper() for h in hits]
         if hits:
             return str(hits[-1])

@@ -40,17 +40,19 @@ def build_program(truth: dict[str, Any], code_text: str) -> str:
         # continues the prompt, as in HumanEval's own check program.
         defines = re.search(rf"^\s*def\s+{re.escape(entry)}\s*\(", code_text, re.MULTILINE)
         completion = ("\n" + code_text) if defines else code_text
-        return (f"{truth['prompt']}{completion}\n\n{truth['test']}\n\ncheck({entry})\n")
+        return f"{truth['prompt']}{completion}\n\n{truth['test']}\n\ncheck({entry})\n"
     if kind == "asserts":
         return "\n".join([truth.get("setup") or "", code_text, "", *truth["tests"], ""])
     raise ValueError(f"unknown code ground-truth kind {kind!r}")
 
 
 def _functional_program(code_text: str, fn_name: str) -> str:
-    return (code_text + "\n\nimport json as _j, sys as _s\n"
-            "_args = [_j.loads(l) for l in _s.stdin.read().splitlines() if l.strip()]\n"
-            f"_f = Solution().{fn_name} if 'Solution' in globals() else {fn_name}\n"
-            "print(_j.dumps(_f(*_args)))\n")
+    return (
+        code_text + "\n\nimport json as _j, sys as _s\n"
+        "_args = [_j.loads(l) for l in _s.stdin.read().splitlines() if l.strip()]\n"
+        f"_f = Solution().{fn_name} if 'Solution' in globals() else {fn_name}\n"
+        "print(_j.dumps(_f(*_args)))\n"
+    )
 
 
 def _same_output(got: str, want: str, functional: bool) -> bool:
@@ -60,7 +62,8 @@ def _same_output(got: str, want: str, functional: bool) -> bool:
         except json.JSONDecodeError:
             return got.strip() == want.strip()
     return [ln.rstrip() for ln in got.strip().splitlines()] == [
-        ln.rstrip() for ln in want.strip().splitlines()]
+        ln.rstrip() for ln in want.strip().splitlines()
+    ]
 
 
 def _run_cases(truth: dict[str, Any], code_text: str) -> tuple[int, int, str]:
@@ -94,11 +97,21 @@ def code(task: Task, answer: str) -> RewardResult:
     if truth.get("kind") in ("stdio", "functional"):
         passed, total, detail = _run_cases(truth, code_text)
         ok = passed == total
-        return RewardResult(1.0 if ok else 0.0, ok, signals={"cases_passed": passed / total},
-                            metadata={"result": "passed" if ok else detail})
+        return RewardResult(
+            1.0 if ok else 0.0,
+            ok,
+            signals={"cases_passed": passed / total},
+            metadata={"result": "passed" if ok else detail},
+        )
     result = run_python(build_program(truth, code_text))
-    text = ("passed" if result.status == "passed" else "timed out"
-            if result.status == "timed out" else f"failed: {result.error_line}")
+    text = (
+        "passed"
+        if result.status == "passed"
+        else "timed out"
+        if result.status == "timed out"
+        else f"failed: {result.error_line}"
+    )
     ok = result.status == "passed"
-    return RewardResult(1.0 if ok else 0.0, ok,
-                        metadata={"result": text, "duration_s": round(result.duration_s, 3)})
+    return RewardResult(
+        1.0 if ok else 0.0, ok, metadata={"result": text, "duration_s": round(result.duration_s, 3)}
+    )

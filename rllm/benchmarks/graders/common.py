@@ -12,7 +12,8 @@ __all__ = ["final_answer", "gold_list", "truth_of"]
 
 _FINAL = re.compile(
     r"(?:final\s+answer|exact\s+answer|answer)\s*(?:is|:)\s*[:\-]?\s*(.+?)\s*$",
-    re.IGNORECASE | re.MULTILINE)
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
 def truth_of(task: Task) -> Any:

@@ -16,13 +16,18 @@ __all__ = ["follows", "ifeval"]
 
 def _loose_variants(response: str) -> list[str]:
     lines = response.split("\n")
-    bases = [response, "\n".join(lines[1:]).strip(), "\n".join(lines[:-1]).strip(),
-             "\n".join(lines[1:-1]).strip()]
+    bases = [
+        response,
+        "\n".join(lines[1:]).strip(),
+        "\n".join(lines[:-1]).strip(),
+        "\n".join(lines[1:-1]).strip(),
+    ]
     return [v for b in bases for v in (b, b.replace("*", ""))]
 
 
-def follows(instruction_id: str, response: str, kwargs: dict[str, Any],
-            loose: bool = False) -> bool:
+def follows(
+    instruction_id: str, response: str, kwargs: dict[str, Any], loose: bool = False
+) -> bool:
     """Whether ``response`` follows one instruction.
 
     Raises:
@@ -53,7 +58,12 @@ def ifeval(task: Task, answer: str) -> RewardResult:
     loose = [follows(i, answer, kw, loose=True) for i, kw in zip(ids, kwargs, strict=True)]
     ok = all(strict)
     return RewardResult(
-        1.0 if ok else 0.0, ok,
-        signals={"instruction_strict": sum(strict) / len(ids),
-                 "instruction_loose": sum(loose) / len(ids), "prompt_loose": float(all(loose))},
-        metadata={"followed": dict(zip(ids, strict, strict=True))})
+        1.0 if ok else 0.0,
+        ok,
+        signals={
+            "instruction_strict": sum(strict) / len(ids),
+            "instruction_loose": sum(loose) / len(ids),
+            "prompt_loose": float(all(loose)),
+        },
+        metadata={"followed": dict(zip(ids, strict, strict=True))},
+    )

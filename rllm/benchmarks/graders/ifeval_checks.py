@@ -150,8 +150,7 @@ def _paragraphs(r: str, num_paragraphs: int, **_: Any) -> bool:
 
 
 @_check("length_constraints:nth_paragraph_first_word")
-def _nth_first(r: str, num_paragraphs: int, nth_paragraph: int, first_word: str,
-               **_: Any) -> bool:
+def _nth_first(r: str, num_paragraphs: int, nth_paragraph: int, first_word: str, **_: Any) -> bool:
     paragraphs = [p for p in re.split(r"\n\n", r) if p.strip()]
     if len(paragraphs) != num_paragraphs or nth_paragraph > len(paragraphs):
         return False
@@ -180,8 +179,9 @@ def _exists(r: str, keywords: list[str], **_: Any) -> bool:
 
 @_check("keywords:forbidden_words")
 def _forbidden(r: str, forbidden_words: list[str], **_: Any) -> bool:
-    return not any(re.search(r"\b" + re.escape(w) + r"\b", r, re.IGNORECASE)
-                   for w in forbidden_words)
+    return not any(
+        re.search(r"\b" + re.escape(w) + r"\b", r, re.IGNORECASE) for w in forbidden_words
+    )
 
 
 @_check("keywords:frequency")

@@ -54,8 +54,12 @@ def _verdict(text: str) -> bool | None:
 
 
 @register_reward_fn("llm_judge")
-def llm_judge(task: Task, answer: str, settings: JudgeSettings | None = None,
-              client: httpx.Client | None = None) -> RewardResult:
+def llm_judge(
+    task: Task,
+    answer: str,
+    settings: JudgeSettings | None = None,
+    client: httpx.Client | None = None,
+) -> RewardResult:
     """1.0 when the judge says CORRECT.
 
     Raises:
@@ -65,19 +69,30 @@ def llm_judge(task: Task, answer: str, settings: JudgeSettings | None = None,
     """
     settings = settings or JudgeSettings()
     if not settings.base_url or not settings.model:
-        raise ConfigError("llm_judge needs a judge model: set RLLM_JUDGE_BASE_URL "
-                          "(OpenAI-compatible, .../v1) and RLLM_JUDGE_MODEL")
-    prompt = JUDGE_PROMPT.format(question=task.instruction, reference=" | ".join(gold_list(task)),
-                                 response=answer)
-    body = {"model": settings.model, "temperature": 0.0, "max_tokens": 16,
-            "messages": [{"role": "user", "content": prompt}]}
-    headers = {"Authorization": f"Bearer {settings.api_key.get_secret_value()}"} if (
-        settings.api_key.get_secret_value()) else {}
+        raise ConfigError(
+            "llm_judge needs a judge model: set RLLM_JUDGE_BASE_URL "
+            "(OpenAI-compatible, .../v1) and RLLM_JUDGE_MODEL"
+        )
+    prompt = JUDGE_PROMPT.format(
+        question=task.instruction, reference=" | ".join(gold_list(task)), response=answer
+    )
+    body = {
+        "model": settings.model,
+        "temperature": 0.0,
+        "max_tokens": 16,
+        "messages": [{"role": "user", "content": prompt}],
+    }
+    headers = (
+        {"Authorization": f"Bearer {settings.api_key.get_secret_value()}"}
+        if (settings.api_key.get_secret_value())
+        else {}
+    )
     own = client is None
     http = client or httpx.Client(timeout=settings.timeout_s)
     try:
-        response = http.post(settings.base_url.rstrip("/") + "/chat/completions", json=body,
-                             headers=headers)
+        response = http.post(
+            settings.base_url.rstrip("/") + "/chat/completions", json=body, headers=headers
+        )
         response.raise_for_status()
         reply = str(response.json()["choices"][0]["message"]["content"] or "")
     finally:
@@ -86,12 +101,15 @@ def llm_judge(task: Task, answer: str, settings: JudgeSettings | None = None,
     verdict = _verdict(reply)
     if verdict is None:
         raise ValueError(f"the judge's reply has no CORRECT/INCORRECT verdict: {reply[:200]!r}")
-    return RewardResult(1.0 if verdict else 0.0, verdict,
-                        metadata={"judge": settings.model, "verdict": reply[:200]})
+    return RewardResult(
+        1.0 if verdict else 0.0, verdict, metadata={"judge": settings.model, "verdict": reply[:200]}
+    )
 
 
 @register_reward_fn("harness")
 def harness(task: Task, answer: str) -> RewardResult:
     """Harness benchmarks are scored by their harness (RewardAssigned events), not here."""
-    raise ValueError(f"task {task.task_id!r} of {task.benchmark!r} is scored by its harness "
-                     "(RewardAssigned events), not by a reward function")
+    raise ValueError(
+        f"task {task.task_id!r} of {task.benchmark!r} is scored by its harness "
+        "(RewardAssigned events), not by a reward function"
+    )

@@ -66,8 +66,12 @@ def math_reward(task: Task, answer: str) -> RewardResult:
     return RewardResult(0.0, False, metadata={"extracted": extracted})
 
 
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: operator.truediv}
+_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+}
 
 
 def _evaluate(node: ast.AST, used: list[int]) -> float:
@@ -86,8 +90,11 @@ def countdown(task: Task, answer: str) -> RewardResult:
     """1.0 when the ``<answer>`` equation uses each given number once and hits the target."""
     truth = truth_of(task)
     found = re.findall(r"<answer>(.*?)</answer>", answer, re.DOTALL)
-    equation = (found[-1] if found else answer.strip().splitlines()[-1] if answer.strip()
-                else "").split("=")[0].strip()
+    equation = (
+        (found[-1] if found else answer.strip().splitlines()[-1] if answer.strip() else "")
+        .split("=")[0]
+        .strip()
+    )
     used: list[int] = []
     try:
         value = _evaluate(ast.parse(equation, mode="eval"), used)
@@ -95,5 +102,9 @@ def countdown(task: Task, answer: str) -> RewardResult:
         return RewardResult(0.0, False, metadata={"equation": equation, "error": "unparsable"})
     numbers_ok = Counter(used) == Counter(int(n) for n in truth["nums"])
     ok = numbers_ok and abs(value - float(truth["target"])) < 1e-6
-    return RewardResult(1.0 if ok else 0.0, ok, signals={"numbers_ok": float(numbers_ok)},
-                        metadata={"equation": equation, "value": value})
+    return RewardResult(
+        1.0 if ok else 0.0,
+        ok,
+        signals={"numbers_ok": float(numbers_ok)},
+        metadata={"equation": equation, "value": value},
+    )

@@ -47,13 +47,15 @@ def _scores(task: Task, answer: str) -> tuple[float, float, str]:
 def em(task: Task, answer: str) -> RewardResult:
     """1.0 when the final answer equals any gold after SQuAD normalisation."""
     exact, best_f1, said = _scores(task, answer)
-    return RewardResult(exact, exact == 1.0, signals={"em": exact, "f1": best_f1},
-                        metadata={"extracted": said})
+    return RewardResult(
+        exact, exact == 1.0, signals={"em": exact, "f1": best_f1}, metadata={"extracted": said}
+    )
 
 
 @register_reward_fn("f1")
 def f1(task: Task, answer: str) -> RewardResult:
     """Best token F1 over the golds; correct when it is an exact match."""
     exact, best_f1, said = _scores(task, answer)
-    return RewardResult(best_f1, exact == 1.0, signals={"em": exact, "f1": best_f1},
-                        metadata={"extracted": said})
+    return RewardResult(
+        best_f1, exact == 1.0, signals={"em": exact, "f1": best_f1}, metadata={"extracted": said}
+    )

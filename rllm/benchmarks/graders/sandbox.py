@@ -119,8 +119,9 @@ class _Runner:
 
     def __init__(self, home: Path, spec: SandboxSpec) -> None:
         self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, name="rllm-code-sandbox",
-                         daemon=True).start()
+        threading.Thread(
+            target=self.loop.run_forever, name="rllm-code-sandbox", daemon=True
+        ).start()
         self.backend = get_backend("local", SandboxSettings(home=home))
         self.pool = WarmPool(self.backend, spec, size=2, handle_sigterm=False)
         asyncio.run_coroutine_threadsafe(self.pool.start(), self.loop).result()
@@ -128,10 +129,10 @@ class _Runner:
 
     def run(self, program: str, argv: list[str], stdin: str, timeout: float) -> ExecResult:
         return asyncio.run_coroutine_threadsafe(
-            self._run(program, argv, stdin, timeout), self.loop).result()
+            self._run(program, argv, stdin, timeout), self.loop
+        ).result()
 
-    async def _run(self, program: str, argv: list[str], stdin: str, timeout: float
-                   ) -> ExecResult:
+    async def _run(self, program: str, argv: list[str], stdin: str, timeout: float) -> ExecResult:
         sandbox = await self.pool.acquire()
         try:
             await sandbox.write_file(f"{_WORKDIR}/program.py", program)
@@ -162,8 +163,12 @@ def _runner(settings: CodeSandboxSettings) -> _Runner:
     return runner
 
 
-def run_python(program: str, stdin: str = "", timeout_s: float | None = None,
-               settings: CodeSandboxSettings | None = None) -> SandboxResult:
+def run_python(
+    program: str,
+    stdin: str = "",
+    timeout_s: float | None = None,
+    settings: CodeSandboxSettings | None = None,
+) -> SandboxResult:
     """Run ``program`` with ``stdin`` in a sandbox of its own (thread-safe).
 
     Raises:
@@ -173,12 +178,14 @@ def run_python(program: str, stdin: str = "", timeout_s: float | None = None,
     timeout = timeout_s if timeout_s is not None else settings.timeout_s
     try:
         result = _runner(settings).run(
-            program, [settings.python, "-I", "-B", "program.py"], stdin, timeout)
+            program, [settings.python, "-I", "-B", "program.py"], stdin, timeout
+        )
     except BackendError as exc:
         raise SandboxError(f"the code sandbox could not run: {exc}") from exc
     killed = result.exit_code == 137 and not result.stderr.strip()
     error = f"killed: over the {settings.memory_mb} MB memory limit" if killed else result.error
     status = ("timed out" if result.timed_out
               else "passed" if result.exit_code == 0 else "failed")  # fmt: skip
-    return SandboxResult(status, result.exit_code, result.stdout, result.stderr,
-                         result.duration_s, error)
+    return SandboxResult(
+        status, result.exit_code, result.stdout, result.stderr, result.duration_s, error
+    )

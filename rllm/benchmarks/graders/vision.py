@@ -10,8 +10,7 @@ from rllm.benchmarks.rewards import register_reward_fn
 from rllm.benchmarks.types import RewardResult
 from rllm.schemas.types import Task
 
-__all__ = ["anls", "levenshtein", "ocrbench", "relaxed_accuracy", "relaxed_match",
-           "vqa_accuracy"]
+__all__ = ["anls", "levenshtein", "ocrbench", "relaxed_accuracy", "relaxed_match", "vqa_accuracy"]
 
 
 def _number(text: str) -> float | None:
@@ -61,8 +60,7 @@ def anls(task: Task, answer: str, threshold: float = 0.5) -> RewardResult:
         distance = levenshtein(said, g) / max(len(said), len(g), 1)
         best = max(best, 1 - distance)
     score = best if best >= threshold else 0.0
-    return RewardResult(score, score == 1.0, signals={"anls": score},
-                        metadata={"extracted": said})
+    return RewardResult(score, score == 1.0, signals={"anls": score}, metadata={"extracted": said})
 
 
 @register_reward_fn("vqa_accuracy")

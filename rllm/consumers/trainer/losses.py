@@ -114,11 +114,12 @@ def compute_loss(
     if kind is LossKind.GRPO:
         if clip_ratio_c <= 1.0:
             raise ValueError(
-                f"clip_ratio_c must be greater than 1 (dual-clip lower bound), got "
-                f"{clip_ratio_c}")
+                f"clip_ratio_c must be greater than 1 (dual-clip lower bound), got {clip_ratio_c}"
+            )
         adv = inp.advantages_BT
-        ratio = torch.exp(torch.clamp(lp - inp.old_logprobs_BT, -_LOG_RATIO_CLAMP,
-                                      _LOG_RATIO_CLAMP))
+        ratio = torch.exp(
+            torch.clamp(lp - inp.old_logprobs_BT, -_LOG_RATIO_CLAMP, _LOG_RATIO_CLAMP)
+        )
         loss1 = -adv * ratio
         loss2 = -adv * torch.clamp(ratio, 1.0 - clip_eps_low, 1.0 + clip_eps_high)
         clip1 = torch.maximum(loss1, loss2)
@@ -127,8 +128,7 @@ def compute_loss(
         per_tok = torch.where(negative, torch.minimum(loss3, clip1), clip1)
         with torch.no_grad():
             metrics["clip_frac"] = _masked_mean((loss2 > loss1).float(), mask)
-            metrics["clip_frac_lower"] = _masked_mean(
-                ((clip1 > loss3) & negative).float(), mask)
+            metrics["clip_frac_lower"] = _masked_mean(((clip1 > loss3) & negative).float(), mask)
             metrics["ratio_mean"] = _masked_mean(ratio, mask)
     elif kind in (LossKind.REINFORCE, LossKind.RLOO):
         per_tok = -inp.advantages_BT * lp

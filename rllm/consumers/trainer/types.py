@@ -184,12 +184,8 @@ def check_capabilities(settings: TrainerSettings, backend: str, caps: Capabiliti
             f"{', '.join(sorted(x.value for x in caps.loss_aggs))})"
         )
     estimator = settings.run_estimator()
-    if estimator is not None and caps.estimators is not None and (
-        estimator not in caps.estimators
-    ):
-        problems.append(
-            f"estimator={estimator} (supported: {', '.join(sorted(caps.estimators))})"
-        )
+    if estimator is not None and caps.estimators is not None and (estimator not in caps.estimators):
+        problems.append(f"estimator={estimator} (supported: {', '.join(sorted(caps.estimators))})")
     if settings.kl_coef > 0 and not caps.kl:
         problems.append(f"kl_coef={settings.kl_coef} (no KL penalty)")
     default_clip = settings.clip_eps_low == 0.2 and settings.clip_eps_high == 0.2

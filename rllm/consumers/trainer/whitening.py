@@ -40,23 +40,27 @@ def whiten_over_tokens(
     if v_B.shape != n_B.shape or v_B.ndim != 1:
         raise ValueError(
             f"values_B and num_tokens_B must be one-dimensional of one length, got shapes "
-            f"{v_B.shape} and {n_B.shape}")
+            f"{v_B.shape} and {n_B.shape}"
+        )
     if np.any(n_B < 0):
         raise ValueError(f"num_tokens_B must be non-negative, got {n_B.tolist()}")
     total = float(n_B.sum())
     if total < 2:
         raise ValueError(
             f"whitening needs at least two loss tokens in the batch, got {total:g}; use a "
-            "larger batch_size or an estimator without batch whitening")
+            "larger batch_size or an estimator without batch whitening"
+        )
     mean = float((v_B * n_B).sum()) / (total + _WHITEN_EPS)
     var = float((((v_B - mean) ** 2) * n_B).sum()) / (total + _WHITEN_EPS)
     var *= total / (total - 1)
     whitened_B: Floats = (v_B - mean) / np.sqrt(var + _WHITEN_EPS)
     return whitened_B
 
+
 def whiten_sequences(sequences: Sequence[TrainSequence]) -> None:
     """Replace each sequence's advantage by its whitened value over the batch (in place)."""
     whitened_B = whiten_over_tokens(
-        [s.advantage for s in sequences], [s.num_loss_tokens for s in sequences])
+        [s.advantage for s in sequences], [s.num_loss_tokens for s in sequences]
+    )
     for seq, adv in zip(sequences, whitened_B, strict=True):
         seq.advantage = float(adv)

@@ -137,9 +137,9 @@ def test_agent_trainer_closes_the_loop(
         assert [u.version for u in updates] == [0, 1, 2]  # 0: the run's base weights
         state = json.loads((tmp_path / "ckpt" / RUN / "v000002" / "state.json").read_text())
         trained = [i for h in state["history"] for i in h["episode_ids"]]
-        assert sorted(trained) == [
-            f"ep:{RUN}/{t}" for t in ("t0", "t0@e2", "t1", "t1@e2")
-        ], "only this run's, each epoch's own"
+        assert sorted(trained) == [f"ep:{RUN}/{t}" for t in ("t0", "t0@e2", "t1", "t1@e2")], (
+            "only this run's, each epoch's own"
+        )
         steps = [
             codec.decode(m.value()).payload for m in read_all(kafka, kafka.topic(SESSION_EVENTS))
         ]

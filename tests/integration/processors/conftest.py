@@ -66,15 +66,15 @@ def count(kafka: KafkaSettings, name: str) -> int:
     consumer = make_consumer(kafka, "count")
     try:
         meta = consumer.list_topics(full, timeout=10).topics[full]
-        return sum(consumer.get_watermark_offsets(TopicPartition(full, p), timeout=10)[1]
-                   for p in meta.partitions)
+        return sum(
+            consumer.get_watermark_offsets(TopicPartition(full, p), timeout=10)[1]
+            for p in meta.partitions
+        )
     finally:
         consumer.close()
 
 
-def wait_until(
-    pred: Callable[[], bool], timeout_s: float, what: str | Callable[[], str]
-) -> None:
+def wait_until(pred: Callable[[], bool], timeout_s: float, what: str | Callable[[], str]) -> None:
     """Poll ``pred`` every 0.5 s; fail naming ``what`` (a callable: computed at the time of
     failure) after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
@@ -95,14 +95,31 @@ class Workers:
 
     def start(self, *args: str, **env: Any) -> subprocess.Popen[bytes]:
         """Start a worker with extra CLI args and RLLM_* env settings."""
-        environ = {**os.environ, "RLLM_SESSION_TIMEOUT_S": "6", "RLLM_TICK_INTERVAL_S": "0.5",
-                   "RLLM_COMMIT_INTERVAL_S": "0.5",
-                   **{f"RLLM_{k.upper()}": str(v) for k, v in env.items()}}
+        environ = {
+            **os.environ,
+            "RLLM_SESSION_TIMEOUT_S": "6",
+            "RLLM_TICK_INTERVAL_S": "0.5",
+            "RLLM_COMMIT_INTERVAL_S": "0.5",
+            **{f"RLLM_{k.upper()}": str(v) for k, v in env.items()},
+        }
         log = open(self.log_dir / f"worker-{len(self.procs)}.log", "wb")  # noqa: SIM115
         proc = subprocess.Popen(
-            [sys.executable, "-m", "rllm.cli", "process", "-b", self.kafka.bootstrap_servers,
-             "--topic-prefix", self.kafka.topic_prefix, *args],
-            cwd=ROOT, env=environ, stdout=log, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "rllm.cli",
+                "process",
+                "-b",
+                self.kafka.bootstrap_servers,
+                "--topic-prefix",
+                self.kafka.topic_prefix,
+                *args,
+            ],
+            cwd=ROOT,
+            env=environ,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         log.close()
         self.procs.append(proc)
         return proc

@@ -45,7 +45,8 @@ def _content(record: Any) -> dict[str, Any]:
 # deterministic regression.
 @pytest.mark.flaky(reruns=2)
 def test_sigkill_mid_stream_then_restart_equals_uninterrupted_replay(
-        kafka: KafkaSettings, make_topics: Any, workers: Workers) -> None:
+    kafka: KafkaSettings, make_topics: Any, workers: Workers
+) -> None:
     make_topics(partitions=3)
     events = grouped_sessions(SESSIONS, GROUP)
     # The stream goes on while the worker dies: 60% is in the log when the worker starts,
@@ -66,13 +67,19 @@ def test_sigkill_mid_stream_then_restart_equals_uninterrupted_replay(
     publish(kafka, events[cut:])
 
     second = workers.start()
-    wait_until(lambda: count(kafka, EPISODES) >= SESSIONS // GROUP
-               and len(dedup_by_event_id(records(kafka, EPISODES))) == SESSIONS // GROUP,
-               75, lambda: (
-                   f"all episodes after the restart: {count(kafka, TRAJECTORIES)} trajectories, "
-                   f"{len(dedup_by_event_id(records(kafka, TRAJECTORIES)))} unique, "
-                   f"{len(dedup_by_event_id(records(kafka, EPISODES)))} unique episodes of "
-                   f"{SESSIONS // GROUP}; worker log:\n{workers.log(1)[-3000:]}"))
+    wait_until(
+        lambda: (
+            count(kafka, EPISODES) >= SESSIONS // GROUP
+            and len(dedup_by_event_id(records(kafka, EPISODES))) == SESSIONS // GROUP
+        ),
+        75,
+        lambda: (
+            f"all episodes after the restart: {count(kafka, TRAJECTORIES)} trajectories, "
+            f"{len(dedup_by_event_id(records(kafka, TRAJECTORIES)))} unique, "
+            f"{len(dedup_by_event_id(records(kafka, EPISODES)))} unique episodes of "
+            f"{SESSIONS // GROUP}; worker log:\n{workers.log(1)[-3000:]}"
+        ),
+    )
     assert workers.stop(second) == 0
 
     live_trajs, live_eps = records(kafka, TRAJECTORIES), records(kafka, EPISODES)
@@ -80,8 +87,10 @@ def test_sigkill_mid_stream_then_restart_equals_uninterrupted_replay(
     firsts = {r.event_id: _content(r) for r in reversed(live_trajs + live_eps)}
     assert all(_content(r) == firsts[r.event_id] for r in live_trajs + live_eps)
     trajs, eps = dedup_by_event_id(live_trajs), dedup_by_event_id(live_eps)
-    print(f"killed after {emitted_before_kill} trajectories; raw {len(live_trajs)} trajectories "
-          f"/ {len(live_eps)} episodes, unique {len(trajs)} / {len(eps)}")
+    print(
+        f"killed after {emitted_before_kill} trajectories; raw {len(live_trajs)} trajectories "
+        f"/ {len(live_eps)} episodes, unique {len(trajs)} / {len(eps)}"
+    )
     assert sorted(t.session_id for t in trajs) == sorted(f"s{s}" for s in range(SESSIONS))
     assert len(eps) == SESSIONS // GROUP
     assert Counter(len(e.trajectories) for e in eps) == {GROUP: SESSIONS // GROUP}

@@ -28,19 +28,30 @@ def _interleave(sessions: list[list[SessionEvent]]) -> list[SessionEvent]:
     return [e for batch in zip_longest(*sessions) for e in batch if e is not None]
 
 
-def test_worker_handles_the_awkward_cases(kafka: KafkaSettings, make_topics: Any,
-                                          workers: Workers) -> None:
+def test_worker_handles_the_awkward_cases(
+    kafka: KafkaSettings, make_topics: Any, workers: Workers
+) -> None:
     make_topics(partitions=3)
-    grouped = [make_session(f"g{t}-{r}", the_task=task(f"t{t}", answer="56"), rollout_index=r,
-                            group_size=4, answer="56" if r < t + 1 else "55")
-               for t in range(3) for r in range(4)]
+    grouped = [
+        make_session(
+            f"g{t}-{r}",
+            the_task=task(f"t{t}", answer="56"),
+            rollout_index=r,
+            group_size=4,
+            answer="56" if r < t + 1 else "55",
+        )
+        for t in range(3)
+        for r in range(4)
+    ]
     no_fn = task("nofn", reward_fn=None)
     late_reward = make_session("late-reward", the_task=no_fn)
     never_scored = make_session("never-scored", the_task=task("nofn2", reward_fn=None))
     mismatch = make_session("mismatch", the_task=task("mm"), reported_steps=5)
     abandoned = make_session("abandoned", the_task=task("ab"), num_steps=2, close=False)
-    partial = [make_session(f"p{r}", the_task=task("part"), rollout_index=r, group_size=3)
-               for r in range(2)]
+    partial = [
+        make_session(f"p{r}", the_task=task("part"), rollout_index=r, group_size=3)
+        for r in range(2)
+    ]
     worker = workers.start(idle_timeout_s=3, reward_wait_s=3, group_timeout_s=6)
 
     publish(kafka, _interleave(grouped))
@@ -50,15 +61,29 @@ def test_worker_handles_the_awkward_cases(kafka: KafkaSettings, make_topics: Any
     publish(kafka, _interleave(grouped)[::3])  # duplicates of events already sent
     publish(kafka, late_reward + never_scored + mismatch + abandoned + partial[0] + partial[1])
     time.sleep(1.0)
-    publish(kafka, [SessionEvent(event_id="late-reward/ext", session_id="late-reward",
-                                 run_id="run-1", emitted_at=T0, producer="evaluator",
-                                 payload=RewardAssigned(reward=0.75, evaluator="judge"))])
-    wait_until(lambda: count(kafka, TRAJECTORIES) >= 18, 60,
-               f"18 trajectories\n{workers.log(0)[-3000:]}")
+    publish(
+        kafka,
+        [
+            SessionEvent(
+                event_id="late-reward/ext",
+                session_id="late-reward",
+                run_id="run-1",
+                emitted_at=T0,
+                producer="evaluator",
+                payload=RewardAssigned(reward=0.75, evaluator="judge"),
+            )
+        ],
+    )
+    wait_until(
+        lambda: count(kafka, TRAJECTORIES) >= 18, 60, f"18 trajectories\n{workers.log(0)[-3000:]}"
+    )
     late_step = abandoned[2].model_copy(update={"event_id": "abandoned/late"})
     publish(kafka, [late_step])
-    wait_until(lambda: count(kafka, EPISODES) >= 8 and count(kafka, DEAD_LETTERS) >= 5, 40,
-               "8 episodes and 5 dead letters")
+    wait_until(
+        lambda: count(kafka, EPISODES) >= 8 and count(kafka, DEAD_LETTERS) >= 5,
+        40,
+        "8 episodes and 5 dead letters",
+    )
     time.sleep(1.5)  # anything extra (a second trajectory for the late step) would show now
     assert workers.stop(worker) == 0
 
@@ -73,9 +98,25 @@ def test_worker_handles_the_awkward_cases(kafka: KafkaSettings, make_topics: Any
     assert trajs["abandoned"].flags == ("idle_timeout",) and len(trajs["abandoned"].steps) == 2
     steps = trajs["g0-0"].steps
     assert [s.step_index for s in steps] == [0, 1, 2] and all(
-        s.prompt_prefix_len == 0 for s in steps)
-    assert steps[2].prompt_ids.tolist() == [1, 2, 3, 1000, 1001, 1002, 1003, 501, 601,
-                                            2000, 2001, 2002, 2003, 502, 602]
+        s.prompt_prefix_len == 0 for s in steps
+    )
+    assert steps[2].prompt_ids.tolist() == [
+        1,
+        2,
+        3,
+        1000,
+        1001,
+        1002,
+        1003,
+        501,
+        601,
+        2000,
+        2001,
+        2002,
+        2003,
+        502,
+        602,
+    ]
 
     eps = {e.task.task_id: e for e in records(kafka, EPISODES)}
     assert len(eps) == 8 and len(records(kafka, EPISODES)) == 8
@@ -86,8 +127,13 @@ def test_worker_handles_the_awkward_cases(kafka: KafkaSettings, make_topics: Any
 
     letters = records(kafka, DEAD_LETTERS)
     kinds = sorted(d.error_type for d in letters)
-    assert kinds == ["DecodeError", "LateEvent", "StepCountMismatch", "UnknownSchemaError",
-                     "ValueError"], [(d.error_type, d.reason) for d in letters]
+    assert kinds == [
+        "DecodeError",
+        "LateEvent",
+        "StepCountMismatch",
+        "UnknownSchemaError",
+        "ValueError",
+    ], [(d.error_type, d.reason) for d in letters]
     wrong_type = next(d for d in letters if d.error_type == "ValueError")
     assert "DeadLetter" in wrong_type.reason and wrong_type.source_offset >= 0
     late = next(d for d in letters if d.error_type == "LateEvent")

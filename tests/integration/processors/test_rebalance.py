@@ -42,7 +42,8 @@ SESSIONS, GROUP = 2000, 4
 
 @pytest.mark.flaky(reruns=2)
 def test_worker_joins_and_leaves_mid_stream(
-        kafka: KafkaSettings, make_topics: Any, workers: Workers) -> None:
+    kafka: KafkaSettings, make_topics: Any, workers: Workers
+) -> None:
     make_topics(partitions=3)
     events = grouped_sessions(SESSIONS, GROUP)
     cut = len(events) // 4
@@ -51,7 +52,7 @@ def test_worker_joins_and_leaves_mid_stream(
     wait_until(lambda: count(kafka, TRAJECTORIES) >= 50, 60, "the first trajectories")
     # the rest arrives in chunks while the second worker joins (rebalance) and leaves (again)
     rest = events[cut:]
-    chunks = [rest[i:i + 400] for i in range(0, len(rest), 400)]
+    chunks = [rest[i : i + 400] for i in range(0, len(rest), 400)]
 
     def feed() -> None:
         for chunk in chunks:
@@ -64,12 +65,16 @@ def test_worker_joins_and_leaves_mid_stream(
     time.sleep(10)
     assert workers.stop(second) == 0, workers.log(1)[-3000:]
     feeder.join()
-    wait_until(lambda: len(dedup_by_event_id(records(kafka, EPISODES))) == SESSIONS // GROUP,
-               90, lambda: (
-                   f"all episodes: {count(kafka, TRAJECTORIES)} trajectories, "
-                   f"{len(dedup_by_event_id(records(kafka, TRAJECTORIES)))} unique, "
-                   f"{len(dedup_by_event_id(records(kafka, EPISODES)))} unique episodes of "
-                   f"{SESSIONS // GROUP}; first worker's log:\n{workers.log(0)[-3000:]}"))
+    wait_until(
+        lambda: len(dedup_by_event_id(records(kafka, EPISODES))) == SESSIONS // GROUP,
+        90,
+        lambda: (
+            f"all episodes: {count(kafka, TRAJECTORIES)} trajectories, "
+            f"{len(dedup_by_event_id(records(kafka, TRAJECTORIES)))} unique, "
+            f"{len(dedup_by_event_id(records(kafka, EPISODES)))} unique episodes of "
+            f"{SESSIONS // GROUP}; first worker's log:\n{workers.log(0)[-3000:]}"
+        ),
+    )
     assert workers.stop(first) == 0
 
     trajs = dedup_by_event_id(records(kafka, TRAJECTORIES))

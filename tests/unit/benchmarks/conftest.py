@@ -25,8 +25,14 @@ def make_task() -> Callable[..., Task]:
     """Build a task with a ground truth and metadata."""
 
     def build(truth: Any, reward_fn: str = "exact_match", **metadata: Any) -> Task:
-        return Task(task_id="t1", instruction="q", ground_truth_json=json.dumps(truth),
-                    reward_fn=reward_fn, benchmark="test", metadata_json=json.dumps(metadata))
+        return Task(
+            task_id="t1",
+            instruction="q",
+            ground_truth_json=json.dumps(truth),
+            reward_fn=reward_fn,
+            benchmark="test",
+            metadata_json=json.dumps(metadata),
+        )
 
     return build
 

@@ -14,22 +14,25 @@ from rllm.schemas.types import Task
 from .test_loaders import fixture_for
 
 
-@pytest.mark.parametrize(("text", "letter"), [
-    ("The answer is (B)", "B"),
-    ("**C**", "C"),
-    ("Answer: d", "D"),
-    ("answer: (a)", "A"),
-    ("Let me think. A is wrong, and so is B. The answer is C.", "C"),
-    ("I think the answer is a tricky one. Answer: C", "C"),
-    ("So the final answer is \\boxed{D}.", "D"),
-    ("Option B is right because A is wrong.", "B"),
-    ("(A) is wrong, (C) is right.", "C"),
-    ("Between A and B, I pick **B**.", "B"),
-    ("B", "B"),
-    ("The correct choice is option E", "E"),
-    ("I cannot decide.", None),
-    ("Answer: Z", None),
-])
+@pytest.mark.parametrize(
+    ("text", "letter"),
+    [
+        ("The answer is (B)", "B"),
+        ("**C**", "C"),
+        ("Answer: d", "D"),
+        ("answer: (a)", "A"),
+        ("Let me think. A is wrong, and so is B. The answer is C.", "C"),
+        ("I think the answer is a tricky one. Answer: C", "C"),
+        ("So the final answer is \\boxed{D}.", "D"),
+        ("Option B is right because A is wrong.", "B"),
+        ("(A) is wrong, (C) is right.", "C"),
+        ("Between A and B, I pick **B**.", "B"),
+        ("B", "B"),
+        ("The correct choice is option E", "E"),
+        ("I cannot decide.", None),
+        ("Answer: Z", None),
+    ],
+)
 def test_extract_letter(text: str, letter: str | None) -> None:
     assert extract_letter(text) == letter
 

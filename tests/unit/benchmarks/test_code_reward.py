@@ -31,10 +31,12 @@ def test_every_canonical_humaneval_solution_passes(humaneval: list) -> None:  # 
 
 def test_whole_function_in_a_fence_and_a_wrong_one(humaneval: list) -> None:  # type: ignore[type-arg]
     task = humaneval[0]
-    good = ("Here you go:\n```python\nfrom typing import List\n\n"
-            "def has_close_elements(numbers: List[float], threshold: float) -> bool:\n"
-            "    return any(abs(a - b) < threshold for i, a in enumerate(numbers)\n"
-            "               for b in numbers[i + 1:])\n```\nDone.")
+    good = (
+        "Here you go:\n```python\nfrom typing import List\n\n"
+        "def has_close_elements(numbers: List[float], threshold: float) -> bool:\n"
+        "    return any(abs(a - b) < threshold for i, a in enumerate(numbers)\n"
+        "               for b in numbers[i + 1:])\n```\nDone."
+    )
     assert code(task, good).is_correct is True
     bad = "```python\ndef has_close_elements(numbers, threshold):\n    return False\n```"
     result = code(task, bad)
@@ -51,8 +53,10 @@ def test_code_that_loops_forever_times_out_cleanly(humaneval: list, monkeypatch)
 
 
 def test_code_that_tries_the_network_fails_cleanly(humaneval: list) -> None:  # type: ignore[type-arg]
-    body = ("    import socket\n    socket.create_connection(('1.1.1.1', 80), timeout=3)\n"
-            "    return True\n")
+    body = (
+        "    import socket\n    socket.create_connection(('1.1.1.1', 80), timeout=3)\n"
+        "    return True\n"
+    )
     result = code(humaneval[0], body)
     assert result.is_correct is False
     assert "Network is unreachable" in result.metadata["result"]
@@ -60,15 +64,17 @@ def test_code_that_tries_the_network_fails_cleanly(humaneval: list) -> None:  # 
 
 def test_sandbox_limits_memory_and_keeps_the_host_out() -> None:
     settings = CodeSandboxSettings(memory_mb=256)
-    hog = run_python("x = bytearray(1024 ** 3); x[::4096] = b'1' * len(x[::4096])",
-                     settings=settings)
+    hog = run_python(
+        "x = bytearray(1024 ** 3); x[::4096] = b'1' * len(x[::4096])", settings=settings
+    )
     assert (hog.status, hog.returncode) == ("failed", 137)
     assert hog.error_line == "killed: over the 256 MB memory limit"
     # the host's /usr is read-only; its home, /tmp and /etc are not there at all
     denied = run_python("open('/usr/rllm-sandbox-test', 'w')")
     assert denied.status == "failed" and "Read-only file system" in denied.error_line
-    unseen = run_python(f"import os; print(os.listdir('/tmp'), os.path.exists({__file__!r}),"
-                        " os.listdir('/etc'))")
+    unseen = run_python(
+        f"import os; print(os.listdir('/tmp'), os.path.exists({__file__!r}), os.listdir('/etc'))"
+    )
     assert unseen.stdout == "[] False ['ld.so.cache']\n", unseen
     # a write lands in the sandbox's own overlay and goes with it
     kept = run_python("open('/etc/passwd', 'w').write('x'); print(open('/etc/passwd').read())")
@@ -86,15 +92,19 @@ def test_mbpp_asserts_with_setup_code() -> None:
 
 def test_stdio_and_functional_cases() -> None:
     contest = load_tasks("code_contests", data_file=fixture_for("code_contests"))[0]
-    program = ("```python\nimport math\nn, m, a = map(int, input().split())\n"
-               "print(math.ceil(n / a) * math.ceil(m / a))\n```")
+    program = (
+        "```python\nimport math\nn, m, a = map(int, input().split())\n"
+        "print(math.ceil(n / a) * math.ceil(m / a))\n```"
+    )
     result = code(contest, program)
     assert result.is_correct is True and result.signals["cases_passed"] == 1.0
     wrong = code(contest, "```python\nprint(4)\n```")  # passes the public case only
     assert wrong.is_correct is False and wrong.metadata["result"] == "case 1: wrong answer"
     lcb = load_tasks("livecodebench", data_file=fixture_for("livecodebench"))
-    functional = ("```python\nclass Solution:\n    def add(self, a: int, b: int) -> int:\n"
-                  "        return a + b\n```")
+    functional = (
+        "```python\nclass Solution:\n    def add(self, a: int, b: int) -> int:\n"
+        "        return a + b\n```"
+    )
     assert code(lcb[1], functional).is_correct is True
     assert "Start from this code" in lcb[1].instruction
     apps = load_tasks("apps", data_file=fixture_for("apps"))

@@ -24,8 +24,9 @@ class _Judge(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        _Judge.requests.append({"path": self.path, "body": body,
-                                "auth": self.headers.get("Authorization")})
+        _Judge.requests.append(
+            {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+        )
         prompt = body["messages"][0]["content"]
         reference = prompt.split("Reference answer: ")[1].split("\n")[0].strip().lower()
         response = prompt.split("Response: ")[1].split("\n\nDoes")[0].lower()
@@ -37,10 +38,20 @@ class _Judge(BaseHTTPRequestHandler):
             self.send_response(500)
             self.end_headers()
             return
-        payload = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"],
-                              "choices": [{"index": 0, "finish_reason": "stop",
-                                           "message": {"role": "assistant",
-                                                       "content": verdict}}]}).encode()
+        payload = json.dumps(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": verdict},
+                    }
+                ],
+            }
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -63,8 +74,9 @@ def judge_url() -> Iterator[str]:
     thread.join()
 
 
-def test_judge_verdicts_and_request(judge_url: str, make_task: Callable[..., Task],
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_judge_verdicts_and_request(
+    judge_url: str, make_task: Callable[..., Task], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("RLLM_JUDGE_BASE_URL", judge_url)
     monkeypatch.setenv("RLLM_JUDGE_MODEL", "judge-1")
     monkeypatch.setenv("RLLM_JUDGE_API_KEY", "sk-test-judge-key")
@@ -80,8 +92,9 @@ def test_judge_verdicts_and_request(judge_url: str, make_task: Callable[..., Tas
     assert first["auth"] == "Bearer sk-test-judge-key"
 
 
-def test_judge_without_verdict_or_with_server_error(judge_url: str,
-                                                    make_task: Callable[..., Task]) -> None:
+def test_judge_without_verdict_or_with_server_error(
+    judge_url: str, make_task: Callable[..., Task]
+) -> None:
     settings = JudgeSettings(base_url=judge_url, model="j")
     task = make_task("x", "llm_judge")
     with pytest.raises(ValueError, match="no CORRECT/INCORRECT verdict"):
@@ -90,8 +103,9 @@ def test_judge_without_verdict_or_with_server_error(judge_url: str,
         llm_judge(task, "server error", settings=settings)
 
 
-def test_judge_unconfigured_says_what_to_set(make_task: Callable[..., Task],
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_judge_unconfigured_says_what_to_set(
+    make_task: Callable[..., Task], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("RLLM_JUDGE_BASE_URL", raising=False)
     with pytest.raises(ConfigError, match="RLLM_JUDGE_BASE_URL"):
         get_reward_fn("llm_judge")(make_task("x", "llm_judge"), "x")

@@ -43,8 +43,11 @@ def test_math_any_of_several_golds(make_task: Callable[..., Task]) -> None:
 
 def test_math_reward_works_off_the_main_thread(make_task: Callable[..., Task]) -> None:
     results = []
-    worker = threading.Thread(target=lambda: results.append(
-        get_reward_fn("math")(make_task("\\frac{1}{2}"), "\\boxed{0.5}").is_correct))
+    worker = threading.Thread(
+        target=lambda: results.append(
+            get_reward_fn("math")(make_task("\\frac{1}{2}"), "\\boxed{0.5}").is_correct
+        )
+    )
     worker.start()
     worker.join()
     assert results == [True]
@@ -55,14 +58,17 @@ def test_math_on_a_real_gsm8k_row() -> None:
     assert get_reward_fn(task.reward_fn or "")(task, "48 + 24 = 72. \\boxed{72}").reward == 1.0
 
 
-@pytest.mark.parametrize(("answer", "ok"), [
-    ("<answer>(6 - 1) * 4 + 4</answer>", False),  # uses 4 twice
-    ("<answer>(6 * 4) * 1</answer>", True),
-    ("Thinking... <answer>4 * 6 / 1</answer>", True),
-    ("<answer>4 + 6 + 1</answer>", False),  # 11, not 24
-    ("<answer>__import__('os')</answer>", False),
-    ("<answer>4 * 6 / (1 - 1)</answer>", False),
-])
+@pytest.mark.parametrize(
+    ("answer", "ok"),
+    [
+        ("<answer>(6 - 1) * 4 + 4</answer>", False),  # uses 4 twice
+        ("<answer>(6 * 4) * 1</answer>", True),
+        ("Thinking... <answer>4 * 6 / 1</answer>", True),
+        ("<answer>4 + 6 + 1</answer>", False),  # 11, not 24
+        ("<answer>__import__('os')</answer>", False),
+        ("<answer>4 * 6 / (1 - 1)</answer>", False),
+    ],
+)
 def test_countdown(answer: str, ok: bool) -> None:
     task = load_tasks("countdown", data_file=fixture_for("countdown"))[0]
     assert get_reward_fn("countdown")(task, answer).is_correct is ok

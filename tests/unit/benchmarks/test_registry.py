@@ -18,13 +18,49 @@ from rllm.benchmarks import (
 )
 from rllm.benchmarks.adapters import ADAPTERS
 
-REQUIRED = ["gsm8k", "math500", "aime24", "aime25", "amc", "hmmt25", "olympiadbench",
-            "minerva_math", "deepscaler", "countdown", "humaneval", "mbpp", "livecodebench",
-            "mmlu", "mmlu_pro", "mmlu_redux", "gpqa_diamond", "supergpqa", "ceval",
-            "arc_challenge", "hotpotqa", "nq_open", "triviaqa", "musique", "hle", "ifeval",
-            "ifbench", "wmt24pp", "flores", "browsecomp_plus", "sealqa", "mmmu", "mathvista",
-            "ai2d", "docvqa", "chartqa", "ocrbench", "bfcl", "terminal_bench2",
-            "swebench_verified", "skillsbench"]
+REQUIRED = [
+    "gsm8k",
+    "math500",
+    "aime24",
+    "aime25",
+    "amc",
+    "hmmt25",
+    "olympiadbench",
+    "minerva_math",
+    "deepscaler",
+    "countdown",
+    "humaneval",
+    "mbpp",
+    "livecodebench",
+    "mmlu",
+    "mmlu_pro",
+    "mmlu_redux",
+    "gpqa_diamond",
+    "supergpqa",
+    "ceval",
+    "arc_challenge",
+    "hotpotqa",
+    "nq_open",
+    "triviaqa",
+    "musique",
+    "hle",
+    "ifeval",
+    "ifbench",
+    "wmt24pp",
+    "flores",
+    "browsecomp_plus",
+    "sealqa",
+    "mmmu",
+    "mathvista",
+    "ai2d",
+    "docvqa",
+    "chartqa",
+    "ocrbench",
+    "bfcl",
+    "terminal_bench2",
+    "swebench_verified",
+    "skillsbench",
+]
 
 
 def test_registry_has_at_least_60_entries_across_every_category() -> None:
@@ -40,11 +76,20 @@ def test_required_benchmark_is_registered(name: str) -> None:
     assert get_benchmark(name).name == name
 
 
-@pytest.mark.parametrize(("alias", "name"), [
-    ("MATH-500", "math500"), ("AIME 2024", "aime24"), ("aime_2025", "aime25"),
-    ("GPQA", "gpqa_diamond"), ("Terminal-Bench-2.0", "terminal_bench2"), ("nq", "nq_open"),
-    ("HumanEval", "humaneval"), ("lcb", "livecodebench"), ("SWE-bench", "swebench_verified"),
-])
+@pytest.mark.parametrize(
+    ("alias", "name"),
+    [
+        ("MATH-500", "math500"),
+        ("AIME 2024", "aime24"),
+        ("aime_2025", "aime25"),
+        ("GPQA", "gpqa_diamond"),
+        ("Terminal-Bench-2.0", "terminal_bench2"),
+        ("nq", "nq_open"),
+        ("HumanEval", "humaneval"),
+        ("lcb", "livecodebench"),
+        ("SWE-bench", "swebench_verified"),
+    ],
+)
 def test_aliases_and_spelling_variants_resolve(alias: str, name: str) -> None:
     assert get_benchmark(alias).name == name
 
@@ -64,7 +109,8 @@ def test_every_entry_is_wired_to_a_registered_grader_and_adapter() -> None:
         assert spec.reward_fn in graders, spec.name
         assert spec.adapter is None or spec.adapter in ADAPTERS, spec.name
         assert spec.agent in ("chat", "code", "vlm", "search") or spec.agent.startswith(
-            "harness:"), spec.name
+            "harness:"
+        ), spec.name
         if spec.category is Category.VISION:
             assert Need.VISION in spec.needs
         if spec.agent.startswith("harness:"):

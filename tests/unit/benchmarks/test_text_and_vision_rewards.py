@@ -16,16 +16,26 @@ from .test_loaders import fixture_for
 def test_chrf_orders_translations_by_quality() -> None:
     task = load_tasks("wmt24pp", data_file=fixture_for("wmt24pp"))[1]  # "Die Katze schläft."
     chrf = get_reward_fn("chrf")
-    exact, close, wrong = (chrf(task, a).reward for a in (
-        "Die Katze schläft.", "Die Katze schlaeft.", "Der Hund bellt laut."))
+    exact, close, wrong = (
+        chrf(task, a).reward
+        for a in ("Die Katze schläft.", "Die Katze schlaeft.", "Der Hund bellt laut.")
+    )
     assert exact == pytest.approx(1.0) and 0.3 < close < 1.0 and wrong < close
     assert chrf(task, "Die Katze schläft.").is_correct is None
 
 
-@pytest.mark.parametrize(("pred", "gold", "ok"), [
-    ("14", "14", True), ("0.59", "0.57", True), ("0.61", "0.57", False), ("57%", "0.57", True),
-    ("1,000", "1020", True), ("Yes", "yes", True), ("No", "yes", False),
-])
+@pytest.mark.parametrize(
+    ("pred", "gold", "ok"),
+    [
+        ("14", "14", True),
+        ("0.59", "0.57", True),
+        ("0.61", "0.57", False),
+        ("57%", "0.57", True),
+        ("1,000", "1020", True),
+        ("Yes", "yes", True),
+        ("No", "yes", False),
+    ],
+)
 def test_relaxed_match(pred: str, gold: str, ok: bool) -> None:
     assert relaxed_match(pred, gold) is ok
 

@@ -23,6 +23,7 @@ def _installed() -> None:
     if not INSTALLED.is_file():
         pytest.fail(f"{INSTALLED} missing: run `rllm-cli model install-local` first")
 
+
 MESSAGES = [
     {"role": "system", "content": "You are a careful Python programmer."},
     {"role": "user", "content": 'def add(a, b):\n    """Return a + b."""\n'},

@@ -31,9 +31,14 @@ def test_config_path_follows_env(config_dir: Path) -> None:
 
 
 def test_save_writes_0600_and_round_trips_with_the_key(config_dir: Path) -> None:
-    profile = ModelProfile(name="o", provider=Provider.OPENAI, model="gpt-4o-mini",
-                           base_url="https://api.openai.com/v1", api_key_env="OPENAI_API_KEY",
-                           api_key=SECRET)  # type: ignore[arg-type]
+    profile = ModelProfile(
+        name="o",
+        provider=Provider.OPENAI,
+        model="gpt-4o-mini",
+        base_url="https://api.openai.com/v1",
+        api_key_env="OPENAI_API_KEY",
+        api_key=SECRET,
+    )  # type: ignore[arg-type]
     path = save_config(UserConfig(active="o", profiles={"o": profile}))
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
@@ -44,8 +49,14 @@ def test_save_writes_0600_and_round_trips_with_the_key(config_dir: Path) -> None
 
 
 def test_env_key_wins_over_file_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    profile = ModelProfile(name="o", provider=Provider.OPENAI, model="m", base_url="u",
-                           api_key_env="OPENAI_API_KEY", api_key="sk-file-key-000000")  # type: ignore[arg-type]
+    profile = ModelProfile(
+        name="o",
+        provider=Provider.OPENAI,
+        model="m",
+        base_url="u",
+        api_key_env="OPENAI_API_KEY",
+        api_key="sk-file-key-000000",
+    )  # type: ignore[arg-type]
     assert resolve_api_key(profile) == ("sk-file-key-000000", "file")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env-key-1111111")
     assert resolve_api_key(profile) == ("sk-env-key-1111111", "env OPENAI_API_KEY")
@@ -66,8 +77,14 @@ def test_unknown_profile_and_bad_file(config_dir: Path) -> None:
 
 
 def test_every_provider_has_defaults() -> None:
-    assert {p.value for p in PROVIDERS} == {"local", "vllm", "sglang", "openai", "anthropic",
-                                            "openai-compatible"}
+    assert {p.value for p in PROVIDERS} == {
+        "local",
+        "vllm",
+        "sglang",
+        "openai",
+        "anthropic",
+        "openai-compatible",
+    }
     assert PROVIDERS[Provider.ANTHROPIC].api == "anthropic"
 
 
@@ -75,8 +92,20 @@ def test_cli_setup_with_flags_show_masks_and_swap(config_dir: Path) -> None:
     runner = CliRunner()
     local = runner.invoke(cli, ["model", "setup", "--provider", "local", "--no-input"])
     assert local.exit_code == 0, local.output
-    made = runner.invoke(cli, ["model", "setup", "--provider", "openai", "--model", "gpt-4o",
-                               "--api-key", SECRET, "--no-input"])
+    made = runner.invoke(
+        cli,
+        [
+            "model",
+            "setup",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-4o",
+            "--api-key",
+            SECRET,
+            "--no-input",
+        ],
+    )
     assert made.exit_code == 0, made.output
     shown = runner.invoke(cli, ["model", "show", "--json"])
     assert SECRET not in shown.output
@@ -95,19 +124,24 @@ def test_cli_setup_with_flags_show_masks_and_swap(config_dir: Path) -> None:
 
 def test_cli_setup_interactive_prompts() -> None:
     answers = "openai-compatible\nhttp://127.0.0.1:9999/v1\nmy-model\n\n"
-    result = CliRunner().invoke(cli, ["model", "setup", "--name", "mine", "--interactive"],
-                                input=answers)
+    result = CliRunner().invoke(
+        cli, ["model", "setup", "--name", "mine", "--interactive"], input=answers
+    )
     assert "Provider" in result.output and "Base URL" in result.output
     assert result.exit_code == 0, result.output
     profile = load_config().get("mine")
     assert (profile.provider, profile.base_url, profile.model) == (
-        Provider.OPENAI_COMPATIBLE, "http://127.0.0.1:9999/v1", "my-model")
+        Provider.OPENAI_COMPATIBLE,
+        "http://127.0.0.1:9999/v1",
+        "my-model",
+    )
     assert profile.api_key_env == "OPENAI_API_KEY"
 
 
 def test_cli_setup_refuses_missing_base_url() -> None:
-    result = CliRunner().invoke(cli, ["model", "setup", "--provider", "openai-compatible",
-                                      "--no-input"])
+    result = CliRunner().invoke(
+        cli, ["model", "setup", "--provider", "openai-compatible", "--no-input"]
+    )
     assert result.exit_code == 1 and "needs --base-url" in result.output
 
 

@@ -26,9 +26,14 @@ def test_grpo_eps_and_without_std_scaling() -> None:
     # [1, 0]: unbiased std sqrt(0.5); population std would give 0.5 / 1.5
     std = math.sqrt(0.5)
     assert grpo_advantages([1.0, 0.0], eps=1.0).tolist() == pytest.approx(
-        [0.5 / (std + 1.0), -0.5 / (std + 1.0)])
+        [0.5 / (std + 1.0), -0.5 / (std + 1.0)]
+    )
     assert grpo_advantages([1.0, 0.0, 0.0, 0.0], scale_by_std=False).tolist() == [
-        0.75, -0.25, -0.25, -0.25]
+        0.75,
+        -0.25,
+        -0.25,
+        -0.25,
+    ]
 
 
 def test_group_of_one_as_verl() -> None:
@@ -47,7 +52,8 @@ def test_grpo_uniform_group_is_zero_and_flagged() -> None:
 def test_rloo_leave_one_out() -> None:
     assert rloo_advantages([1.0, 2.0, 3.0]).tolist() == [-1.5, 0.0, 1.5]
     assert rloo_advantages([1.0, 0.0, 0.0, 0.0]).tolist() == pytest.approx(
-        [1.0, -1 / 3, -1 / 3, -1 / 3])
+        [1.0, -1 / 3, -1 / 3, -1 / 3]
+    )
 
 
 def test_reinforce_raw_and_baseline() -> None:

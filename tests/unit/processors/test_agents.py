@@ -35,8 +35,13 @@ class Captured:
 @pytest.fixture
 async def procs() -> AsyncIterator[tuple[Processors, Captured]]:
     sink = Captured()
-    p = Processors(ProcessorSettings(reward_wait_s=0), KafkaSettings(topic_prefix="unit."),
-                   app_id="unit-procs", partitions=(1, 1), sink=sink)
+    p = Processors(
+        ProcessorSettings(reward_wait_s=0),
+        KafkaSettings(topic_prefix="unit."),
+        app_id="unit-procs",
+        partitions=(1, 1),
+        sink=sink,
+    )
     p.app.conf.store = "memory://"
     yield p, sink
     p.runner.close()
@@ -50,9 +55,9 @@ async def procs() -> AsyncIterator[tuple[Processors, Captured]]:
 async def test_assemble_score_group_through_agents(procs: tuple[Processors, Captured]) -> None:
     p, sink = procs
     the_task = task("t-7", answer="56")
-    events = (make_session("s-a", the_task=the_task, rollout_index=0, group_size=2, answer="56")
-              + make_session("s-b", the_task=the_task, rollout_index=1, group_size=2,
-                             answer="57"))
+    events = make_session(
+        "s-a", the_task=the_task, rollout_index=0, group_size=2, answer="56"
+    ) + make_session("s-b", the_task=the_task, rollout_index=1, group_size=2, answer="57")
     async with p.assemble.test_context() as agent:
         for ev in events:
             await agent.put(CODEC.encode(ev), key=ev.session_id.encode())
@@ -82,14 +87,14 @@ async def test_assemble_score_group_through_agents(procs: tuple[Processors, Capt
     assert episode.event_id == "ep:run-1/t-7"
     assert episode.rewards == (1.0, 0.0)
     # [1, 0]: (r - 0.5) / (unbiased std sqrt(0.5) + eps), as verl
-    assert episode.advantages == pytest.approx((0.5 ** 0.5, -(0.5 ** 0.5)), abs=1e-5)
+    assert episode.advantages == pytest.approx((0.5**0.5, -(0.5**0.5)), abs=1e-5)
     assert not episode.is_partial and not episode.uniform_reward
-    assert {t.session_id: t for t in episode.trajectories} == {
-        t.session_id: t for t in trajs}  # type: ignore[attr-defined]  # as on rllm.trajectories
+    assert {t.session_id: t for t in episode.trajectories} == {t.session_id: t for t in trajs}  # type: ignore[attr-defined]  # as on rllm.trajectories
 
 
 async def test_poison_goes_to_dead_letters_and_agent_keeps_going(
-        procs: tuple[Processors, Captured]) -> None:
+    procs: tuple[Processors, Captured],
+) -> None:
     p, sink = procs
     events = make_session("s-ok", num_steps=1)
     async with p.assemble.test_context() as agent:

@@ -8,8 +8,13 @@ from rllm.settings import KafkaSettings
 
 
 def _app_conf() -> object:
-    procs = Processors(ProcessorSettings(), KafkaSettings(topic_prefix="unit."),
-                       app_id="unit-conf", partitions=(3, 3), sink=lambda *a: None)  # type: ignore[arg-type,return-value]
+    procs = Processors(
+        ProcessorSettings(),
+        KafkaSettings(topic_prefix="unit."),
+        app_id="unit-conf",
+        partitions=(3, 3),
+        sink=lambda *a: None,
+    )  # type: ignore[arg-type,return-value]
     return procs.app.conf
 
 
@@ -23,4 +28,3 @@ def test_at_least_once_with_memory_tables() -> None:
     conf = _app_conf()
     assert conf.processing_guarantee.value == "at_least_once"  # type: ignore[attr-defined]
     assert str(conf.store) == "memory:"  # type: ignore[attr-defined]
-

@@ -40,9 +40,15 @@ def test_restores_full_prompts_from_prefix_deltas_in_step_order() -> None:
 def test_prefix_shorter_than_parent_takes_only_the_prefix() -> None:
     parent = make_session("s", num_steps=1)[1].payload
     assert isinstance(parent, StepCaptured)
-    child = parent.model_copy(update={"step_id": "c", "step_index": 1,
-                                      "parent_step_id": parent.step_id, "prompt_prefix_len": 2,
-                                      "prompt_token_ids": pack_tokens([9])})
+    child = parent.model_copy(
+        update={
+            "step_id": "c",
+            "step_index": 1,
+            "parent_step_id": parent.step_id,
+            "prompt_prefix_len": 2,
+            "prompt_token_ids": pack_tokens([9]),
+        }
+    )
     steps, flags = restore_prompts([parent, child])
     assert steps[1].prompt_ids.tolist() == [1, 2, 9] and flags == []
 
@@ -58,8 +64,9 @@ def test_count_mismatch_missing_tokens_and_refusals() -> None:
     events = make_session("s", num_steps=2, reported_steps=4)
     step = events[1].payload
     assert isinstance(step, StepCaptured)
-    events[1] = events[1].model_copy(update={"payload": step.model_copy(
-        update={"token_status": TokenStatus.MISSING})})
+    events[1] = events[1].model_copy(
+        update={"payload": step.model_copy(update={"token_status": TokenStatus.MISSING})}
+    )
     traj = assemble_trajectory(events)
     assert traj.flags == ("missing_tokens", "step_count_mismatch")
     assert traj.num_steps_reported == 4 and len(traj.steps) == 2
@@ -89,19 +96,25 @@ def test_dict_restore_and_delta_encoding_round_trip_byte_for_byte() -> None:
     delta_encode_dicts(d["steps"])
     assert codec.encode_dict("TrajectoryAssembled", d) == codec.encode(delta)
     # a missing parent: flagged like restore_prompts, the step stays delta-encoded
-    _, gap = codec.decode_dict(codec.encode(assemble_trajectory(events[:2] + events[3:],
-                                                                restore=False)))
+    _, gap = codec.decode_dict(
+        codec.encode(assemble_trajectory(events[:2] + events[3:], restore=False))
+    )
     assert restore_prompt_dicts(gap["steps"]) == ["unrestored_prompt"]
     assert [s["prompt_prefix_len"] for s in gap["steps"]] == [0, 13, 19]
 
 
-@pytest.mark.parametrize("case", ["plain", "reward_dups_shuffled", "gap", "mismatch", "idle",
-                                  "no_open", "not_closed"])
+@pytest.mark.parametrize(
+    "case", ["plain", "reward_dups_shuffled", "gap", "mismatch", "idle", "no_open", "not_closed"]
+)
 def test_dict_assembly_matches_the_model_assembly_byte_for_byte(case: str) -> None:
     codec = AvroCodec()
-    events = make_session("s", num_steps=3, reward=0.5 if case != "plain" else None,
-                          reported_steps=5 if case == "mismatch" else None,
-                          close=case not in ("idle", "not_closed"))
+    events = make_session(
+        "s",
+        num_steps=3,
+        reward=0.5 if case != "plain" else None,
+        reported_steps=5 if case == "mismatch" else None,
+        close=case not in ("idle", "not_closed"),
+    )
     if case == "reward_dups_shuffled":
         events = events[:1] + random.Random(5).sample(events[1:], len(events) - 1) + events[1:3]
     elif case == "gap":
@@ -118,6 +131,7 @@ def test_dict_assembly_matches_the_model_assembly_byte_for_byte(case: str) -> No
         assert str(dict_err.value) == str(model_err.value)
         return
     want = codec.encode(assemble_trajectory(events, idle_timeout=idle, restore=False))
-    got = codec.encode_dict("TrajectoryAssembled",
-                            assemble_trajectory_dict(dicts, idle_timeout=idle))
+    got = codec.encode_dict(
+        "TrajectoryAssembled", assemble_trajectory_dict(dicts, idle_timeout=idle)
+    )
     assert got == want

@@ -13,8 +13,9 @@ from rllm.schemas.types import RewardAssigned, SessionEvent, TrajectoryAssembled
 from tests.unit.processors.factory import T0, make_session, task
 
 CODEC = AvroCodec()
-SETTINGS = ProcessorSettings(reward_wait_s=10, idle_timeout_s=60, closed_retention_s=100,
-                             group_timeout_s=30)
+SETTINGS = ProcessorSettings(
+    reward_wait_s=10, idle_timeout_s=60, closed_retention_s=100, group_timeout_s=30
+)
 
 
 def rec(emit: Emit) -> Any:
@@ -39,8 +40,13 @@ def test_task_without_reward_fn_waits_reward_wait_s_for_a_reward() -> None:
     assert _feed(book, make_session("a", the_task=no_fn), now=100.0) == []
     assert _feed(book, make_session("b", the_task=no_fn), now=100.0) == []
     assert book.due_keys(109.0) == [] and book.on_tick("a", 109.0) == []
-    reward = SessionEvent(event_id="a/r", session_id="a", run_id="run-1", emitted_at=T0,
-                          payload=RewardAssigned(reward=0.9, evaluator="judge"))
+    reward = SessionEvent(
+        event_id="a/r",
+        session_id="a",
+        run_id="run-1",
+        emitted_at=T0,
+        payload=RewardAssigned(reward=0.9, evaluator="judge"),
+    )
     (emit,) = book.on_event(reward, CODEC.encode(reward), 0, 9, 105.0)
     assert emit.output == Output.SCORING and rec(emit).reward == 0.9
     assert book.due_keys(110.0) == [("b", 0)]
@@ -53,8 +59,9 @@ def test_task_without_reward_fn_waits_reward_wait_s_for_a_reward() -> None:
 def test_reward_fn_or_early_reward_emits_at_close() -> None:
     book = _book()
     assert len(_feed(book, make_session("a"), now=1.0)) == 1
-    assert len(_feed(book, make_session("b", the_task=task(reward_fn=None), reward=1.0),
-                     now=1.0)) == 1
+    assert (
+        len(_feed(book, make_session("b", the_task=task(reward_fn=None), reward=1.0), now=1.0)) == 1
+    )
 
 
 def test_duplicates_late_events_idle_timeout_and_retention() -> None:
@@ -83,7 +90,7 @@ def test_an_event_lost_in_a_crash_is_stored_again_on_redelivery() -> None:
     lost = [k for k in book.events if k.endswith(events[1].event_id.encode())]
     assert len(lost) == 1
     del book.events[lost[0]]  # what the restarted worker restored
-    closing = make_session("a")[len(events):]
+    closing = make_session("a")[len(events) :]
     assert _feed(book, events[1:2], now=1.0) == []  # the redelivery
     (emit,) = _feed(book, closing, now=2.0)
     traj = rec(emit)
@@ -94,8 +101,9 @@ def test_an_event_lost_in_a_crash_is_stored_again_on_redelivery() -> None:
 def _scored(session: str, reward: float, index: int, size: int = 3) -> TrajectoryAssembled:
     from rllm.processors.assemble import assemble_trajectory
 
-    traj = assemble_trajectory(make_session(session, the_task=task("t"), rollout_index=index,
-                                            group_size=size))
+    traj = assemble_trajectory(
+        make_session(session, the_task=task("t"), rollout_index=index, group_size=size)
+    )
     return traj.model_copy(update={"reward": reward})
 
 
@@ -142,7 +150,6 @@ def test_a_member_lost_in_a_crash_is_stored_again_on_redelivery() -> None:
 
 def test_build_episode_orders_by_rollout_and_counts_missing_reward_as_zero() -> None:
     trajs = [_scored("a", 1.0, 1), _scored("b", 0.0, 0).model_copy(update={"reward": None})]
-    ep = build_episode("run-1", task("t"), trajs, 2,
-                       ProcessorSettings(estimator="rloo"))
+    ep = build_episode("run-1", task("t"), trajs, 2, ProcessorSettings(estimator="rloo"))
     assert ep.event_id == "ep:run-1/t" and ep.rewards == (0.0, 1.0)
     assert ep.advantages == (-1.0, 1.0) and ep.estimator == "rloo" and not ep.uniform_reward

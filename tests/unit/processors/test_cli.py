@@ -10,8 +10,16 @@ from rllm.cli.main import cli
 def test_help_lists_the_replay_flags() -> None:
     result = CliRunner().invoke(cli, ["process", "--help"])
     assert result.exit_code == 0
-    for flag in ("--replay", "--from-beginning", "--output-prefix", "--timeout", "--reward-wait",
-                 "--idle-timeout", "--group-timeout", "--estimator"):
+    for flag in (
+        "--replay",
+        "--from-beginning",
+        "--output-prefix",
+        "--timeout",
+        "--reward-wait",
+        "--idle-timeout",
+        "--group-timeout",
+        "--estimator",
+    ):
         assert flag in result.output
 
 

@@ -10,7 +10,8 @@ import rllm.processors
 
 def test_all_names_resolve() -> None:
     modules = ["rllm.processors"] + [
-        f"rllm.processors.{m.name}" for m in pkgutil.iter_modules(rllm.processors.__path__)]
+        f"rllm.processors.{m.name}" for m in pkgutil.iter_modules(rllm.processors.__path__)
+    ]
     for name in modules:
         module = importlib.import_module(name)
         for attr in module.__all__:

@@ -36,8 +36,9 @@ async def test_nothing_sent_returns_at_once_and_a_failed_delivery_raises() -> No
     acks = Acks(asyncio.get_running_loop())
     acks.add()
     acks.add()
-    threading.Thread(target=acks.on_delivery,
-                     args=(KafkaError(KafkaError._MSG_TIMED_OUT), _Msg())).start()
+    threading.Thread(
+        target=acks.on_delivery, args=(KafkaError(KafkaError._MSG_TIMED_OUT), _Msg())
+    ).start()
     threading.Thread(target=acks.on_delivery, args=(None, _Msg())).start()
     with pytest.raises(RllmKafkaError, match="publishing to t"):
         await asyncio.wait_for(acks.wait(), 5)

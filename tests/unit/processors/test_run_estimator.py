@@ -19,14 +19,14 @@ GRPO_DEPLOYMENT = ProcessorSettings(estimator="grpo")
 
 
 def _scored(the_task: Task, session: str, reward: float, index: int) -> TrajectoryAssembled:
-    traj = assemble_trajectory(make_session(session, the_task=the_task, rollout_index=index,
-                                            group_size=2))
+    traj = assemble_trajectory(
+        make_session(session, the_task=the_task, rollout_index=index, group_size=2)
+    )
     return traj.model_copy(update={"reward": reward})
 
 
 def test_task_metadata_names_the_estimator_and_keeps_the_rest() -> None:
-    named = with_run_estimator(task("t").model_copy(update={"metadata_json": '{"a": 1}'}),
-                               "rloo")
+    named = with_run_estimator(task("t").model_copy(update={"metadata_json": '{"a": 1}'}), "rloo")
     assert named.metadata == {"a": 1, RUN_ESTIMATOR_KEY: "rloo"}
     assert run_estimator(named.metadata_json) == "rloo"
     assert run_estimator("{}") is None
@@ -39,11 +39,15 @@ def test_the_runs_estimator_wins_over_the_deployments_setting() -> None:
     trajs = [_scored(rloo_task, "a", 1.0, 0), _scored(rloo_task, "b", 0.0, 1)]
     ep = build_episode("run-r", rloo_task, trajs, 2, GRPO_DEPLOYMENT)
     assert ep.estimator == "rloo" and ep.advantages == (1.0, -1.0)
-    plain = build_episode("run-g", task("t"), [_scored(task("t"), "a", 1.0, 0),
-                                               _scored(task("t"), "b", 0.0, 1)],
-                          2, GRPO_DEPLOYMENT)
+    plain = build_episode(
+        "run-g",
+        task("t"),
+        [_scored(task("t"), "a", 1.0, 0), _scored(task("t"), "b", 0.0, 1)],
+        2,
+        GRPO_DEPLOYMENT,
+    )
     assert plain.estimator == "grpo"
-    assert plain.advantages == pytest.approx((0.5 ** 0.5, -(0.5 ** 0.5)), abs=1e-5)
+    assert plain.advantages == pytest.approx((0.5**0.5, -(0.5**0.5)), abs=1e-5)
 
 
 def test_the_fast_path_carries_the_runs_estimator_and_refuses_an_unknown_one() -> None:

@@ -41,32 +41,54 @@ def _step(api: ApiKind, body: object) -> StepCaptured:
     return step.model_copy(update={"api": api, "response_json": json.dumps(body)})
 
 
-@pytest.mark.parametrize(("api", "body"), [
-    (ApiKind.CHAT, {"choices": [{"message": {"content": "42"}}]}),
-    (ApiKind.CHAT, {"choices": [{"message": {"content": [{"type": "text", "text": "4"},
-                                                          {"type": "text", "text": "2"}]}}]}),
-    (ApiKind.COMPLETIONS, {"choices": [{"text": "42"}]}),
-    (ApiKind.RESPONSES, {"output": [{"type": "reasoning", "summary": []},
-                                    {"type": "message", "content": [
-                                        {"type": "output_text", "text": "42"}]}]}),
-    (ApiKind.ANTHROPIC_MESSAGES, {"content": [{"type": "thinking", "thinking": "hm"},
-                                              {"type": "text", "text": "42"}]}),
-    (ApiKind.GENERATE, {"text": "42"}),
-])
+@pytest.mark.parametrize(
+    ("api", "body"),
+    [
+        (ApiKind.CHAT, {"choices": [{"message": {"content": "42"}}]}),
+        (
+            ApiKind.CHAT,
+            {
+                "choices": [
+                    {
+                        "message": {
+                            "content": [
+                                {"type": "text", "text": "4"},
+                                {"type": "text", "text": "2"},
+                            ]
+                        }
+                    }
+                ]
+            },
+        ),
+        (ApiKind.COMPLETIONS, {"choices": [{"text": "42"}]}),
+        (
+            ApiKind.RESPONSES,
+            {
+                "output": [
+                    {"type": "reasoning", "summary": []},
+                    {"type": "message", "content": [{"type": "output_text", "text": "42"}]},
+                ]
+            },
+        ),
+        (
+            ApiKind.ANTHROPIC_MESSAGES,
+            {"content": [{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "42"}]},
+        ),
+        (ApiKind.GENERATE, {"text": "42"}),
+    ],
+)
 def test_response_text_by_api(api: ApiKind, body: object) -> None:
     assert response_text(_step(api, body)) == "42"
 
 
 def _traj(**kw: object) -> TrajectoryAssembled:
-    return assemble_trajectory(make_session("s", num_steps=2, answer="last")).model_copy(
-        update=kw)
+    return assemble_trajectory(make_session("s", num_steps=2, answer="last")).model_copy(update=kw)
 
 
 def test_answer_is_output_json_string_else_last_step_text() -> None:
     assert extract_answer(_traj(output_json='"from output"')) == "from output"
     assert extract_answer(_traj(output_json='{"a": 1}')) == "last"
-    failed = _traj().steps[1].model_copy(update={"error": StepError(kind="gateway",
-                                                                     message="x")})
+    failed = _traj().steps[1].model_copy(update={"error": StepError(kind="gateway", message="x")})
     assert extract_answer(_traj(steps=(_traj().steps[0], failed))) == "..."
     assert extract_answer(_traj(steps=())) is None
 
@@ -82,8 +104,9 @@ async def test_runner_scores_records_failures_and_keeps_given_rewards() -> None:
         assert (given.reward, given.evaluator) == (0.25, "ext")
         raised = await runner.score(_traj(task=task(reward_fn="unit-raise")))
         assert raised.reward is None
-        assert raised.reward_error == ("reward function 'unit-raise' raised RuntimeError: "
-                                       "judge unavailable")
+        assert raised.reward_error == (
+            "reward function 'unit-raise' raised RuntimeError: judge unavailable"
+        )
         hung = await runner.score(_traj(task=task(reward_fn="unit-slow"), output_json='"hang"'))
         assert hung.reward is None and "timed out after 0.5 s" in (hung.reward_error or "")
         unknown = await runner.score(_traj(task=task(reward_fn="nope")))
@@ -99,8 +122,9 @@ async def test_runner_bounds_concurrency() -> None:
     _running["peak"] = 0
     try:
         start = time.monotonic()
-        out = await asyncio.gather(*[runner.score(_traj(task=task(reward_fn="unit-slow")))
-                                     for _ in range(6)])
+        out = await asyncio.gather(
+            *[runner.score(_traj(task=task(reward_fn="unit-slow"))) for _ in range(6)]
+        )
         elapsed = time.monotonic() - start
     finally:
         runner.close()

@@ -17,8 +17,7 @@ import pytest
 from rllm.consumers.trainer.whitening import whiten_over_tokens
 from rllm.processors.advantages import compute_advantages
 
-FIXTURE = (Path(__file__).parents[2] / "fixtures" / "verl_advantages"
-           / "verl_advantages.json")
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "verl_advantages" / "verl_advantages.json"
 DOC: dict[str, Any] = json.loads(FIXTURE.read_text())
 CASES: list[dict[str, Any]] = DOC["cases"]
 
@@ -41,7 +40,8 @@ def ours(verl_name: str, case: dict[str, Any]) -> list[float]:
     for g in sorted(set(index)):
         members = [i for i, x in enumerate(index) if x == g]
         adv_G = compute_advantages(
-            estimator, [rewards[i] for i in members], eps=DOC["epsilon"], **kwargs)
+            estimator, [rewards[i] for i in members], eps=DOC["epsilon"], **kwargs
+        )
         for i, a in zip(members, adv_G, strict=True):
             out[i] = float(a)
     if verl_name in BATCH_WHITENED:

@@ -70,7 +70,8 @@ def test_reinforce_plus_plus_batches_are_whitened_over_their_tokens() -> None:
     values = [0.5, -0.5, 0.75, -0.25, -0.25, -0.25]  # reward minus group mean
     tokens = [s.num_loss_tokens for s in batch.sequences]
     assert [s.advantage for s in batch.sequences] == pytest.approx(
-        whiten_over_tokens(values, tokens).tolist())
+        whiten_over_tokens(values, tokens).tolist()
+    )
     mean = sum(s.advantage * n for s, n in zip(batch.sequences, tokens, strict=True))
     assert abs(mean) < 1e-9  # zero mean over the batch's loss tokens
 

@@ -17,8 +17,7 @@ import torch
 from rllm.consumers.trainer.losses import LossInputs, compute_loss
 from rllm.consumers.trainer.types import LossAgg, LossKind
 
-FIXTURE = (Path(__file__).parents[2] / "fixtures" / "verl_advantages"
-           / "verl_advantages.json")
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "verl_advantages" / "verl_advantages.json"
 DOC: dict[str, Any] = json.loads(FIXTURE.read_text())
 CASES: list[dict[str, Any]] = DOC["policy_loss_cases"]
 
@@ -33,14 +32,19 @@ def test_fixture_exercises_both_clips() -> None:
 @pytest.mark.parametrize("case_no", range(len(CASES)))
 def test_grpo_loss_equals_verl(agg: LossAgg, case_no: int) -> None:
     case = CASES[case_no]
-    t = {k: torch.tensor(case[k], dtype=torch.float64)
-         for k in ("logprobs", "old_logprobs", "advantages", "mask")}
+    t = {
+        k: torch.tensor(case[k], dtype=torch.float64)
+        for k in ("logprobs", "old_logprobs", "advantages", "mask")
+    }
     out = compute_loss(
         LossKind.GRPO,
         LossInputs(t["logprobs"], t["old_logprobs"], t["advantages"], t["mask"]),
-        agg, case["clip_low"], case["clip_high"], clip_ratio_c=case["clip_ratio_c"])
+        agg,
+        case["clip_low"],
+        case["clip_high"],
+        clip_ratio_c=case["clip_ratio_c"],
+    )
     want = case["verl"][agg.value]
     assert out.metrics["loss"] == pytest.approx(want["loss"], abs=1e-6, rel=0)
     assert out.metrics["clip_frac"] == pytest.approx(want["clip_frac"], abs=1e-6, rel=0)
-    assert out.metrics["clip_frac_lower"] == pytest.approx(
-        want["clip_frac_lower"], abs=1e-6, rel=0)
+    assert out.metrics["clip_frac_lower"] == pytest.approx(want["clip_frac_lower"], abs=1e-6, rel=0)

@@ -22,8 +22,7 @@ VERL_CAPABILITIES = Capabilities(
     clipping=True,
     lora=True,
     full_finetune=True,
-    estimators=frozenset(
-        {"grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline"}),
+    estimators=frozenset({"grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline"}),
 )
 
 

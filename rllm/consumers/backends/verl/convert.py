@@ -106,7 +106,8 @@ def verl_config(settings: TrainerSettings, n_gpus: int = 1) -> dict[str, Any]:
     if estimator not in _VERL_ESTIMATORS:
         raise ConfigError(
             f"backend 'verl' cannot honour loss={settings.loss.value} (estimator "
-            f"{estimator}); verl trains the estimators {', '.join(_VERL_ESTIMATORS)}")
+            f"{estimator}); verl trains the estimators {', '.join(_VERL_ESTIMATORS)}"
+        )
     return {
         "algorithm.adv_estimator": estimator,
         "actor_rollout_ref.model.path": settings.model,
