@@ -25,6 +25,11 @@ class SandboxSettings(BaseSettings):
     """Images, snapshots and live sandboxes' state (``$RLLM_HOME/sandboxes``)."""
     snapshot_ttl_s: float | None = Field(default=7 * 24 * 3600.0, gt=0)
     """How long a snapshot stays valid; None keeps it until deleted."""
+    build_ca_bundle: Path | None = None
+    """A CA bundle that the RUN steps of local image builds trust for HTTPS (a network
+    whose egress re-signs TLS, as on these machines); bound read-only at build time and
+    named by SSL_CERT_FILE, PIP_CERT, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE,
+    NODE_EXTRA_CA_CERTS and GIT_SSL_CAINFO, never written into a layer."""
 
     # --- docker -----------------------------------------------------------------------
     docker_url: str | None = None

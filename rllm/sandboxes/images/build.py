@@ -47,7 +47,15 @@ from rllm.sandboxes.images.plan import (
 )
 from rllm.sandboxes.images.rootfs import LayerWriter
 from rllm.sandboxes.images.store import ImageConfig, ImageStore, LocalImage
-from rllm.sandboxes.types import OWNER_LABEL, ImageInfo, NetworkMode, SandboxBackend, SandboxSpec
+from rllm.sandboxes.settings import SandboxSettings
+from rllm.sandboxes.types import (
+    OWNER_LABEL,
+    ImageInfo,
+    Mount,
+    NetworkMode,
+    SandboxBackend,
+    SandboxSpec,
+)
 
 __all__ = ["BUILD_LABEL", "build_dockerfile", "build_image", "resolve_from"]
 
@@ -246,6 +254,30 @@ async def _apply(
     return True
 
 
+_CA_TARGET = "/dev/rllm-build-ca.crt"
+"""Where a build's CA bundle is bound: under bubblewrap's own /dev, so outside the
+overlay and never in a layer."""
+_CA_VARIABLES = (
+    "SSL_CERT_FILE",
+    "PIP_CERT",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "GIT_SSL_CAINFO",
+)
+
+
+def _build_trust(backend: SandboxBackend) -> tuple[tuple[Mount, ...], dict[str, str]]:
+    """The mount and variables that make RUN steps trust ``build_ca_bundle``, if set."""
+    settings = getattr(backend, "settings", None)
+    bundle = settings.build_ca_bundle if isinstance(settings, SandboxSettings) else None
+    if bundle is None:
+        return (), {}
+    if not bundle.is_file():
+        raise ImageError(f"RLLM_SANDBOX_BUILD_CA_BUNDLE={bundle} is not a file")
+    return (Mount(source=bundle, target=_CA_TARGET),), dict.fromkeys(_CA_VARIABLES, _CA_TARGET)
+
+
 async def _run(
     backend: SandboxBackend,
     store: ImageStore,
@@ -258,11 +290,13 @@ async def _run(
     intermediate = f"build/{layer_id}-{uuid.uuid4().hex[:8]}"
     config = ImageConfig(env=dict(step.env), workdir=step.workdir, user=step.user)
     store.put(intermediate, layers, config, {BUILD_LABEL: "intermediate"})
+    mounts, trust_env = _build_trust(backend)
     try:
         spec = SandboxSpec(
             image=intermediate,
             workdir=step.workdir,
-            env=dict(step.env),
+            env={**dict(step.env), **trust_env},
+            mounts=mounts,
             user=step.user,
             network=NetworkMode.HOST,
             lifetime_s=None,

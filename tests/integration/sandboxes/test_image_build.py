@@ -244,3 +244,31 @@ async def test_import_rootfs_round_trip(
     assert store.get(name).id == image.id
     assert (image.layers[0] / "etc/marker").stat().st_uid == 4321
     assert await run(backend, name, "cat /etc/marker", workdir="/") == "imported"
+
+
+async def test_run_steps_trust_the_build_ca_bundle(
+    sandbox_settings: SandboxSettings, store: ImageStore, made: set[str], tmp_path: Path
+) -> None:
+    """pip over HTTPS in a RUN works through an egress that re-signs TLS (as here) once
+    the host's bundle is given; the bundle and its variables stay out of the image."""
+    bundle = Path(os.environ.get("SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt"))
+    trusting = sandbox_settings.model_copy(update={"build_ca_bundle": bundle})
+    local = get_backend("local", trusting)
+    (tmp_path / "Dockerfile").write_text(
+        "FROM python:3.11-slim\n"
+        f"RUN echo {uuid.uuid4().hex} && pip install --no-deps --no-cache-dir six==1.16.0 "
+        "&& python -c 'import six; print(six.__version__)' > /six\n"
+    )
+    name = f"{PREFIX}ca-{uuid.uuid4().hex[:8]}"
+    try:
+        await build_image(local, store, tmp_path, name)
+        sandbox = await local.create(SandboxSpec(image=name))
+        try:
+            seen = await sandbox.exec(
+                "cat /six; env | grep -c CA_BUNDLE; test -e /dev/rllm-build-ca.crt"
+            )
+            assert seen.stdout.split() == ["1.16.0", "0"] and seen.exit_code == 1, seen
+        finally:
+            await sandbox.close()
+    finally:
+        await local.aclose()
