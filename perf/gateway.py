@@ -201,6 +201,7 @@ def _gateway_cmd(
         bootstrap,
         "--topic-prefix",
         prefix,
+        "--insecure",  # the load opens sessions implicitly by made-up id, as before the keys
     ]
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
 
-from rllm.cli.common import console, kafka_options, kafka_settings, reports_errors
+from rllm.cli.common import console, err_console, kafka_options, kafka_settings, reports_errors
 
 __all__ = ["gateway"]
 
@@ -46,7 +47,31 @@ __all__ = ["gateway"]
     "--admin-key",
     default=None,
     envvar="RLLM_GATEWAY_ADMIN_KEY",
-    help="Admin key (without one the gateway is open).",
+    help="Admin key [the key in --admin-key-file, generated on first start].",
+)
+@click.option(
+    "--admin-key-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    envvar="RLLM_GATEWAY_ADMIN_KEY_FILE",
+    help="Where the admin key is kept (0600) when --admin-key is not given "
+    "[$RLLM_HOME/gateway/admin-key].",
+)
+@click.option(
+    "--insecure",
+    is_flag=True,
+    default=None,
+    envvar="RLLM_GATEWAY_INSECURE",
+    help="No admin key: anyone may open, call, read and close any session.",
+)
+@click.option(
+    "--idle-timeout",
+    "idle_timeout_s",
+    type=float,
+    default=None,
+    envvar="RLLM_GATEWAY_IDLE_TIMEOUT_S",
+    help="Close a session without a call (and none in flight) for this many seconds with "
+    "status timeout; 0: never [3600].",
 )
 @click.option(
     "--upstream-api-key",
@@ -56,11 +81,28 @@ __all__ = ["gateway"]
 )
 @kafka_options
 @reports_errors
-def gateway(bootstrap_servers: str | None, topic_prefix: str | None, **flags: Any) -> None:
+def gateway(
+    bootstrap_servers: str | None,
+    topic_prefix: str | None,
+    admin_key_file: Path | None,
+    **flags: Any,
+) -> None:
     """Serve OpenAI and Anthropic APIs per session, capturing every call to Kafka."""
+    from rllm.infra.admin_key import admin_key_path, ensure_admin_key
     from rllm.producers.gateway import GatewaySettings, serve
 
     settings = GatewaySettings(**{k: v for k, v in flags.items() if v is not None})
+    if settings.admin_key is None and not settings.insecure:
+        path = admin_key_file or admin_key_path()
+        settings = GatewaySettings(
+            **{k: v for k, v in flags.items() if v is not None}, admin_key=ensure_admin_key(path)
+        )
+        console.print(f"admin key in {path} (read by rllm-cli and the SDK)")
+    elif settings.admin_key is None:
+        err_console.print(
+            "[red]warning:[/red] --insecure: no admin key, anyone who reaches the gateway may "
+            "open, call, read and close any session"
+        )
     kafka = kafka_settings(bootstrap_servers, topic_prefix)
     console.print(
         f"gateway on {settings.base_url} -> {settings.upstream_kind.value} "

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from rllm.cli.common import console, kafka_options, kafka_settings, reports_errors
+from rllm.cli.common import console, err_console, kafka_options, kafka_settings, reports_errors
 
 __all__ = ["down", "status", "topics", "up"]
 
@@ -60,6 +60,12 @@ def _print(statuses: Any) -> None:
     default=None,
     help="Model profile the gateway forwards to [active profile, else local].",
 )
+@click.option(
+    "--insecure",
+    is_flag=True,
+    help="Start the gateway without an admin key: anyone may open, call, read and close "
+    "any session.",
+)
 @reports_errors
 def up(
     home: Path | None,
@@ -67,16 +73,28 @@ def up(
     partitions: int | None,
     services: str | None,
     model: str | None,
+    insecure: bool,
 ) -> None:
     """Start the local stack (Kafka in KRaft mode, topics, model server, gateway, processors,
     history) and say where each piece listens."""
+    from rllm.infra.admin_key import admin_key_path
     from rllm.infra.stack import stack_up
 
     stack = _stack(home, kafka_port, partitions, services=services, model=model)
     console.print(f"starting the local stack in {stack.home} ...")
-    _print(stack_up(stack, say=console.print))
+    if insecure:
+        err_console.print(
+            "[red]warning:[/red] --insecure: the gateway runs without an admin key; anyone "
+            "who reaches it may open, call, read and close any session"
+        )
+    _print(stack_up(stack, say=console.print, insecure=insecure))
     console.print(f"export RLLM_BOOTSTRAP_SERVERS={stack.bootstrap_servers}")
     console.print(f"export RLLM_GATEWAY_URL=http://127.0.0.1:{stack.gateway_port}")
+    if not insecure:
+        console.print(
+            f"gateway admin key in {admin_key_path(stack.home)} (0600; rllm-cli and the SDK "
+            "read it, RLLM_ADMIN_KEY overrides it)"
+        )
 
 
 @click.command()

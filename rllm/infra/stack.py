@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rllm.errors import ConfigError, KafkaUnavailableError
+from rllm.infra.admin_key import admin_key_path, ensure_admin_key
 from rllm.infra.broker import LocalBroker
 from rllm.infra.services import ServiceSpec, service_running, start_service, stop_service
 from rllm.kafka import check_broker, ensure_topics, make_admin
@@ -63,8 +64,9 @@ def _serve_threads() -> str:
     return os.environ.get("RLLM_TORCH_THREADS") or "auto"
 
 
-def plan_services(stack: StackSettings) -> list[ServiceSpec]:
-    """The services ``up`` starts, in order, with their commands and health URLs."""
+def plan_services(stack: StackSettings, insecure: bool = False) -> list[ServiceSpec]:
+    """The services ``up`` starts, in order, with their commands and health URLs; the
+    gateway reads its admin key from the stack's key file, or runs ``--insecure``."""
     from rllm.models.config import PROVIDERS, ModelProfile, Provider, load_config
 
     config = load_config()
@@ -112,6 +114,11 @@ def plan_services(stack: StackSettings) -> list[ServiceSpec]:
                 kind,
                 "--spool-dir",
                 str(stack.home / "gateway-spool"),
+                *(
+                    ("--insecure",)
+                    if insecure
+                    else ("--admin-key-file", str(admin_key_path(stack.home)))
+                ),
             ),
             health_url=f"http://127.0.0.1:{stack.gateway_port}/health",
             env=env,
@@ -126,14 +133,17 @@ def plan_services(stack: StackSettings) -> list[ServiceSpec]:
 
 
 def stack_up(
-    stack: StackSettings, say: Callable[[str], None] | None = None
+    stack: StackSettings, say: Callable[[str], None] | None = None, insecure: bool = False
 ) -> list[ComponentStatus]:
     """Start the broker, create every topic, start the services; idempotent. Installs the
-    default local model first when the model server will serve it and it is missing.
+    default local model first when the model server will serve it and it is missing, and
+    generates the gateway's admin key (``$RLLM_HOME/gateway/admin-key``, 0600) unless
+    ``insecure``.
 
     Args:
         stack: the stack's settings.
         say: called with a line for each slow step (the CLI prints it).
+        insecure: start the gateway without an admin key (anyone may use any session).
 
     Raises:
         InfraError: with the log's tail when a piece does not start.
@@ -141,7 +151,9 @@ def stack_up(
     from rllm.models.local import hf_copy_complete, install_local_model, local_model_installed
 
     tell = say or (lambda _line: None)
-    specs = plan_services(stack)
+    specs = plan_services(stack, insecure=insecure)
+    if any(s.name == "gateway" for s in specs) and not insecure:
+        ensure_admin_key(admin_key_path(stack.home))
     if any(s.name == "serve" for s in specs) and not local_model_installed(stack.home):
         tell(
             "installing the local model SmolLM2-135M-Instruct into "

@@ -126,8 +126,10 @@ class StepError(_Record):
 
     avro_name: ClassVar[str] = "rllm.events.StepError"
     kind: str
-    """upstream_status, upstream_timeout, upstream_unreachable, invalid_response, gateway, or
-    too_large (the captured step was over the event limit: its payloads were dropped)."""
+    """upstream_status, upstream_timeout, upstream_unreachable, invalid_response, gateway,
+    too_large (the captured step was over the event limit: its payloads were dropped),
+    client_disconnected (the agent went away before its answer; the upstream request was
+    cancelled) or missing_choice (a choice of an ``n > 1`` call that did not come back)."""
     message: str
     """Human-readable reason, without secrets."""
     status_code: int | None = None
@@ -163,7 +165,9 @@ class StepCaptured(_Record):
     step_id: str
     """Unique id of this step."""
     step_index: int
-    """0-based order within the session."""
+    """0-based order within the session; a call asking for ``n`` choices is captured as
+    ``n`` steps at consecutive indices, one per choice (choice k >= 1 keyed to the first
+    choice by ``parent_step_id``, with the same prompt; see the .avsc doc)."""
     parent_step_id: str | None = None
     """Step whose prompt+response this prompt extends, when delta-encoded."""
     api: ApiKind

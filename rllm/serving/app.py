@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -31,12 +32,16 @@ from rllm.serving.protocol import (
 
 __all__ = ["POLICY_HEADER", "RequestBatcher", "create_app"]
 
+T = TypeVar("T")
+
 
 @dataclass
 class _Pending:
     prompt: list[int]
     params: SamplingParams
     future: asyncio.Future[list[Completion]] = field(repr=False)
+    stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    """Set when the request is abandoned: its rows stop at the next token."""
 
 
 class RequestBatcher:
@@ -51,8 +56,13 @@ class RequestBatcher:
     async def submit(self, prompt: list[int], params: SamplingParams) -> list[Completion]:
         """The ``params.n`` completions of one prompt."""
         fut: asyncio.Future[list[Completion]] = asyncio.get_running_loop().create_future()
-        await self.queue.put(_Pending(prompt, params, fut))
-        return await fut
+        item = _Pending(prompt, params, fut)
+        await self.queue.put(item)
+        try:
+            return await fut
+        except asyncio.CancelledError:  # the client went away: drop it, queued or running
+            item.stop.set()
+            raise
 
     async def run(self) -> None:
         """Serve the queue until cancelled."""
@@ -70,15 +80,19 @@ class RequestBatcher:
                     break
                 items.append(nxt)
                 rows += nxt.params.n
-            prompts, params = [], []
+            items = [it for it in items if not it.future.done()]  # not the abandoned ones
+            if not items:
+                continue
+            prompts, params, stops = [], [], []
             for it in items:
                 for k in range(it.params.n):
                     seed = None if it.params.seed is None else it.params.seed + k
                     prompts.append(it.prompt)
                     params.append(replace(it.params, seed=seed))
+                    stops.append(it.stop)
             self.batches.append(len(prompts))
             try:
-                outs = await asyncio.to_thread(self.engine.generate, prompts, params)
+                outs = await asyncio.to_thread(self.engine.generate, prompts, params, stops)
             except Exception as exc:
                 for it in items:
                     if not it.future.done():
@@ -89,6 +103,28 @@ class RequestBatcher:
                 if not it.future.done():
                     it.future.set_result(outs[at : at + it.params.n])
                 at += it.params.n
+
+
+async def _unless_gone(request: Request, work: Awaitable[T]) -> T | None:
+    """``work``'s result; None, with ``work`` cancelled, once the client disconnects first
+    (its queued or running rows are dropped)."""
+    task = asyncio.ensure_future(work)
+
+    async def gone() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    watch = asyncio.ensure_future(gone())
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return None
 
 
 def _is_id(x: Any) -> bool:
@@ -178,7 +214,10 @@ def create_app(
             check_len(prompt)
         except RequestError as exc:
             return _error(400, str(exc))
-        groups, scored = await generate_and_score([prompt], params, top_k)
+        done = await _unless_gone(request, generate_and_score([prompt], params, top_k))
+        if done is None:
+            return _error(499, "the client disconnected; its generation was dropped", "Cancelled")
+        groups, scored = done
         return respond(
             chat_response(
                 body.get("model") or model_name,
@@ -220,7 +259,10 @@ def create_app(
                 check_ids(p)
         except RequestError as exc:
             return _error(400, str(exc))
-        outs, scored = await generate_and_score(prompts, params, top_k)
+        done = await _unless_gone(request, generate_and_score(prompts, params, top_k))
+        if done is None:
+            return _error(499, "the client disconnected; its generation was dropped", "Cancelled")
+        outs, scored = done
         return respond(
             completion_response(
                 body.get("model") or model_name,

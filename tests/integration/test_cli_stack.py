@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
+import stat
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
+import pytest
+
 from rllm.kafka import EventPublisher, make_producer
+from rllm.producers.sdk import GatewayClient
 from rllm.schemas.topics import SESSION_EVENTS
+from rllm.schemas.types import SessionStatus, Task
 from rllm.settings import KafkaSettings
 from tests.conftest import _free_port
 from tests.samples import session_events
@@ -138,3 +146,74 @@ def test_up_status_demo_tail_down_for_a_new_user(tmp_path: Path) -> None:
     after = cli("status", env=env)
     assert after.returncode == 1 and "down" in after.stdout
     assert cli("down", env=env).returncode == 0, "down is idempotent"
+
+
+def _start_gateway_cli(env: dict[str, str], port: int, *flags: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rllm.cli", "gateway", "--port", str(port), *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **env},
+    )
+    deadline = time.monotonic() + 60
+    while not _port_open(port):
+        assert proc.poll() is None, proc.communicate()[0]
+        assert time.monotonic() < deadline, "the gateway did not start"
+        time.sleep(0.2)
+    return proc
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    proc.terminate()
+    out, _ = proc.communicate(timeout=30)
+    return out
+
+
+def test_gateway_cli_is_secure_by_default_and_the_sdk_reads_its_key(
+    tmp_path: Path,
+    kafka: KafkaSettings,
+    make_topics: Callable[..., list[str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    make_topics(partitions=1)
+    home = tmp_path / "home"
+    monkeypatch.delenv("RLLM_ADMIN_KEY", raising=False)
+    monkeypatch.delenv("RLLM_GATEWAY_ADMIN_KEY", raising=False)
+    monkeypatch.setenv("RLLM_HOME", str(home))  # the SDK below reads the same key file
+    env = {**_env(kafka), "RLLM_GATEWAY_FOLLOW_POLICY_UPDATES": "false"}
+    port = _free_port()
+    proc = _start_gateway_cli(env, port)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        key_file = home / "gateway" / "admin-key"
+        assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+        key = key_file.read_text().strip()
+        assert httpx.post(f"{url}/sessions", json={}).status_code == 401
+        chat = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        made_up = httpx.post(f"{url}/sessions/x/v1/chat/completions", json=chat)
+        assert made_up.status_code == 404, made_up.text
+
+        async def open_and_close() -> int:
+            client = GatewayClient(url)  # no key given: $RLLM_HOME/gateway/admin-key
+            try:
+                handle = await client.open_session(Task(task_id="t"), run_id="r")
+                return await client.close_session(handle, SessionStatus.OK)
+            finally:
+                await client.aclose()
+
+        assert asyncio.run(open_and_close()) == 0
+        assert httpx.get(f"{url}/health", headers={"authorization": f"Bearer {key}"}).is_success
+    finally:
+        out = _stop(proc)
+    assert key not in out, "the admin key must not be logged"
+    assert str(key_file) in out
+
+    port = _free_port()
+    proc = _start_gateway_cli(env, port, "--insecure")
+    try:
+        r = httpx.post(f"http://127.0.0.1:{port}/sessions", json={"session_id": "s"})
+        assert r.status_code == 201
+    finally:
+        out = _stop(proc)
+    assert "INSECURE" in out and "--insecure" in out

@@ -60,9 +60,10 @@ def error_response(exc: GatewayError, request: Request | None = None) -> Respons
 
 
 def is_admin(state: GatewayState, key: str | None) -> bool:
+    """Whether ``key`` is the admin key (constant-time); every caller is, when insecure."""
     admin = state.settings.admin_key
     if admin is None:
-        return True
+        return state.settings.insecure
     return key is not None and hmac.compare_digest(admin.get_secret_value().encode(), key.encode())
 
 
@@ -72,7 +73,8 @@ def require_admin(state: GatewayState, request: Request) -> None:
 
 
 def may_use(state: GatewayState, session: Session, key: str | None) -> bool:
-    if state.settings.admin_key is None or is_admin(state, key):
+    """Whether ``key`` is the admin key or ``session``'s own key (constant-time)."""
+    if is_admin(state, key):
         return True
     return key is not None and hmac.compare_digest(session.key.encode(), key.encode())
 

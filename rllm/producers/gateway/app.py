@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from rllm.errors import RllmError
+from rllm.errors import ConfigError, RllmError
 from rllm.kafka import EventPublisher
 from rllm.schemas.topics import SESSION_EVENTS
 from rllm.schemas.types import SessionOpened, SessionStatus, Task
@@ -60,7 +60,17 @@ def create_app(
     kafka: KafkaSettings,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> Starlette:
-    """Build the gateway app; Kafka, spool and upstream pool start with its lifespan."""
+    """Build the gateway app; Kafka, spool and upstream pool start with its lifespan.
+
+    Raises:
+        ConfigError: no admin key and not ``insecure``.
+    """
+    if settings.admin_key is None and not settings.insecure:
+        raise ConfigError(
+            "the gateway needs an admin key: pass --admin-key or RLLM_GATEWAY_ADMIN_KEY "
+            "(rllm-cli gateway and rllm-cli up use $RLLM_HOME/gateway/admin-key), or "
+            "--insecure / RLLM_GATEWAY_INSECURE=1 to serve every session to anyone"
+        )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -97,6 +107,12 @@ def create_app(
             follower = PolicyFollower(kafka, lambda rec: set_policy(state, rec))
             follower.start()
         app.state.gw = state
+        if settings.insecure and settings.admin_key is None:
+            log.warning(
+                "INSECURE: the gateway on %s runs without an admin key; anyone who reaches it "
+                "may open, call, read and close any session (started with --insecure)",
+                settings.base_url,
+            )
         sink.start()
         reaper = asyncio.get_running_loop().create_task(_reap(state))
         if sink.spooling:
@@ -231,9 +247,11 @@ async def _implicit(st: GatewayState, request: Request, sid: str) -> Session:
         raise GatewayError(409, f"session {sid!r} is closed")
     if not st.settings.implicit_sessions:
         raise GatewayError(404, f"unknown session {sid!r}; open it with POST /sessions")
-    if st.settings.admin_key is not None and not is_admin(st, request_key(dict(request.headers))):
+    if not is_admin(st, request_key(dict(request.headers))):
         raise GatewayError(
-            404, f"unknown session {sid!r}; only the admin key opens sessions implicitly"
+            404,
+            f"unknown session {sid!r}; open it with POST /sessions (admin key) and call it "
+            "with its key; only the admin key opens sessions implicitly",
         )
     run_id = request.headers.get("x-rllm-run-id") or st.settings.default_run_id
     return await st.open_session(sid, run_id, Task(task_id=sid))
@@ -311,7 +329,11 @@ async def _session_path(request: Request) -> Response:
         return JSONResponse(await _close_one(st, route.session_id, key, body))
     if route.action == "info":
         if session is None or not may_use(st, session, key):
-            raise GatewayError(404, f"unknown session {route.session_id!r}")
+            raise GatewayError(
+                404,
+                f"unknown session {route.session_id!r}, or not yours: its info is shown only "
+                "with its key or the admin key",
+            )
         return JSONResponse({**_session_info(st, request, session), "api_key": None})
     if session is not None and not may_use(st, session, key):
         raise GatewayError(401, f"wrong key for session {route.session_id!r}")
@@ -342,6 +364,13 @@ async def _plain_v1(request: Request) -> Response:
             401, "no open session has this key; use the session's key or /sessions/{id}/v1"
         )
     return await _api(st, request, session, api_path)
+
+
+async def _gone(request: Request) -> None:
+    """Return once the client has disconnected (the body is read: the next ASGI message is
+    ``http.disconnect``)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 async def _call_body(st: GatewayState, request: Request, api_path: str) -> Any:
@@ -383,6 +412,8 @@ async def _api(
     if body is None:
         body = await _call_body(st, request, api_path)
     path = f"/v1/{api_path}"
-    response = await handle_call(st, session, api, path, body, headers, timing_of(request))
+    response = await handle_call(
+        st, session, api, path, body, headers, timing_of(request), lambda: _gone(request)
+    )
     st.metrics.inc("rllm_gateway_requests_total", api=api.value, status=str(response.status_code))
     return response

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
@@ -21,7 +22,15 @@ from .adapters import anthropic, responses
 from .adapters.base import Parsed, sse
 from .adapters.chat import ChatStream, parse_chat, prepare_chat
 from .adapters.completions import CompletionStream, parse_completion, prepare_completion
-from .capture import Capture, sampling_params, step_event, too_large
+from .capture import (
+    Capture,
+    choice_capture,
+    choices_asked,
+    missing_choice,
+    sampling_params,
+    step_event,
+    too_large,
+)
 from .clock import Timing
 from .errors import GatewayError, anthropic_error
 from .sessions import Session
@@ -56,7 +65,8 @@ class _Call:
         self.timing = timing or Timing(arrived=time.perf_counter())
         self.timing.call = True
         self.t0 = self.timing.arrived
-        self.index = session.take_index()
+        self.asked = choices_asked(body)
+        self.index = session.take_index(self.asked)
         self.cap = Capture(
             api=api,
             model=str(body.get("model", "")),
@@ -91,6 +101,7 @@ class _Call:
             parsed.logprobs,
         )
         c.finish_reason, c.usage = parsed.finish_reason, parsed.usage
+        c.more = list(parsed.more)
 
     async def record(self, wait: bool | None = None) -> None:
         """Publish the step (once); with ack capture this returns after Kafka's ack.
@@ -111,24 +122,44 @@ class _Call:
         self.cap.overhead_ms = max(total - self.cap.latency_ms, 0.0)
         m = self.state.metrics
         m.observe("rllm_gateway_upstream_latency_seconds", self.cap.latency_ms / 1000)
-        settled = self._submit()
+        settled = self._submit_choices()
         if self.cap.error is not None:
             m.inc("rllm_gateway_errors_total", kind=self.cap.error.kind)
         if self.state.wait_for_ack if wait is None else wait:
-            await asyncio.wrap_future(settled)
+            await asyncio.gather(*(asyncio.wrap_future(f) for f in settled))
 
-    def _submit(self) -> Future[None]:
-        """Build and submit the step event (no await between: the session's delta state
+    def _submit_choices(self) -> list[Future[None]]:
+        """Submit one step per choice, at consecutive step indices from the call's: the
+        first choice as the call's step, each other one delta-encoded against it (its
+        parent, by key), then the session continues from the first choice. Reserved
+        indices the call did not use are given back, or filled with failed steps when a
+        later call already took an index after them."""
+        s = self.session
+        more = self.cap.more[: self.asked - 1] if self.cap.error is None else []
+        settled = [self._submit(self.cap, self.index)]
+        first = (s.last_step_id, s.last_full_ids)
+        for k, sample in enumerate(more, start=1):
+            settled.append(self._submit(choice_capture(self.cap, sample), self.index + k))
+            s.last_step_id, s.last_full_ids = first
+        used = 1 + len(more)
+        if not s.give_back(self.index, self.asked, used):
+            for k in range(used, self.asked):
+                gap = missing_choice(self.cap, k, self.asked)
+                settled.append(self._submit(gap, self.index + k))
+        return settled
+
+    def _submit(self, cap: Capture, index: int) -> Future[None]:
+        """Build and submit one step event (no await between: the session's delta state
         and step count change only for an event that was taken)."""
         s, producer = self.session, self.state.settings.producer_name
         before = (s.last_step_id, s.last_full_ids, s.num_steps)
-        event = step_event(s, self.cap, self.index, producer)
+        event = step_event(s, cap, index, producer)
         try:
             return self.state.sink.submit(SESSION_EVENTS, s.session_id, event)
         except MessageTooLargeError as exc:
             s.last_step_id, s.last_full_ids, s.num_steps = before
-            self.cap = too_large(self.cap, str(exc))
-            event = step_event(s, self.cap, self.index, producer)
+            self.state.metrics.inc("rllm_gateway_errors_total", kind="too_large")
+            event = step_event(s, too_large(cap, str(exc)), index, producer)
             return self.state.sink.submit(SESSION_EVENTS, s.session_id, event)
 
     async def failed(self, failure: UpstreamFailure) -> Response:
@@ -154,15 +185,60 @@ async def handle_call(
     body: dict[str, Any],
     headers: dict[str, str],
     timing: Timing | None = None,
+    gone: Callable[[], Awaitable[None]] | None = None,
 ) -> Response:
     """Serve one API call for ``session`` and capture it as a step.
 
     A request refused before dispatch (one that cannot be translated) takes no step index,
-    so a session's published steps are numbered 0..n-1 without gaps.
+    so a session's published steps are numbered 0..n-1 without gaps. When ``gone`` returns
+    first (the client disconnected before its answer), the upstream request is cancelled
+    (its connection closed, so the model server stops generating) and the call is recorded
+    as a failed step of kind ``client_disconnected``.
     """
     hosted = state.upstream.kind is UpstreamKind.HOSTED
     chat_body = None if hosted or api not in _TRANSLATED else _to_chat(api, body)
     call = _Call(state, session, api, body, timing)
+    session.in_flight += 1
+    try:
+        work = asyncio.ensure_future(_serve(call, path, body, headers, hosted, chat_body))
+        if gone is None:
+            return await work
+        watch = asyncio.ensure_future(gone())
+        try:
+            await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            watch.cancel()
+        if work.done():
+            return work.result()
+        work.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await work
+        if not call.recorded:
+            if call.t_up:
+                call.received()
+            call.cap.error = StepError(
+                kind="client_disconnected",
+                message="the client disconnected before its answer; the upstream request "
+                "was cancelled",
+            )
+            await call.record(wait=False)
+        state.metrics.inc("rllm_gateway_cancelled_total", api=api.value)
+        return Response(status_code=499)
+    finally:
+        session.in_flight -= 1
+        session.last_seen = time.monotonic()
+
+
+async def _serve(
+    call: _Call,
+    path: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    hosted: bool,
+    chat_body: dict[str, Any] | None,
+) -> Response:
+    """Dispatch ``call`` by API and upstream kind; an upstream failure is its answer."""
+    state = call.state
     try:
         if hosted:
             return await _passthrough(call, path, headers)
@@ -218,6 +294,7 @@ async def _native_stream(call: _Call, headers: dict[str, str]) -> Response:
 
 
 async def _relay(call: _Call, resp: httpx.Response, acc: ChatStream) -> AsyncIterator[bytes]:
+    call.session.in_flight += 1  # the session is not idle while its stream runs
     try:
         async for line in resp.aiter_lines():
             if not line.startswith("data:"):
@@ -240,9 +317,13 @@ async def _relay(call: _Call, resp: httpx.Response, acc: ChatStream) -> AsyncIte
         await call.record()
         yield sse({"error": {"message": call.cap.error.message, "type": kind}})
     finally:
+        call.session.in_flight -= 1
+        call.session.last_seen = time.monotonic()
         await resp.aclose()
         if not call.recorded:  # the agent went away mid-stream
-            call.cap.error = StepError(kind="gateway", message="client disconnected mid-stream")
+            call.cap.error = StepError(
+                kind="client_disconnected", message="the client disconnected mid-stream"
+            )
             await call.record(wait=False)
 
 

@@ -26,13 +26,18 @@ from rllm.schemas.types import (
     Usage,
 )
 
+from .adapters.base import MAX_CHOICES, Sample
 from .sessions import Session
 
 __all__ = [
+    "MAX_CHOICES",
     "SAMPLING_KEYS",
     "Capture",
+    "choice_capture",
+    "choices_asked",
     "common_prefix_len",
     "delta_prompt",
+    "missing_choice",
     "sampling_params",
     "step_event",
     "too_large",
@@ -100,6 +105,53 @@ class Capture:
     latency_ms: float = 0.0
     ttft_ms: float | None = None
     overhead_ms: float = 0.0
+    more: list[Sample] = field(default_factory=list)
+    """Choices 1..n-1 of a call with ``n > 1`` (each becomes its own step)."""
+
+
+def choices_asked(body: dict[str, Any]) -> int:
+    """How many choices a request asks for (``n``; 1 when absent or not a sane integer)."""
+    n = body.get("n")
+    if isinstance(n, int) and not isinstance(n, bool) and 1 < n <= MAX_CHOICES:
+        return n
+    return 1
+
+
+def choice_capture(cap: Capture, sample: Sample) -> Capture:
+    """The capture of choice ``k >= 1`` of a call: the same prompt, request and timing, its
+    own tokens and finish reason, the answer with only that choice, and no usage (the
+    call's usage stays on the first choice's step, so sums over steps match the upstream)."""
+    head = cap.response if isinstance(cap.response, dict) else {}
+    response = {k: v for k, v in head.items() if k not in ("choices", "usage")}
+    response["choices"] = [sample.choice]
+    return dataclasses.replace(
+        cap,
+        response=response,
+        response_ids=sample.response_ids,
+        logprobs=sample.logprobs,
+        finish_reason=sample.finish_reason,
+        usage=Usage(),
+        more=[],
+    )
+
+
+def missing_choice(cap: Capture, choice: int, asked: int) -> Capture:
+    """A failed step for a reserved choice the call did not return (the call failed, or
+    the upstream answered fewer than ``n`` choices), so step indices stay contiguous."""
+    reason = cap.error.message[:500] if cap.error is not None else "the upstream returned fewer"
+    return dataclasses.replace(
+        cap,
+        response=None,
+        prompt_ids=None,
+        response_ids=None,
+        logprobs=None,
+        usage=Usage(),
+        more=[],
+        error=StepError(
+            kind="missing_choice",
+            message=f"choice {choice} of n={asked} was not returned: {reason}",
+        ),
+    )
 
 
 def too_large(cap: Capture, reason: str) -> Capture:

@@ -45,14 +45,25 @@ class Session:
     last_full_ids: npt.NDArray[np.int32] = field(default_factory=lambda: _EMPTY)
     """Full prompt + response token IDs of ``last_step_id``."""
     last_seen: float = field(default_factory=time.monotonic)
-    """``time.monotonic()`` of the last call (for the idle timeout)."""
+    """``time.monotonic()`` of the last call's start or end (for the idle timeout)."""
+    in_flight: int = 0
+    """Calls being served now; a session with one is never idle."""
 
-    def take_index(self) -> int:
-        """Reserve the step_index of a call at dispatch."""
+    def take_index(self, count: int = 1) -> int:
+        """Reserve the step_index of a call at dispatch (``count`` consecutive ones for a
+        call asking for ``n = count`` choices); return the first."""
         index = self.next_index
-        self.next_index += 1
+        self.next_index += count
         self.last_seen = time.monotonic()
         return index
+
+    def give_back(self, first: int, reserved: int, used: int) -> bool:
+        """Return the unused end of a reservation when no later call took an index after
+        it; whether it was returned (else the caller fills the indices it left)."""
+        if used >= reserved or self.next_index != first + reserved:
+            return used >= reserved
+        self.next_index = first + used
+        return True
 
 
 class SessionRegistry:
@@ -100,9 +111,12 @@ class SessionRegistry:
         return None
 
     def idle(self, timeout_s: float, now: float | None = None) -> list[Session]:
-        """Open sessions without a call for more than ``timeout_s`` seconds."""
+        """Open sessions without a call in flight and none for more than ``timeout_s``
+        seconds (a session is never closed under a call it is serving)."""
         now = time.monotonic() if now is None else now
-        return [s for s in self._by_id.values() if now - s.last_seen > timeout_s]
+        return [
+            s for s in self._by_id.values() if not s.in_flight and now - s.last_seen > timeout_s
+        ]
 
     def is_closed(self, session_id: str) -> bool:
         """Whether this id was closed (and is still remembered)."""

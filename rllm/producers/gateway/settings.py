@@ -82,11 +82,19 @@ class GatewaySettings(BaseSettings):
     default_run_id: str = "default"
     """Run id of implicitly opened sessions without an ``x-rllm-run-id`` header."""
     idle_timeout_s: float = Field(default=3600.0, ge=0)
-    """Close a session without calls for this long with status timeout (0: never)."""
+    """Close a session without calls for this long with status timeout (0: never); a
+    session serving a call is never idle, and a call whose client disconnected is cancelled
+    upstream at once, so an abandoned session closes one timeout after its last call."""
 
     # --- security -------------------------------------------------------------------
     admin_key: SecretStr | None = None
-    """Admin key (sessions, policy, pause, events); without it the gateway is open."""
+    """Admin key (open sessions, policy, pause, events, implicit sessions). The gateway
+    refuses to start without one unless ``insecure`` is set; ``rllm-cli gateway`` and
+    ``rllm-cli up`` use the key stored 0600 in ``$RLLM_HOME/gateway/admin-key`` (generated
+    on first start) when none is given."""
+    insecure: bool = False
+    """Run without an admin key: anyone may open, use, read and close any session, and an
+    unknown session id opens a session (the old default; logged as a warning at start)."""
     max_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
     """Largest request body accepted (413 above). A call whose captured step would be over
     the event limit (``RLLM_MAX_MESSAGE_BYTES``) is still served; its step is published as a
@@ -102,6 +110,16 @@ class GatewaySettings(BaseSettings):
     """Consume ``rllm.policy-updates`` and take each new version."""
     pause_retry_after_s: int = Field(default=5, ge=1)
     """Retry-After of the 429 answered while paused."""
+
+    @field_validator("admin_key")
+    @classmethod
+    def _check_admin_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().strip():
+            raise ConfigError(
+                "the admin key is empty; give a non-empty --admin-key / RLLM_GATEWAY_ADMIN_KEY "
+                "or leave it unset to use $RLLM_HOME/gateway/admin-key"
+            )
+        return value
 
     @field_validator("upstream_url")
     @classmethod

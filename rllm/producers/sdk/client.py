@@ -103,7 +103,8 @@ class GatewayClient:
 
     Args:
         url: the gateway's root URL (``http://127.0.0.1:8400``).
-        admin_key: the gateway's admin key, when it has one.
+        admin_key: the gateway's admin key; default ``$RLLM_ADMIN_KEY``, else the key
+            ``rllm-cli up`` stored in ``$RLLM_HOME/gateway/admin-key``, else none.
     """
 
     def __init__(
@@ -111,6 +112,9 @@ class GatewayClient:
     ) -> None:
         self.url = url.rstrip("/")
         self.retries = retries
+        from rllm.infra.admin_key import resolve_admin_key
+
+        admin_key = resolve_admin_key(admin_key)
         headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
         # An idle pooled connection is dropped after 2 s, before the gateway's server drops
         # it (uvicorn: 5 s); a request sent on a connection the server is closing fails.

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from rllm.producers.gateway import GatewaySettings, create_app
@@ -25,18 +26,31 @@ def upstream() -> Iterator[RunningUpstream]:
     server.stop()
 
 
+ADMIN_KEY = "test-admin-key"
+"""The admin key of every gateway ``start_gateway`` starts (unless a test gives its own)."""
+ADMIN = {"authorization": f"Bearer {ADMIN_KEY}"}
+"""Headers that carry it."""
+
+
 @pytest.fixture
 def start_gateway(
     kafka: KafkaSettings,
     make_topics: Callable[..., list[str]],
     tmp_path: Path,
     upstream: RunningUpstream,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[Callable[..., ThreadedServer]]:
-    """Start gateways on this test's topics; every one is stopped at the end."""
+    """Start gateways on this test's topics, secure by default (admin key ``ADMIN_KEY``,
+    also set as ``RLLM_ADMIN_KEY`` so the SDK's clients find it as a user's would); every
+    one is stopped at the end."""
     make_topics(partitions=3)
     started: list[ThreadedServer] = []
 
-    def start(kafka_settings: KafkaSettings | None = None, **overrides: Any) -> ThreadedServer:
+    def start(
+        kafka_settings: KafkaSettings | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        **overrides: Any,
+    ) -> ThreadedServer:
         fields: dict[str, Any] = {
             "upstream_url": upstream.url,
             "spool_dir": tmp_path / "spool",
@@ -44,8 +58,12 @@ def start_gateway(
             "follow_policy_updates": False,
             **overrides,
         }
+        if not fields.get("insecure"):
+            fields.setdefault("admin_key", ADMIN_KEY)
+            monkeypatch.setenv("RLLM_ADMIN_KEY", fields["admin_key"])
         settings = GatewaySettings(**fields)
-        server = ThreadedServer(create_app(settings, kafka_settings or kafka), lifespan="on")
+        app = create_app(settings, kafka_settings or kafka, transport)
+        server = ThreadedServer(app, lifespan="on")
         started.append(server)
         return server
 

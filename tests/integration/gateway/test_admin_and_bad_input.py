@@ -21,6 +21,7 @@ from rllm.schemas.types import (
 )
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import RunningUpstream, ThreadedServer
+from tests.integration.gateway.conftest import ADMIN as DEFAULT_ADMIN
 from tests.samples import session_events as sample_session_events
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
@@ -163,7 +164,12 @@ def test_idle_sessions_are_closed_with_status_timeout(
     start_gateway: Callable[..., ThreadedServer], session_events: Events
 ) -> None:
     gw = start_gateway(idle_timeout_s=0.5)
-    assert httpx.post(f"{gw.url}/sessions/idle/1/v1/chat/completions", json=CHAT).status_code == 200
+    assert (
+        httpx.post(
+            f"{gw.url}/sessions/idle/1/v1/chat/completions", json=CHAT, headers=DEFAULT_ADMIN
+        ).status_code
+        == 200
+    )
     deadline = time.monotonic() + 20
     while httpx.get(f"{gw.url}/health").json()["open_sessions"]:
         assert time.monotonic() < deadline, "the idle session was never closed"

@@ -17,6 +17,7 @@ from rllm.schemas.types import (
     TokenStatus,
 )
 from tests.fakes.upstream import ThreadedServer, answer_text, chat_prompt_text, tokenize
+from tests.integration.gateway.conftest import ADMIN, ADMIN_KEY
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 
@@ -38,6 +39,7 @@ def test_multi_turn_chat_sync_is_captured_with_prefix_delta(
             "group_size": 2,
             "agent": "pytest",
         },
+        headers=ADMIN,
     ).json()
     assert opened["base_url"] == f"{gw.url}/sessions/run-1/task:7/0/v1"
     client = openai.OpenAI(base_url=opened["base_url"], api_key=opened["api_key"])
@@ -56,7 +58,9 @@ def test_multi_turn_chat_sync_is_captured_with_prefix_delta(
             {"role": "user", "content": f"and {turn}?"},
         ]
     closed = httpx.post(
-        f"{gw.url}/sessions/run-1/task:7/0/close", json={"status": "ok", "output": "56"}
+        f"{gw.url}/sessions/run-1/task:7/0/close",
+        json={"status": "ok", "output": "56"},
+        headers={"authorization": f"Bearer {opened['api_key']}"},
     ).json()
     assert closed["num_steps"] == 3
 
@@ -103,7 +107,7 @@ async def test_async_and_streaming_clients(
     start_gateway: Callable[..., ThreadedServer], session_events: Events
 ) -> None:
     gw = start_gateway(capture="async")
-    client = openai.AsyncOpenAI(base_url=f"{gw.url}/sessions/s-async/v1", api_key="x")
+    client = openai.AsyncOpenAI(base_url=f"{gw.url}/sessions/s-async/v1", api_key=ADMIN_KEY)
     messages = [{"role": "user", "content": "hello there"}]
     reply = await client.chat.completions.create(
         model="m",
@@ -125,7 +129,7 @@ async def test_async_and_streaming_clients(
     ctext = "".join([c.choices[0].text async for c in cstream])
     assert ctext == answer_text("2+2=", 5)
     await client.close()
-    httpx.post(f"{gw.url}/sessions/s-async/close", json={"status": "ok"})
+    httpx.post(f"{gw.url}/sessions/s-async/close", json={"status": "ok"}, headers=ADMIN)
     steps = _steps(session_events(), "s-async")
     assert [s.api for s in steps] == [
         ApiKind.CHAT,

@@ -22,9 +22,9 @@ from rllm.schemas.types import (
 )
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
+from tests.integration.gateway.conftest import ADMIN, ADMIN_KEY
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
-ADMIN = {"authorization": "Bearer admin-secret"}
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
 MSG = {"model": "m", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
 DEEP = b"[" * 50_000
@@ -57,11 +57,11 @@ def test_deeply_nested_json_is_refused_400_on_every_json_endpoint(
     ]
     for path in paths:
         r = httpx.post(
-            f"{gw.url}{path}", content=DEEP, headers={"content-type": "application/json"}
+            f"{gw.url}{path}", content=DEEP, headers={**ADMIN, "content-type": "application/json"}
         )
         assert r.status_code == 400, (path, r.status_code, r.text[:200])
         assert "nested too deeply" in r.json()["error"]["message"], path
-    r = httpx.post(f"{gw.url}/sessions/deep/v1/messages", content=DEEP)
+    r = httpx.post(f"{gw.url}/sessions/deep/v1/messages", content=DEEP, headers=ADMIN)
     assert r.status_code == 400
     assert r.json()["type"] == "error" and r.json()["error"]["type"] == "invalid_request_error"
     assert "nested too deeply" in r.json()["error"]["message"]
@@ -77,23 +77,26 @@ def test_refused_translation_takes_no_step_index(
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "A"}}
     bad_msg = {**MSG, "messages": [{"role": "user", "content": [image]}]}
     url = f"{gw.url}/sessions/anth/v1/messages"
-    assert httpx.post(url, json=MSG).status_code == 200
-    r = httpx.post(url, json=bad_msg)
+    assert httpx.post(url, json=MSG, headers=ADMIN).status_code == 200
+    r = httpx.post(url, json=bad_msg, headers=ADMIN)
     assert r.status_code == 400
     assert r.json()["type"] == "error" and r.json()["error"]["type"] == "invalid_request_error"
     assert "image" in r.json()["error"]["message"]
-    assert httpx.post(url, json=MSG).status_code == 200
+    assert httpx.post(url, json=MSG, headers=ADMIN).status_code == 200
 
     good = {"model": "m", "input": "hi"}
     bad = {"model": "m", "input": [{"type": "reasoning", "id": "rs_1", "summary": []}]}
     url = f"{gw.url}/sessions/resp/v1/responses"
-    assert httpx.post(url, json=good).status_code == 200
-    r = httpx.post(url, json=bad)
+    assert httpx.post(url, json=good, headers=ADMIN).status_code == 200
+    r = httpx.post(url, json=bad, headers=ADMIN)
     assert r.status_code == 400 and "'reasoning'" in r.json()["error"]["message"]
-    assert httpx.post(url, json=good).status_code == 200
+    assert httpx.post(url, json=good, headers=ADMIN).status_code == 200
 
     for sid in ("anth", "resp"):
-        assert httpx.post(f"{gw.url}/sessions/{sid}/close", json={}).json()["num_steps"] == 2
+        assert (
+            httpx.post(f"{gw.url}/sessions/{sid}/close", json={}, headers=ADMIN).json()["num_steps"]
+            == 2
+        )
         assert [s.step_index for s in _steps(session_events, sid)] == [0, 1]
         assert _closed(session_events, sid).num_steps == 2
 
@@ -105,12 +108,12 @@ def test_step_over_the_event_limit_is_served_and_recorded_as_a_failed_step(
     gw = start_gateway(kafka_settings=small)
     url = f"{gw.url}/sessions/big/v1/chat/completions"
     big = {"model": "m", "messages": [{"role": "user", "content": "y" * 6000}]}
-    assert httpx.post(url, json=CHAT).status_code == 200
-    r = httpx.post(url, json=big)
+    assert httpx.post(url, json=CHAT, headers=ADMIN).status_code == 200
+    r = httpx.post(url, json=big, headers=ADMIN)
     assert r.status_code == 200, r.text[:300]
     assert r.json()["choices"][0]["message"]["content"]  # the upstream's answer
-    assert httpx.post(url, json=CHAT).status_code == 200
-    closed = httpx.post(f"{gw.url}/sessions/big/close", json={}).json()
+    assert httpx.post(url, json=CHAT, headers=ADMIN).status_code == 200
+    closed = httpx.post(f"{gw.url}/sessions/big/close", json={}, headers=ADMIN).json()
     steps = _steps(session_events, "big")
     assert closed["num_steps"] == 3 == len(steps) == _closed(session_events, "big").num_steps
     assert [s.step_index for s in steps] == [0, 1, 2]
@@ -129,18 +132,25 @@ def test_bad_message_items_are_refused_by_index(
 ) -> None:
     gw = start_gateway()
     r = httpx.post(
-        f"{gw.url}/sessions/items/v1/chat/completions", json={**CHAT, "messages": [1, 2]}
+        f"{gw.url}/sessions/items/v1/chat/completions",
+        json={**CHAT, "messages": [1, 2]},
+        headers=ADMIN,
     )
     assert r.status_code == 400 and "'messages[0]'" in r.json()["error"]["message"]
     r = httpx.post(
         f"{gw.url}/sessions/items/v1/chat/completions",
         json={**CHAT, "messages": [{"role": "user", "content": "a"}, {"content": "b"}]},
+        headers=ADMIN,
     )
     assert r.status_code == 400 and "'messages[1]'" in r.json()["error"]["message"]
-    r = httpx.post(f"{gw.url}/sessions/items/v1/messages", json={**MSG, "messages": ["x"]})
+    r = httpx.post(
+        f"{gw.url}/sessions/items/v1/messages", json={**MSG, "messages": ["x"]}, headers=ADMIN
+    )
     assert r.status_code == 400 and r.json()["type"] == "error"
     assert "'messages[0]'" in r.json()["error"]["message"]
-    r = httpx.post(f"{gw.url}/sessions/items/v1/responses", json={"model": "m", "input": [7]})
+    r = httpx.post(
+        f"{gw.url}/sessions/items/v1/responses", json={"model": "m", "input": [7]}, headers=ADMIN
+    )
     assert r.status_code == 400 and "'input[0]'" in r.json()["error"]["message"]
     assert session_events() == []
 
@@ -154,7 +164,9 @@ def test_body_shorter_than_its_content_length_is_answered_promptly(
         t0 = time.monotonic()
         sock.sendall(
             b"POST /sessions/short/v1/chat/completions HTTP/1.1\r\nhost: x\r\n"
-            b"content-type: application/json\r\ncontent-length: 100\r\n\r\n" + b'{"model": "m"'
+            + f"authorization: Bearer {ADMIN_KEY}\r\n".encode()
+            + b"content-type: application/json\r\ncontent-length: 100\r\n\r\n"
+            + b'{"model": "m"'
         )
         answer = b""
         while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
@@ -173,7 +185,7 @@ def test_body_shorter_than_its_content_length_is_answered_promptly(
 def test_anthropic_errors_are_anthropic_shaped(
     start_gateway: Callable[..., ThreadedServer],
 ) -> None:
-    gw = start_gateway(admin_key="admin-secret")
+    gw = start_gateway()
     key = httpx.post(f"{gw.url}/sessions", json={"session_id": "a"}, headers=ADMIN).json()
     r = httpx.post(f"{gw.url}/sessions/a/v1/messages", json=MSG, headers={"x-api-key": "wrong"})
     assert r.status_code == 401
@@ -212,7 +224,12 @@ def test_dropped_responses_tools_are_logged_once_by_name(
     body = {"model": "m", "input": "hi", "tools": tools}
     with caplog.at_level(logging.WARNING, logger="rllm.gateway"):
         for _ in range(2):
-            assert httpx.post(f"{gw.url}/sessions/tools/v1/responses", json=body).status_code == 200
+            assert (
+                httpx.post(
+                    f"{gw.url}/sessions/tools/v1/responses", json=body, headers=ADMIN
+                ).status_code
+                == 200
+            )
     notes = [r.getMessage() for r in caplog.records if f"namespace:{name}" in r.getMessage()]
     assert len(notes) == 1, notes
     assert "not function tools" in notes[0]

@@ -11,6 +11,7 @@ import pytest
 
 from rllm.schemas.types import SessionEvent, StepCaptured, TokenStatus
 from tests.fakes.upstream import RunningUpstream, ThreadedServer
+from tests.integration.gateway.conftest import ADMIN_KEY
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 TEMPLATE = (
@@ -43,7 +44,7 @@ def test_chat_through_generate(
     tiny_tokenizer: Path,
 ) -> None:
     gw = start_gateway(upstream_kind="sglang", tokenizer=str(tiny_tokenizer))
-    client = openai.OpenAI(base_url=f"{gw.url}/sessions/sg/v1", api_key="k")
+    client = openai.OpenAI(base_url=f"{gw.url}/sessions/sg/v1", api_key=ADMIN_KEY)
     msgs = [{"role": "user", "content": "hello world"}]
     reply = client.chat.completions.create(model="m", messages=msgs, max_tokens=8)  # type: ignore[arg-type]
     assert reply.choices[0].message.content == "ok done"

@@ -20,6 +20,7 @@ from rllm.schemas.topics import SESSION_EVENTS, TOPICS
 from rllm.schemas.types import SessionClosed, SessionOpened, StepCaptured
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import RunningUpstream, ThreadedServer
+from tests.integration.gateway.conftest import ADMIN, ADMIN_KEY
 from tests.integration.helpers import read_all
 
 
@@ -57,7 +58,7 @@ def _wait_depth(url: str, depth: int, timeout_s: float = 60) -> dict[str, object
 
 
 def _chat(base: str, text: str) -> str:
-    client = openai.OpenAI(base_url=base, api_key="k", max_retries=0, timeout=60)
+    client = openai.OpenAI(base_url=base, api_key=ADMIN_KEY, max_retries=0, timeout=60)
     reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": text}])
     return reply.choices[0].message.content or ""
 
@@ -75,6 +76,7 @@ def test_kafka_down_spools_and_drains_in_order_also_after_restart(
         ack_timeout_s=2,
         drain_interval_s=0.3,
         follow_policy_updates=False,
+        admin_key=ADMIN_KEY,
     )
     gw = ThreadedServer(create_app(settings, kafka), lifespan="on")
     try:
@@ -92,7 +94,7 @@ def test_kafka_down_spools_and_drains_in_order_also_after_restart(
         # second outage, and the gateway stops before Kafka is back
         own_broker.stop()
         assert _chat(base, "six")
-        httpx.post(f"{gw.url}/sessions/a/close", json={"status": "ok"}, timeout=60)
+        httpx.post(f"{gw.url}/sessions/a/close", json={"status": "ok"}, headers=ADMIN, timeout=60)
         assert httpx.get(f"{gw.url}/health").json()["spool_depth"] == 2
     finally:
         gw.stop()

@@ -13,6 +13,7 @@ import httpx
 
 from rllm.schemas.types import SessionEvent, StepCaptured
 from tests.fakes.upstream import ThreadedServer
+from tests.integration.gateway.conftest import ADMIN_KEY
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 PAUSE_S = 0.3
@@ -24,6 +25,7 @@ def _post_slowly(url: str, path: str, body: bytes) -> bytes:
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         head = (
             f"POST {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n"
+            f"authorization: Bearer {ADMIN_KEY}\r\n"
             f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
         )
         sock.sendall(head.encode() + body[:10])

@@ -17,6 +17,7 @@ from tests.fakes.upstream import (
     chat_prompt_text,
     tokenize,
 )
+from tests.integration.gateway.conftest import ADMIN_KEY
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 TOOL = {
@@ -34,7 +35,7 @@ def test_responses_api_plain_and_streaming(
     start_gateway: Callable[..., ThreadedServer], session_events: Events
 ) -> None:
     gw = start_gateway()
-    client = openai.OpenAI(base_url=f"{gw.url}/sessions/codex:1/v1", api_key="k")
+    client = openai.OpenAI(base_url=f"{gw.url}/sessions/codex:1/v1", api_key=ADMIN_KEY)
     resp = client.responses.create(model="m", input="hi", instructions="be brief")
     messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
     expected = answer_text(chat_prompt_text(messages), None)
@@ -69,7 +70,7 @@ def test_anthropic_messages_beta_streaming_and_tool_use(
     start_gateway: Callable[..., ThreadedServer], session_events: Events, upstream: RunningUpstream
 ) -> None:
     gw = start_gateway()
-    client = anthropic.Anthropic(base_url=f"{gw.url}/sessions/claude/1", api_key="k")
+    client = anthropic.Anthropic(base_url=f"{gw.url}/sessions/claude/1", api_key=ADMIN_KEY)
     msg = client.messages.create(
         model="claude-x",
         max_tokens=64,

@@ -10,6 +10,7 @@ import pytest
 
 from rllm.schemas.types import SessionEvent, StepCaptured, TokenStatus
 from tests.fakes.upstream import RunningUpstream, ThreadedServer, free_port
+from tests.integration.gateway.conftest import ADMIN_KEY
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 MSG = [{"role": "user", "content": "x"}]
@@ -23,7 +24,7 @@ def test_timeout_unreachable_and_stream_errors(
     start_gateway: Callable[..., ThreadedServer], session_events: Events
 ) -> None:
     gw = start_gateway(upstream_timeout_s=0.5)
-    client = openai.OpenAI(base_url=f"{gw.url}/sessions/f/v1", api_key="k", max_retries=0)
+    client = openai.OpenAI(base_url=f"{gw.url}/sessions/f/v1", api_key=ADMIN_KEY, max_retries=0)
     with pytest.raises(openai.APIStatusError) as info:
         client.chat.completions.create(model="slow-2", messages=MSG)  # type: ignore[arg-type]
     assert info.value.status_code == 504 and "timed out" in str(info.value)
@@ -31,7 +32,7 @@ def test_timeout_unreachable_and_stream_errors(
         client.chat.completions.create(model="error-400", messages=MSG, stream=True)  # type: ignore[arg-type]
     assert "fake bad request" in str(bad.value)
     dead = start_gateway(upstream_url=f"http://127.0.0.1:{free_port()}")
-    client2 = openai.OpenAI(base_url=f"{dead.url}/sessions/g/v1", api_key="k", max_retries=0)
+    client2 = openai.OpenAI(base_url=f"{dead.url}/sessions/g/v1", api_key=ADMIN_KEY, max_retries=0)
     with pytest.raises(openai.APIStatusError) as gone:
         client2.chat.completions.create(model="m", messages=MSG)  # type: ignore[arg-type]
     assert gone.value.status_code == 502
@@ -54,7 +55,7 @@ def test_hosted_passthrough_records_missing_tokens(
     start_gateway: Callable[..., ThreadedServer], session_events: Events, upstream: RunningUpstream
 ) -> None:
     gw = start_gateway(upstream_kind="hosted", upstream_api_key="sk-upstream-secret")
-    client = openai.OpenAI(base_url=f"{gw.url}/sessions/h/v1", api_key="k")
+    client = openai.OpenAI(base_url=f"{gw.url}/sessions/h/v1", api_key=ADMIN_KEY)
     reply = client.chat.completions.create(model="m", messages=MSG)  # type: ignore[arg-type]
     assert reply.choices[0].message.content
     sent = upstream.state.requests[-1]

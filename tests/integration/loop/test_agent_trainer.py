@@ -73,7 +73,10 @@ def test_agent_trainer_closes_the_loop(
     gateway = ThreadedServer(
         gateway_app(
             GatewaySettings(
-                upstream_url=server.url, spool_dir=tmp_path / "spool", spool_fsync=False
+                upstream_url=server.url,
+                spool_dir=tmp_path / "spool",
+                spool_fsync=False,
+                admin_key="loop-admin-key",
             ),
             kafka,
         ),
@@ -96,6 +99,7 @@ def test_agent_trainer_closes_the_loop(
             config={
                 "run_id": RUN,
                 "gateway_url": gateway.url,
+                "admin_key": "loop-admin-key",
                 "model": "tiny",
                 "group_size": 2,
                 "batch_size": 2,

@@ -4,6 +4,7 @@ the token IDs and logprobs the gateway asked for on its own behalf."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +12,9 @@ from rllm.errors import RllmError
 from rllm.schemas.types import Usage
 
 __all__ = [
+    "MAX_CHOICES",
     "Parsed",
+    "Sample",
     "asked_ids",
     "asked_logprobs",
     "capture_choices",
@@ -23,9 +26,28 @@ __all__ = [
 ]
 
 
+MAX_CHOICES = 128
+"""Most choices (``n``) of one call that are captured, each as its own step."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One more choice of a call with ``n > 1``: what its own step captures."""
+
+    choice: dict[str, Any]
+    """The choice as the client got it (its ``index`` says which)."""
+    response_ids: list[int] | None
+    """Its sampled token IDs."""
+    logprobs: list[float] | None
+    """Their logprobs."""
+    finish_reason: str | None
+    """Why it stopped."""
+
+
 @dataclass
 class Parsed:
-    """An upstream answer: what the client gets and what the step captures."""
+    """An upstream answer: what the client gets and what the step captures (the first
+    choice; the others, of a call with ``n > 1``, in ``more``)."""
 
     client: Any
     """The response body for the client (capture-only fields stripped)."""
@@ -36,6 +58,8 @@ class Parsed:
     usage: Usage = field(default_factory=Usage)
     text: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    more: list[Sample] = field(default_factory=list)
+    """Choices 1..n-1 of a call with ``n > 1``, in order."""
 
 
 def usage_of(data: Any, prompt_ids: list[int] | None, response_ids: list[int] | None) -> Usage:
@@ -105,6 +129,7 @@ def capture_choices(
     text: str,
     tool_calls: list[dict[str, Any]] | None = None,
     strip_top: bool = True,
+    logprobs_of: Callable[[dict[str, Any]], list[float] | None] | None = None,
 ) -> Parsed:
     """The capture of a whole (non-streamed) OpenAI answer, then every choice stripped for
     the client.
@@ -117,9 +142,11 @@ def capture_choices(
         text: the first choice's answer text.
         tool_calls: the first choice's tool calls.
         strip_top: also strip the answer's top-level ``prompt_token_ids``.
+        logprobs_of: reads one choice's logprobs (for the choices after the first).
 
     Returns:
-        The parsed answer: response token IDs, finish reason and usage from the first choice.
+        The parsed answer: response token IDs, finish reason and usage from the first choice,
+        every other choice in ``more``.
     """
     choice = data["choices"][0]
     response_ids = choice.get("token_ids")
@@ -132,6 +159,16 @@ def capture_choices(
         usage=usage_of(data.get("usage"), prompt_ids, response_ids),
         text=text,
         tool_calls=list(tool_calls or []),
+        more=[
+            Sample(
+                choice=c,
+                response_ids=c.get("token_ids"),
+                logprobs=logprobs_of(c) if logprobs_of is not None else None,
+                finish_reason=c.get("finish_reason"),
+            )
+            for c in data["choices"][1:]
+            if isinstance(c, dict)
+        ],
     )
     for c in data["choices"]:
         strip_capture(c, body, data if strip_top else None)

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from .base import (
+    MAX_CHOICES,
     Parsed,
+    Sample,
     capture_choices,
     first_choice,
     strip_capture,
@@ -44,6 +46,7 @@ def parse_chat(body: dict[str, Any], data: Any) -> Parsed:
         logprobs=_lp_content(choice),
         text=message.get("content") or "",
         tool_calls=message.get("tool_calls"),
+        logprobs_of=_lp_content,
     )
 
 
@@ -63,6 +66,8 @@ class ChatStream:
         self.finish_reason: str | None = None
         self.usage: Any = None
         self.head: dict[str, Any] = {}
+        self.others: dict[int, ChatStream] = {}
+        """Accumulators of choices 1..n-1 (a call with ``n > 1``), by index."""
 
     def feed(self, chunk: dict[str, Any]) -> dict[str, Any]:
         """Take one chunk; return it as the client should see it."""
@@ -73,8 +78,11 @@ class ChatStream:
         if chunk.get("usage"):
             self.usage = chunk["usage"]
         for choice in chunk.get("choices") or []:
-            if choice.get("index", 0) == 0:
+            index = choice.get("index", 0)
+            if index == 0:
                 self._take(choice)
+            elif isinstance(index, int) and 0 < index < MAX_CHOICES:
+                self.others.setdefault(index, type(self)(self.body))._take(choice)
             strip_capture(choice, self.body, chunk if self.strip_top else None)
         return chunk
 
@@ -122,8 +130,16 @@ class ChatStream:
         return self._parsed(client, calls)
 
     def _parsed(self, client: Any, tool_calls: list[dict[str, Any]] | None = None) -> Parsed:
-        """What was captured so far, with ``client`` as the client's answer."""
+        """What was captured so far, with ``client`` as the client's answer (the other
+        choices of a call with ``n > 1`` are added to it and to ``more``)."""
+        more = []
+        for index in sorted(self.others):
+            sub = self.others[index].parsed()
+            choice = {**sub.client["choices"][0], "index": index}
+            client["choices"].append(choice)
+            more.append(Sample(choice, sub.response_ids, sub.logprobs, sub.finish_reason))
         return Parsed(
+            more=more,
             client=client,
             prompt_ids=self.prompt_ids,
             response_ids=self.response_ids,

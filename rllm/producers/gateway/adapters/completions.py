@@ -37,6 +37,7 @@ def parse_completion(body: dict[str, Any], data: Any) -> Parsed:
         logprobs=_logprobs(choice),
         text=choice.get("text") or "",
         strip_top=False,
+        logprobs_of=_logprobs,
     )
 
 
