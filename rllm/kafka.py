@@ -25,7 +25,7 @@ from rllm.errors import (
     TopicError,
 )
 from rllm.schemas.codec import AvroCodec
-from rllm.schemas.topics import TOPICS, TopicSpec, topic_spec
+from rllm.schemas.topics import POLICY_UPDATES, TOPICS, TopicSpec, topic_spec
 from rllm.schemas.types import DeadLetter, _Record
 from rllm.settings import KafkaSettings
 
@@ -34,6 +34,7 @@ __all__ = [
     "EventPublisher",
     "check_broker",
     "consumer_config",
+    "created_partitions",
     "dead_letter_for",
     "delete_topics",
     "ensure_topics",
@@ -160,26 +161,50 @@ def check_broker(settings: KafkaSettings, timeout_s: float = 5.0) -> int:
     return len(meta.brokers)
 
 
+def created_partitions(spec: TopicSpec, partitions: int | None = None) -> int:
+    """The partition count ``spec``'s topic is created with. ``partitions`` (``rllm-cli up
+    --partitions``) overrides the default of multi-partition topics only: a topic whose spec
+    says one partition needs one total order (``rllm.policy-updates``: the versions of every
+    run, in the order they were published) and stays single."""
+    if spec.partitions == 1:
+        return 1
+    return partitions or spec.partitions
+
+
 def ensure_topics(
     settings: KafkaSettings,
     specs: Iterable[TopicSpec] = TOPICS,
     partitions: int | None = None,
 ) -> list[str]:
-    """Create the topics that do not exist yet; return the names created.
+    """Create the topics that do not exist yet; return the names created. ``partitions``
+    applies to multi-partition topics only (see ``created_partitions``).
 
     Raises:
-        TopicError: if the broker refuses a topic.
+        TopicError: if the broker refuses a topic, or an existing single-partition topic
+            has more than one partition (its records would have no order).
         KafkaUnavailableError: if no broker answers.
     """
     admin = make_admin(settings)
+    specs = list(specs)
     try:
-        existing = set(admin.list_topics(timeout=settings.request_timeout_s).topics)
+        existing = admin.list_topics(timeout=settings.request_timeout_s).topics
     except KafkaException as exc:
         raise translate(exc, f"listing topics on {settings.bootstrap_servers}") from exc
+    for s in specs:
+        meta = existing.get(settings.topic(s.name))
+        have = len(meta.partitions) if meta is not None and meta.partitions else 0
+        if s.partitions == 1 and have > 1:
+            why = " (which policy version is served)" if s.name == POLICY_UPDATES else ""
+            raise TopicError(
+                f"topic {settings.topic(s.name)} has {have} partitions, but it must have "
+                f"exactly 1: its records need one order{why}, and across {have} partitions "
+                f"they have none; delete the topic (or start from an empty broker: rllm-cli "
+                f"down --purge) and run this again to create it with 1 partition"
+            )
     wanted = [
         NewTopic(
             settings.topic(s.name),
-            num_partitions=partitions or s.partitions,
+            num_partitions=created_partitions(s, partitions),
             replication_factor=1,
             config=dict(s.config),
         )

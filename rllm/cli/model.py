@@ -170,13 +170,25 @@ def show(as_json: bool) -> None:
 @click.argument("name")
 @reports_errors
 def swap(name: str) -> None:
-    """Make the profile NAME the active one."""
+    """Make the profile NAME the active one (for the next ``rllm-cli up``; a running stack
+    keeps serving the model it was started with)."""
+    from rllm.infra.services import service_running
     from rllm.models import load_config, save_config
+    from rllm.settings import default_home
 
     config = load_config()
     profile = config.get(name)
     save_config(config.model_copy(update={"active": profile.name}))
     console.print(f"active model: {profile.name} ({profile.provider.value}, {profile.model})")
+    if service_running(default_home(), "gateway"):
+        console.print(
+            f"the running stack still serves the model it was started with, not "
+            f"{profile.model}, until it restarts on this one: rllm-cli down, then "
+            f"rllm-cli up --model {profile.name} (rllm-cli eval refuses a model the gateway "
+            f"does not serve)"
+        )
+    else:
+        console.print(f"rllm-cli up starts the stack on it (or rllm-cli up --model {profile.name})")
 
 
 @model.command("install-local")

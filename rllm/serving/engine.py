@@ -1,16 +1,18 @@
 """The generation engine of the local model server: batched sampling with a KV cache that
 returns the sampled token IDs and their logprobs, and swaps weights for a new policy.
 
-Logprobs are those of the raw model distribution (before temperature and top-p), as
-vLLM reports them by default, so the trainer's forward pass recomputes them. The engine
-also scores given token sequences (vLLM's ``prompt_logprobs``), e.g. as a distillation
-teacher.
+Logprobs of sampled tokens are those of the distribution they were sampled from (logits
+over the temperature, cut by top-k and top-p, renormalised: vLLM's processed logprobs,
+``rllm.models.sampling``), which the trainer recomputes with the step's sampling
+parameters. The engine also scores given token sequences with the raw distribution
+(vLLM's ``prompt_logprobs``), e.g. as a distillation teacher.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,10 +21,20 @@ from urllib.parse import unquote, urlparse
 import torch
 
 from rllm.consumers.backends.local.model import LoadedModel, stop_token_ids
-from rllm.serving.sampling import SamplingParams, sample_one, sample_rows
+from rllm.serving.sampling import SamplingParams, row_logprobs, sample_one, sample_rows
 from rllm.threads import FixedThreads, ThreadTuner, compute
 
-__all__ = ["Completion", "Engine", "PromptLogprobs", "SamplingParams", "checkpoint_path"]
+__all__ = [
+    "Completion",
+    "Engine",
+    "PromptLogprobs",
+    "SamplingParams",
+    "check_weights",
+    "checkpoint_path",
+]
+
+LOGPROB_FLOOR = -9999.0
+"""Logprob reported for a token outside the sampling cut (JSON has no -inf; vLLM's value)."""
 
 PromptLogprobs = list[dict[int, tuple[float, int]] | None]
 """Per prompt position: ``{token_id: (logprob, rank)}`` for the prompt's own token and the
@@ -52,6 +64,38 @@ def checkpoint_path(uri: str) -> Path:
         f"checkpoint {uri!r} is not a local file:// URI; the local server "
         f"loads weights from local disk only"
     )
+
+
+def check_weights(model: Any, state: dict[str, torch.Tensor], what: str) -> None:
+    """Refuse ``state`` unless it holds every weight of ``model`` with its shape. A tied
+    weight counts as present when one of its aliases is (``save_pretrained`` writes the
+    embedding once for ``lm_head`` and ``embed_tokens``).
+
+    Raises:
+        ValueError: naming the first missing, unknown or reshaped weights.
+    """
+    own = model.state_dict(keep_vars=True)
+    aliases: dict[int, list[str]] = {}
+    for name, tensor in own.items():
+        aliases.setdefault(id(tensor), []).append(name)
+    missing = [names[0] for names in aliases.values() if not any(n in state for n in names)]
+    unknown = [k for k in state if k not in own]
+    reshaped = [
+        f"{k} {tuple(v.shape)} != {tuple(own[k].shape)}"
+        for k, v in state.items()
+        if k in own and tuple(v.shape) != tuple(own[k].shape)
+    ]
+    problems = [
+        f"{label} {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}"
+        for label, names in (("missing", missing), ("unknown", unknown), ("reshaped", reshaped))
+        if names
+    ]
+    if problems:
+        raise ValueError(
+            f"{what} is not a checkpoint of the served model ({'; '.join(problems)}); "
+            f"it was not loaded and the server keeps serving its current weights: publish a "
+            f"checkpoint trained from the model the server was started with"
+        )
 
 
 def _score_rows(
@@ -109,9 +153,15 @@ class Engine:
     def load_state_dict(
         self, state: dict[str, torch.Tensor], version: int, run_id: str = ""
     ) -> None:
-        """Copy new weights in (between batches) and report ``version`` of ``run_id``."""
+        """Copy new weights in (between batches) and report ``version`` of ``run_id``.
+
+        Raises:
+            ValueError: ``state`` is not a full set of this model's weights (names missing,
+                unknown or of other shapes); nothing is copied and the served policy stays.
+        """
         with self.lock, torch.no_grad():
-            self.model.load_state_dict(state, strict=False)
+            check_weights(self.model, state, f"policy {run_id or '(base)'} version {version}")
+            self.model.load_state_dict(state, strict=False)  # tied aliases may be absent
             self.version, self.policy_run = version, run_id
 
     @compute
@@ -186,8 +236,9 @@ class Engine:
         for k in range(p.n):
             gen = self._rng if p.seed is None else torch.Generator().manual_seed(p.seed + k)
             c = Completion()
-            tok = sample_one(logp_V, p, gen)
-            self._record(c, logp_V, tok, p)
+            sampled_V = row_logprobs(logp_V.unsqueeze(0), [p])[0]
+            tok = sample_one(sampled_V, p, gen)
+            self._record(c, sampled_V, tok, p)
             self._finished(c, tok, p, 1)
             if not isinstance(c.stop_reason, str):
                 c.text = self.tokenizer.decode(c.token_ids, skip_special_tokens=True)
@@ -196,12 +247,18 @@ class Engine:
 
     # --- generation ------------------------------------------------------------------
     @compute
-    def generate(self, prompts: list[list[int]], params: list[SamplingParams]) -> list[Completion]:
-        """One completion per (prompt, params) row, generated as one batch."""
+    def generate(
+        self,
+        prompts: list[list[int]],
+        params: list[SamplingParams],
+        stop: Sequence[threading.Event] | None = None,
+    ) -> list[Completion]:
+        """One completion per (prompt, params) row, generated as one batch; a row whose
+        ``stop`` event is set (its client went away) stops at the next token."""
         if not prompts:
             return []
         with self.lock, torch.inference_mode():
-            results = self._generate(prompts, params)
+            results = self._generate(prompts, params, stop)
             for r in results:
                 r.policy_version = self.version
             return results
@@ -232,7 +289,12 @@ class Engine:
             logits, attn, pos = logits[rows], attn[rows], pos[rows]
         return past, logits, attn, pos
 
-    def _generate(self, prompts: list[list[int]], params: list[SamplingParams]) -> list[Completion]:
+    def _generate(
+        self,
+        prompts: list[list[int]],
+        params: list[SamplingParams],
+        stop: Sequence[threading.Event] | None = None,
+    ) -> list[Completion]:
         b = len(prompts)
         pad = int(self.tokenizer.pad_token_id or 0)
         past, logits, attn, pos = self._prefill(prompts, pad)
@@ -252,6 +314,9 @@ class Engine:
         last_pos = pos[:, -1]
         rows = list(range(b))  # the request of each row of the cache
         while True:
+            if stop is not None:
+                for i in rows:
+                    done[i] = done[i] or stop[i].is_set()
             live = [k for k, i in enumerate(rows) if not done[i]]
             if not live:
                 break
@@ -260,11 +325,10 @@ class Engine:
                 past.batch_select_indices(keep)
                 logits, attn, last_pos = logits[keep], attn[keep], last_pos[keep]
                 rows, live = [rows[k] for k in live], list(range(len(live)))
-            logp_BV = torch.log_softmax(logits, -1).cpu()
+            row_params = [params[i] for i in rows]
+            logp_BV = row_logprobs(torch.log_softmax(logits, -1).cpu(), row_params)
             chosen = [pad] * len(rows)
-            picks = sample_rows(
-                logp_BV, live, [params[i] for i in rows], [gens[i] for i in rows], self._rng
-            )
+            picks = sample_rows(logp_BV, live, row_params, [gens[i] for i in rows], self._rng)
             for k, tok in picks.items():
                 i = rows[k]
                 chosen[k] = tok
@@ -296,11 +360,15 @@ class Engine:
         return self.threads.summary()
 
     def _record(self, r: Completion, logp_V: torch.Tensor, tok: int, p: SamplingParams) -> None:
+        """Keep ``tok`` and its logprob under ``logp_V``, the distribution it was sampled
+        from; a token cut by top-k / top-p is listed at ``LOGPROB_FLOOR`` (vLLM's -9999)."""
         r.token_ids.append(tok)
-        r.logprobs.append(float(logp_V[tok]))
+        r.logprobs.append(max(float(logp_V[tok]), LOGPROB_FLOOR))
         if p.top_logprobs > 0:
             vals, idx = torch.topk(logp_V, p.top_logprobs)
-            r.top_logprobs.append([(int(j), float(v)) for j, v in zip(idx, vals, strict=True)])
+            r.top_logprobs.append(
+                [(int(j), max(float(v), LOGPROB_FLOOR)) for j, v in zip(idx, vals, strict=True)]
+            )
         else:
             r.top_logprobs.append([])
 

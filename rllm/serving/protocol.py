@@ -68,6 +68,10 @@ def sampling_params(body: dict[str, Any], chat: bool) -> SamplingParams:
     seed = body.get("seed")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
         raise RequestError(f"seed={seed!r} must be an integer")
+    top_k = body.get("top_k")
+    top_k = 0 if top_k is None else top_k
+    if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < -1:
+        raise RequestError(f"top_k={top_k!r} must be an integer, -1 or 0 for no limit")
     return SamplingParams(
         temperature=num("temperature", 1.0, 0.0, 100.0),
         top_p=num("top_p", 1.0, 1e-9, 1.0),
@@ -78,6 +82,7 @@ def sampling_params(body: dict[str, Any], chat: bool) -> SamplingParams:
         n=int(num("n", 1, 1, 128)),
         seed=seed,
         top_logprobs=top,
+        top_k=max(top_k, 0),
     )
 
 

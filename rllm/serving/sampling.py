@@ -14,7 +14,16 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["SamplingParams", "draw", "filter_top_p", "sample_one", "sample_rows"]
+from rllm.models.sampling import sampled_logprobs
+
+__all__ = [
+    "SamplingParams",
+    "draw",
+    "filter_top_p",
+    "row_logprobs",
+    "sample_one",
+    "sample_rows",
+]
 
 
 @dataclass(frozen=True)
@@ -28,6 +37,8 @@ class SamplingParams:
     n: int = 1
     seed: int | None = None
     top_logprobs: int = 0
+    top_k: int = 0
+    """Sample among the ``top_k`` most likely tokens only (0: all)."""
 
 
 def filter_top_p(probs_BV: torch.Tensor, top_p_B1: torch.Tensor | float) -> torch.Tensor:
@@ -48,14 +59,22 @@ def draw(probs_BV: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     return picked_B1.squeeze(1).clamp_(max=probs_BV.shape[1] - 1)
 
 
+def row_logprobs(logp_BV: torch.Tensor, params: list[SamplingParams]) -> torch.Tensor:
+    """The distribution each row samples from, as logprobs (``rllm.models.sampling``):
+    tempered, top-k and top-p cut, renormalised; the raw one for a greedy row. These are
+    the logprobs the server reports (vLLM's processed logprobs) and the trainer recomputes."""
+    temps_B1 = torch.tensor([[p.temperature] for p in params])
+    top_p_B1 = torch.tensor([[p.top_p] for p in params])
+    top_k_B1 = torch.tensor([[p.top_k] for p in params])
+    return sampled_logprobs(logp_BV, temps_B1, top_p_B1, top_k_B1)
+
+
 def sample_one(logp_V: torch.Tensor, p: SamplingParams, gen: torch.Generator) -> int:
-    """One token from raw logprobs: greedy at temperature 0, else tempered, nucleus-cut."""
+    """One token from a row's sampling logprobs (``row_logprobs``): greedy at
+    temperature 0, else drawn from them."""
     if p.temperature <= 0:
         return int(torch.argmax(logp_V))
-    probs = torch.softmax(logp_V / p.temperature, -1)
-    if p.top_p < 1.0:
-        probs = filter_top_p(probs, p.top_p)
-    return int(draw(probs.unsqueeze(0), gen))
+    return int(draw(logp_V.exp().unsqueeze(0), gen))
 
 
 def sample_rows(
@@ -65,8 +84,9 @@ def sample_rows(
     gens: list[torch.Generator],
     shared: torch.Generator,
 ) -> dict[int, int]:
-    """The next token of each row in ``rows``: greedy and seeded rows one by one, the
-    others (which draw from ``shared``) in one batched draw."""
+    """The next token of each row in ``rows`` from its sampling logprobs
+    (``row_logprobs``): greedy and seeded rows one by one, the others (which draw from
+    ``shared``) in one batched draw."""
     out: dict[int, int] = {}
     batch = []
     for i in rows:
@@ -75,11 +95,6 @@ def sample_rows(
         else:
             out[i] = sample_one(logp_BV[i], params[i], gens[i])
     if batch:
-        temps_B1 = torch.tensor([[params[i].temperature] for i in batch])
-        probs_BV = torch.softmax(logp_BV[batch] / temps_B1, -1)
-        top_p = [params[i].top_p for i in batch]
-        if min(top_p) < 1.0:
-            probs_BV = filter_top_p(probs_BV, torch.tensor(top_p).unsqueeze(1))
-        drawn = draw(probs_BV, shared).tolist()
+        drawn = draw(logp_BV[batch].exp(), shared).tolist()
         out.update(zip(batch, drawn, strict=True))
     return out

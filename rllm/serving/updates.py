@@ -90,7 +90,7 @@ class PolicyFollower:
     def _load(self, rec: PolicyUpdated) -> None:
         try:
             seconds = self.engine.load_checkpoint(rec.checkpoint_uri, rec.version, rec.run_id)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RuntimeError) as exc:  # keep serving, keep following
             self.errors.append(
                 f"policy {rec.run_id} version {rec.version} from {rec.checkpoint_uri}: {exc}"
             )

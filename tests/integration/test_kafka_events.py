@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka.admin import ConfigResource
+from confluent_kafka.admin import ConfigResource, NewTopic  # type: ignore[attr-defined]
 
-from rllm.errors import KafkaUnavailableError, MessageTooLargeError
+from rllm.errors import KafkaUnavailableError, MessageTooLargeError, TopicError
 from rllm.kafka import EventPublisher, check_broker, ensure_topics, make_admin
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.tokens import pack_logprobs, pack_tokens, unpack_tokens
@@ -103,6 +104,54 @@ def test_topics_have_zstd_a_16_mib_limit_and_keep_everything(
     meta = admin.list_topics(timeout=10).topics
     assert len(meta[kafka.topic(SESSION_EVENTS)].partitions) == 3
     assert len(meta[kafka.topic(POLICY_UPDATES)].partitions) == 1
+
+
+def test_partitions_override_leaves_single_partition_topics_single(
+    kafka: KafkaSettings, make_topics: Callable[..., list[str]]
+) -> None:
+    """``up --partitions 3`` spreads the event topics, never the ordered ones: records of
+    different runs on rllm.policy-updates must keep the one order they were published in."""
+    make_topics(partitions=3)
+    counts = _partition_counts(kafka)
+    assert counts == {
+        SESSION_EVENTS: 3,
+        TRAJECTORIES: 3,
+        EPISODES: 3,
+        POLICY_UPDATES: 1,
+        DEAD_LETTERS: 1,
+    }
+
+
+def test_an_existing_policy_topic_with_three_partitions_is_refused(kafka: KafkaSettings) -> None:
+    """A stack created before the fix has a 3-partition policy topic: refused with the count
+    and what to do, never used as it is."""
+    admin = make_admin(kafka)
+    name = kafka.topic(POLICY_UPDATES)
+    admin.create_topics([NewTopic(name, num_partitions=3, replication_factor=1)])[name].result()
+    assert _partition_counts(kafka, [POLICY_UPDATES]) == {POLICY_UPDATES: 3}
+    with pytest.raises(TopicError, match=r"has 3 partitions, but it must have exactly 1") as info:
+        ensure_topics(kafka, TOPICS)
+    assert "rllm-cli down --purge" in str(info.value)
+    assert "(which policy version is served)" in str(info.value)
+    created = set(admin.list_topics(timeout=10).topics)
+    assert kafka.topic(SESSION_EVENTS) not in created, "nothing is created after a refusal"
+
+
+def _partition_counts(kafka: KafkaSettings, names: list[str] | None = None) -> dict[str, int]:
+    """Partitions per topic, once the broker's metadata lists every one of ``names``."""
+    names = names or [s.name for s in TOPICS]
+    admin = make_admin(kafka)
+    deadline = time.monotonic() + 20
+    while True:
+        meta = admin.list_topics(timeout=10).topics
+        counts = {
+            n: len(meta[kafka.topic(n)].partitions)
+            for n in names
+            if kafka.topic(n) in meta and meta[kafka.topic(n)].partitions
+        }
+        if len(counts) == len(names) or time.monotonic() > deadline:
+            return counts
+        time.sleep(0.2)
 
 
 def _step_with_tokens(n: int) -> object:

@@ -8,7 +8,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from rllm.consumers.trainer.errors import MissingTokensError
+from rllm.consumers.trainer.errors import MissingTokensError, UnreproducibleSamplingError
 from rllm.consumers.trainer.masking import check_tokens, trajectory_sequences
 from rllm.consumers.trainer.settings import TrainerSettings, UniformPolicy
 from rllm.consumers.trainer.types import LossKind, TrainBatch, TrainSequence
@@ -38,6 +38,9 @@ class DropCounts:
     wrong_estimator_episodes: int = 0
     """Episodes refused because their advantages came from another estimator than the
     run's (``TrainerSettings.run_estimator``)."""
+    unreproducible_sampling_episodes: int = 0
+    """Episodes refused because a step was sampled in a way the backend cannot score
+    (``UnreproducibleSamplingError``)."""
     empty_episodes: int = 0
     """Episodes without any trainable token."""
     duplicate_episodes: int = 0
@@ -60,6 +63,9 @@ class DropCounts:
             "flagged_uniform_episodes": float(self.uniform_kept),
             "refused_missing_tokens_episodes": float(self.missing_tokens_episodes),
             "refused_wrong_estimator_episodes": float(self.wrong_estimator_episodes),
+            "refused_unreproducible_sampling_episodes": float(
+                self.unreproducible_sampling_episodes
+            ),
             "skipped_duplicate_episodes": float(self.duplicate_episodes),
         }
 
@@ -87,26 +93,39 @@ def _advantages(episode: EpisodeAssembled, loss: LossKind) -> list[float]:
 
 
 def episode_sequences(
-    episode: EpisodeAssembled, loss: LossKind, merge_steps: bool = True
+    episode: EpisodeAssembled,
+    loss: LossKind,
+    merge_steps: bool = True,
+    scored: frozenset[str] | None = None,
 ) -> list[TrainSequence]:
-    """Every training sequence of an episode, each with its trajectory's advantage.
+    """Every training sequence of an episode, each with its trajectory's advantage and
+    its steps' sampling (``scored``: what the backend scores with; None: everything).
 
     Raises:
         MissingTokensError: if any step lacks token IDs (naming its session).
+        UnreproducibleSamplingError: if a step was sampled as the backend cannot score.
     """
     for traj in episode.trajectories:
         check_tokens(traj)
     out: list[TrainSequence] = []
     for traj, adv in zip(episode.trajectories, _advantages(episode, loss), strict=True):
-        out += trajectory_sequences(traj, episode.event_id, adv, merge_steps)
+        out += trajectory_sequences(traj, episode.event_id, adv, merge_steps, scored)
     return out
 
 
 class Batcher:
     """Accepts or refuses episodes and hands out full batches."""
 
-    def __init__(self, settings: TrainerSettings, seen: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        settings: TrainerSettings,
+        seen: Iterable[str] = (),
+        scored: frozenset[str] | None = None,
+    ) -> None:
         self.settings = settings
+        self.scored = scored
+        """Sampling parameters the backend scores with (``Capabilities.sampling``); None:
+        every one ``rllm.models.sampling`` reproduces."""
         self.drops = DropCounts()
         self._episodes: list[EpisodeAssembled] = []
         self._sequences: list[TrainSequence] = []
@@ -154,9 +173,13 @@ class Batcher:
                 return False
             self.drops.uniform_kept += 1
         try:
-            seqs = episode_sequences(episode, s.loss, s.merge_steps)
+            seqs = episode_sequences(episode, s.loss, s.merge_steps, self.scored)
         except MissingTokensError as exc:
             self.drops.missing_tokens_episodes += 1
+            self.drops.note(f"refused episode {episode.event_id} for training: {exc}")
+            return False
+        except UnreproducibleSamplingError as exc:
+            self.drops.unreproducible_sampling_episodes += 1
             self.drops.note(f"refused episode {episode.event_id} for training: {exc}")
             return False
         if not seqs:

@@ -6,6 +6,7 @@
     └── TrainerError
         ├── CapabilityError(ConfigError)   a setting the chosen backend cannot honour
         ├── MissingTokensError(ValueError) a step without token IDs reached training
+        ├── UnreproducibleSamplingError(ValueError)  a step sampled as the backend cannot score
         ├── CheckpointError(RuntimeError)  a checkpoint could not be written or read
         └── TeacherError(RuntimeError)     the served distillation teacher could not be used
             ├── TeacherUnavailableError             unreachable, or 5xx/429 after retries
@@ -26,6 +27,7 @@ __all__ = [
     "TeacherTokenMismatchError",
     "TeacherUnavailableError",
     "TrainerError",
+    "UnreproducibleSamplingError",
 ]
 
 
@@ -39,6 +41,11 @@ class CapabilityError(TrainerError, ConfigError):
 
 class MissingTokensError(TrainerError, ValueError):
     """An episode holds a step marked ``tokens=missing``: it cannot be trained on."""
+
+
+class UnreproducibleSamplingError(TrainerError, ValueError):
+    """A step was sampled in a way the backend cannot score (``min_p``, penalties, or a
+    temperature / top-p / top-k it does not apply): its importance ratio would be wrong."""
 
 
 class CheckpointError(TrainerError, RuntimeError):

@@ -63,7 +63,10 @@ class TrainerCore:
     def __init__(self, settings: TrainerSettings, backend: TrainingBackend) -> None:
         self.settings = settings
         self.backend = backend
-        self.batcher = Batcher(settings)
+        caps = getattr(backend, "capabilities", None)
+        self.scored: frozenset[str] | None = caps.sampling if caps is not None else None
+        """Sampling parameters the backend scores with (``Capabilities.sampling``)."""
+        self.batcher = Batcher(settings, scored=self.scored)
         self.store = CheckpointStore(
             settings.checkpoint_dir, settings.run_id, settings.keep_checkpoints
         )
@@ -75,7 +78,9 @@ class TrainerCore:
             path, self.state = found
             backend.load(path, self.state.version)
             log.info("resumed from %s (version %d)", path, self.state.version)
-            self.batcher = Batcher(settings, seen=self.state.trained_episode_ids())
+            self.batcher = Batcher(
+                settings, seen=self.state.trained_episode_ids(), scored=self.scored
+            )
 
     @property
     def version(self) -> int:

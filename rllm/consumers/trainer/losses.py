@@ -11,8 +11,10 @@ from dataclasses import dataclass
 import torch
 
 from rllm.consumers.trainer.types import LossAgg, LossKind
+from rllm.models.sampling import sampled_logprobs
 
 __all__ = [
+    "LOGPROB_FLOOR",
     "LossInputs",
     "LossOutput",
     "aggregate",
@@ -48,10 +50,33 @@ class LossOutput:
     metrics: dict[str, float]
 
 
-def token_logprobs(logits_BTV: torch.Tensor, targets_BT: torch.Tensor) -> torch.Tensor:
-    """Logprob of each target under the logits (``log_softmax`` then gather)."""
-    logp = torch.log_softmax(logits_BTV.float(), dim=-1)
-    return logp.gather(-1, targets_BT.unsqueeze(-1)).squeeze(-1)
+LOGPROB_FLOOR = -9999.0
+"""Lowest logprob a target gets: one outside the sampling cut (a near tie decided the other
+way than at sampling time) scores this instead of -inf, which would make the loss NaN."""
+
+
+def token_logprobs(
+    logits_BTV: torch.Tensor,
+    targets_BT: torch.Tensor,
+    temperature_B: torch.Tensor | None = None,
+    top_p_B: torch.Tensor | None = None,
+    top_k_B: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Logprob of each target under the logits (``log_softmax`` then gather); with the
+    rows' sampling parameters, under the distribution they were sampled from (logits over
+    the temperature, top-k then top-p cut, renormalised: ``rllm.models.sampling``)."""
+    if temperature_B is None:
+        logp = torch.log_softmax(logits_BTV.float(), dim=-1)
+    else:
+        per_row = (-1, 1, 1)
+        logp = sampled_logprobs(
+            logits_BTV,
+            temperature_B.reshape(per_row),
+            1.0 if top_p_B is None else top_p_B.reshape(per_row),
+            0 if top_k_B is None else top_k_B.reshape(per_row),
+        )
+    picked_BT = logp.gather(-1, targets_BT.unsqueeze(-1)).squeeze(-1)
+    return picked_BT.clamp(min=LOGPROB_FLOOR)
 
 
 def aggregate(loss_BT: torch.Tensor, mask_BT: torch.Tensor, agg: LossAgg) -> torch.Tensor:

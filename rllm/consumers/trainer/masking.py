@@ -7,11 +7,14 @@ sequence is merged into it, so a multi-turn run trains as one sequence.
 
 from __future__ import annotations
 
-from rllm.consumers.trainer.errors import MissingTokensError
-from rllm.consumers.trainer.types import TrainSequence
+import json
+from typing import Any
+
+from rllm.consumers.trainer.errors import MissingTokensError, UnreproducibleSamplingError
+from rllm.consumers.trainer.types import StepSampling, TrainSequence
 from rllm.schemas.types import StepCaptured, TokenStatus, TrajectoryAssembled
 
-__all__ = ["check_tokens", "trajectory_sequences"]
+__all__ = ["check_tokens", "step_sampling", "trajectory_sequences"]
 
 
 def check_tokens(traj: TrajectoryAssembled) -> None:
@@ -36,6 +39,73 @@ def check_tokens(traj: TrajectoryAssembled) -> None:
             )
 
 
+_NEUTRAL: dict[str, Any] = {
+    "min_p": 0.0,
+    "presence_penalty": 0.0,
+    "frequency_penalty": 0.0,
+    "repetition_penalty": 1.0,
+}
+"""Sampling parameters that change the distribution and that no backend reproduces, with
+the value at which they do nothing."""
+
+
+def step_sampling(
+    step: StepCaptured, session_id: str, scored: frozenset[str] | None = None
+) -> StepSampling:
+    """How ``step`` was sampled, from its recorded request parameters (OpenAI defaults:
+    temperature 1, no cut), checked against what the backend scores with.
+
+    Args:
+        step: The step.
+        session_id: Its session, for the message.
+        scored: The ``StepSampling`` fields the backend applies when scoring
+            (``Capabilities.sampling``); None: all of them.
+
+    Raises:
+        UnreproducibleSamplingError: naming the step, the parameter and its value.
+    """
+    try:
+        params = json.loads(step.sampling_params_json or "{}")
+    except ValueError:
+        params = {}
+    params = params if isinstance(params, dict) else {}
+    for name, neutral in _NEUTRAL.items():
+        value = params.get(name)
+        if value is not None and value != neutral:
+            raise UnreproducibleSamplingError(
+                f"session {session_id} step {step.step_id} was sampled with {name}={value!r}, "
+                f"which the trainer cannot reproduce when it scores the tokens (the importance "
+                f"ratio would compare two distributions); sample without {name}"
+            )
+
+    def num(name: str, default: float) -> float:
+        value = params.get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        return default
+
+    temperature = num("temperature", 1.0)
+    sampling = (
+        StepSampling(temperature=0.0)  # greedy: the raw distribution, scored by every backend
+        if temperature <= 0
+        else StepSampling(temperature, num("top_p", 1.0), max(int(num("top_k", 0)), 0))
+    )
+    unscored = {
+        k: v
+        for k, v in sampling.non_default().items()
+        if scored is not None and k not in scored and sampling.temperature > 0
+    }
+    if unscored:
+        what = ", ".join(f"{k}={v}" for k, v in unscored.items())
+        applies = ", ".join(sorted(scored or ())) or "temperature 1 and no top-k/top-p cut"
+        raise UnreproducibleSamplingError(
+            f"session {session_id} step {step.step_id} was sampled with {what}, but this "
+            f"backend scores tokens with {applies} only, so its importance ratio would be "
+            f"wrong; sample with the defaults or train with a backend that applies them (local)"
+        )
+    return sampling
+
+
 def _trainable(step: StepCaptured) -> bool:
     return step.error is None and len(step.response_token_ids) > 0
 
@@ -45,8 +115,10 @@ def trajectory_sequences(
     episode_id: str,
     advantage: float,
     merge_steps: bool = True,
+    scored: frozenset[str] | None = None,
 ) -> list[TrainSequence]:
-    """Sequences of one trajectory: one per step, or merged where prompts extend.
+    """Sequences of one trajectory: one per step, or merged where prompts extend and the
+    steps were sampled alike.
 
     Args:
         traj: An assembled trajectory (full prompts).
@@ -54,9 +126,11 @@ def trajectory_sequences(
         advantage: Its advantage, broadcast over its sampled tokens.
         merge_steps: Merge a step into the previous sequence when its prompt starts with
             that sequence's tokens.
+        scored: What the backend scores with (see ``step_sampling``).
 
     Raises:
         MissingTokensError: if a step has no token IDs.
+        UnreproducibleSamplingError: if a step was sampled as the backend cannot score.
     """
     check_tokens(traj)
     out: list[TrainSequence] = []
@@ -72,8 +146,10 @@ def trajectory_sequences(
                 f"session {traj.session_id} step {step.step_id} has {len(response)} "
                 f"response tokens but {len(logprobs)} logprobs"
             )
+        sampling = step_sampling(step, traj.session_id, scored)
         n = len(cur.input_ids_T) if cur is not None else 0
-        if merge_steps and cur is not None and len(prompt) >= n and prompt[:n] == cur.input_ids_T:
+        extends = cur is not None and len(prompt) >= n and prompt[:n] == cur.input_ids_T
+        if merge_steps and cur is not None and extends and cur.sampling == sampling:
             tail = prompt[n:]
             cur.input_ids_T += tail + response
             cur.loss_mask_T += [0] * len(tail) + [1] * len(response)
@@ -90,6 +166,7 @@ def trajectory_sequences(
             logprobs_T=[0.0] * len(prompt) + logprobs,
             advantage=advantage,
             policy_version=step.policy_version,
+            sampling=sampling,
         )
         out.append(cur)
     return out

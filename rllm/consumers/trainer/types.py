@@ -18,6 +18,7 @@ __all__ = [
     "Capabilities",
     "LossAgg",
     "LossKind",
+    "StepSampling",
     "TrainBatch",
     "TrainSequence",
     "TrainingBackend",
@@ -74,6 +75,32 @@ class Capabilities:
     """``precision`` values it honours (the local backend's setting)."""
     estimators: frozenset[str] | None = None
     """Advantage estimators it can train on (None: every one; ``run_estimator``)."""
+    sampling: frozenset[str] = frozenset()
+    """Sampling parameters it scores with (``StepSampling`` fields: temperature, top_p,
+    top_k); a step sampled with another one at a non-default value is refused, since its
+    importance ratio would compare two different distributions."""
+
+
+@dataclass(frozen=True)
+class StepSampling:
+    """How a step's tokens were sampled, as far as it shapes their distribution; the
+    trainer scores them with the same (``rllm.models.sampling.sampled_logprobs``)."""
+
+    temperature: float = 1.0
+    """Logits were divided by it (0: greedy, scored with the raw distribution)."""
+    top_p: float = 1.0
+    """Nucleus cut (1: none)."""
+    top_k: int = 0
+    """Top-k cut (0: none)."""
+
+    def non_default(self) -> dict[str, float]:
+        """The fields that differ from plain temperature-1 sampling, by name."""
+        base = StepSampling()
+        return {
+            k: getattr(self, k)
+            for k in ("temperature", "top_p", "top_k")
+            if getattr(self, k) != getattr(base, k)
+        }
 
 
 @dataclass
@@ -102,6 +129,8 @@ class TrainSequence:
     """Oldest policy version among its steps."""
     teacher_logprobs_T: list[float] | None = None
     """Teacher logprobs of each token, for distillation."""
+    sampling: StepSampling = field(default_factory=StepSampling)
+    """How its steps were sampled (steps merge only when it is the same)."""
 
     @property
     def num_loss_tokens(self) -> int:

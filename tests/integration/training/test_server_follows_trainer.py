@@ -173,3 +173,47 @@ def test_follower_loads_at_once_and_only_the_newest_of_a_backlog(
         assert [v for v, _ in follower.reloads] == [3, 4]
     finally:
         follower.stop()
+
+
+def test_follower_never_adopts_a_checkpoint_it_cannot_load(
+    kafka: KafkaSettings, make_topics: Callable[..., list[str]], tiny_model: Path, tmp_path: Path
+) -> None:
+    """An earlier run's version 36 whose checkpoint is gone, then one of another model: the
+    server keeps its weights and says so (version 0 on /health and in the header the gateway
+    stamps steps with), and still loads the next good version."""
+    from rllm.consumers.backends.local.model import tiny_model_dir
+
+    make_topics(partitions=1)
+    engine = Engine(load_model(str(tiny_model)))
+    other = Engine(load_model(str(tiny_model_dir(tmp_path / "other", seed=1, hidden=16))))
+    foreign = _checkpoint(other, tmp_path / "foreign", 1.0)
+    good = _checkpoint(engine, tmp_path / "good", 1.2)
+
+    def update(version: int, uri: str) -> PolicyUpdated:
+        return PolicyUpdated(
+            event_id=f"perf/v{version}", run_id="perf", version=version, checkpoint_uri=uri
+        )
+
+    follower = PolicyFollower(engine, kafka, poll_s=0.2).start()
+    try:
+        with EventPublisher(kafka) as pub:
+            pub.publish_sync(POLICY_UPDATES, "perf", update(36, (tmp_path / "gone").as_uri()))
+            deadline = time.monotonic() + 30
+            while not follower.errors and time.monotonic() < deadline:
+                time.sleep(0.1)
+            pub.publish_sync(POLICY_UPDATES, "perf", update(37, foreign))
+            while len(follower.errors) < 2 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert "has no *.safetensors weights" in follower.errors[0]
+            assert "not a checkpoint of the served model" in follower.errors[1]
+            assert (engine.version, engine.policy_run, follower.loaded) == (0, "", None)
+            with TestClient(create_app(engine, "tiny")) as client:
+                assert client.get("/health").json()["policy_version"] == 0
+                r = client.post("/v1/completions", json={"prompt": "ab", "max_tokens": 2})
+                assert r.headers[POLICY_HEADER] == "0"
+            pub.publish_sync(POLICY_UPDATES, "perf", update(38, good))
+        while engine.version != 38 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert follower.loaded == PolicyPointer("perf", 38), follower.errors
+    finally:
+        follower.stop()

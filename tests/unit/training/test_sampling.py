@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import torch
 
-from rllm.serving.sampling import SamplingParams, draw, filter_top_p, sample_one, sample_rows
+from rllm.serving.sampling import (
+    SamplingParams,
+    draw,
+    filter_top_p,
+    row_logprobs,
+    sample_one,
+    sample_rows,
+)
 
 
 def test_draw_frequencies_follow_unnormalised_weights() -> None:
@@ -28,8 +35,9 @@ def test_seeded_row_draws_the_same_alone_and_in_a_batch() -> None:
     shared = torch.Generator().manual_seed(5)
     params = [SamplingParams(temperature=1.0, top_p=0.8, seed=7)] * 3
     gens = [shared, torch.Generator().manual_seed(7), shared]
-    picks = sample_rows(logp_BV, [0, 1, 2], params, gens, shared)
-    alone = sample_one(logp_BV[1], params[1], torch.Generator().manual_seed(7))
+    sampled_BV = row_logprobs(logp_BV, params)
+    picks = sample_rows(sampled_BV, [0, 1, 2], params, gens, shared)
+    alone = sample_one(sampled_BV[1], params[1], torch.Generator().manual_seed(7))
     assert picks[1] == alone
     kept = filter_top_p(torch.softmax(logp_BV, -1), 0.8)
     assert all(kept[k, picks[k]] > 0 for k in range(3))  # nothing outside the nucleus

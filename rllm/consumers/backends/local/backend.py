@@ -34,6 +34,7 @@ from rllm.consumers.trainer.types import (
     TrainSequence,
     UpdateResult,
 )
+from rllm.models.sampling import REPRODUCIBLE
 from rllm.threads import apply_threads, compute
 
 __all__ = ["LOCAL_CAPABILITIES", "LocalBackend"]
@@ -46,6 +47,7 @@ LOCAL_CAPABILITIES = Capabilities(
     lora=False,
     full_finetune=True,
     precisions=frozenset(Precision),
+    sampling=frozenset(REPRODUCIBLE),
 )
 
 
@@ -98,12 +100,13 @@ class LocalBackend:
         """Where the initial weights came from."""
         return self.loaded.source
 
-    def _logprobs(self, model: Any, t: SequenceTensors) -> torch.Tensor:
-        """Logprob of each target; a shared prefix runs once and its attention cache is
-        repeated for every row (gradients flow back through it)."""
+    def _logprobs(self, model: Any, t: SequenceTensors, sampled: bool = True) -> torch.Tensor:
+        """Logprob of each target under the distribution its row was sampled from
+        (``sampled``; else the raw one, as a teacher scores); a shared prefix runs once and
+        its attention cache is repeated for every row (gradients flow back through it)."""
         if t.prefix_ids_1P is None:
             out = model(input_ids=t.input_ids_BT, attention_mask=t.attention_BT)
-            return token_logprobs(out.logits, t.targets_BT)
+            return self._score(out.logits, t, sampled)
         rows, width = t.input_ids_BT.shape[0], t.prefix_ids_1P.shape[1]
         cache = model(input_ids=t.prefix_ids_1P, use_cache=True, logits_to_keep=1)
         past = cache.past_key_values
@@ -115,7 +118,13 @@ class LocalBackend:
             past_key_values=past,
             use_cache=True,
         )
-        return token_logprobs(out.logits, t.targets_BT)
+        return self._score(out.logits, t, sampled)
+
+    @staticmethod
+    def _score(logits_BTV: torch.Tensor, t: SequenceTensors, sampled: bool) -> torch.Tensor:
+        if not sampled:
+            return token_logprobs(logits_BTV, t.targets_BT)
+        return token_logprobs(logits_BTV, t.targets_BT, t.temperature_B, t.top_p_B, t.top_k_B)
 
     def _encode(self, text: str) -> list[int]:
         return list(self.tokenizer.encode(text, add_special_tokens=False))
@@ -135,7 +144,7 @@ class LocalBackend:
         with torch.no_grad():
             for s in seqs:
                 t = to_tensors([s], pad, self.settings.device)
-                lp = self._logprobs(self.teacher, t)[0].tolist()
+                lp = self._logprobs(self.teacher, t, sampled=False)[0].tolist()
                 s.teacher_logprobs_T = [0.0, *lp]
 
     def update(self, batch: TrainBatch) -> UpdateResult:

@@ -35,6 +35,10 @@ class SequenceTensors:
     advantages_BT: torch.Tensor
     teacher_logprobs_BT: torch.Tensor | None
     prefix_ids_1P: torch.Tensor | None = None
+    temperature_B: torch.Tensor | None = None
+    """Each row's sampling temperature (with ``top_p_B``, ``top_k_B``: ``StepSampling``)."""
+    top_p_B: torch.Tensor | None = None
+    top_k_B: torch.Tensor | None = None
 
 
 def _first_loss_target(s: TrainSequence) -> int:
@@ -110,4 +114,7 @@ def to_tensors(
         advantages_BT=adv.to(device),
         teacher_logprobs_BT=None if teacher is None else teacher.to(device),
         prefix_ids_1P=shared,
+        temperature_B=torch.tensor([s.sampling.temperature for s in seqs]).to(device),
+        top_p_B=torch.tensor([s.sampling.top_p for s in seqs]).to(device),
+        top_k_B=torch.tensor([s.sampling.top_k for s in seqs]).to(device),
     )
