@@ -216,7 +216,8 @@ def load_tasks(
     elif spec.source == "harness":
         raise DatasetUnavailableError(
             f"{spec.name} is a harness benchmark (task folders from {spec.hf_id or spec.homepage});"
-            " pass --data-file with one JSON row per task"
+            f" pass --tasks-dir DIR with its Harbor task folders and --agent HARNESS "
+            f"(rllm-cli harness list), or --data-file with one JSON row per task"
         )
     else:
         cached = cache_path(spec, split, settings)

@@ -1,4 +1,6 @@
-"""``rllm-cli eval BENCH``: run a benchmark through the gateway and print a summary table."""
+"""``rllm-cli eval BENCH``: run a benchmark through the gateway and print a summary table;
+``rllm-cli eval DIR --agent NAME``: the same for a directory of Harbor task folders, each
+run by a harness in a sandbox."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import click
 from rllm.cli.common import console, reports_errors
 
 __all__ = [
+    "HARNESS_CONCURRENCY",
     "LOCAL_CONCURRENCY",
     "LOCAL_MAX_TOKENS",
     "eval_command",
@@ -27,6 +30,10 @@ LOCAL_CONCURRENCY = 32
 """Default agent runs in flight for the local model server: its ``--max-batch``, since it
 generates a batch to the end before starting the next (20 tasks in one batch of 20 take
 about 0.6 of the time of batches of 8, 8 and 4 on two cores)."""
+
+
+HARNESS_CONCURRENCY = 4
+"""Default harness runs in flight on Harbor tasks: each holds a sandbox."""
 
 
 def resolve_model(name: str | None) -> str:
@@ -56,14 +63,19 @@ def is_local_model(name: str | None) -> bool:
 
 
 @click.command("eval")
-@click.argument("benchmark")
+@click.argument("benchmark", metavar="BENCHMARK|DIR")
 @click.option(
     "--model",
     "-m",
     default=None,
     help="Model profile (rllm-cli model setup), provider name or model name.",
 )
-@click.option("--agent", default=None, help="Built-in agent [default: the benchmark's].")
+@click.option(
+    "--agent",
+    default=None,
+    help="Built-in agent [default: the benchmark's]; on Harbor tasks the harness "
+    "(oracle, bash, react, ...: rllm-cli harness list).",
+)
 @click.option(
     "--attempts",
     "-k",
@@ -116,6 +128,39 @@ def is_local_model(name: str | None) -> bool:
     default=None,
     help="The gateway's admin key [env RLLM_ADMIN_KEY].",
 )
+@click.option(
+    "--tasks-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Harbor task folders of an agentic benchmark (terminal_bench2, swebench_verified, ...).",
+)
+@click.option(
+    "--sandbox-backend",
+    envvar="RLLM_SANDBOX_BACKEND",
+    default=None,
+    help="Sandboxes of the harness runs: local, docker, daytona, modal "
+    "[default: local; env RLLM_SANDBOX_BACKEND].",
+)
+@click.option(
+    "--agent-timeout-multiplier",
+    type=click.FloatRange(0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Scales each task's [agent] timeout_sec.",
+)
+@click.option(
+    "--verifier-timeout-multiplier",
+    type=click.FloatRange(0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Scales each task's [verifier] timeout_sec.",
+)
+@click.option(
+    "--artifacts-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep the harnesses' own log files here, one folder per session.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @reports_errors
 def eval_command(
@@ -133,12 +178,19 @@ def eval_command(
     run_id: str | None,
     gateway_url: str,
     admin_key: str | None,
+    tasks_dir: Path | None,
+    sandbox_backend: str | None,
+    agent_timeout_multiplier: float,
+    verifier_timeout_multiplier: float,
+    artifacts_dir: Path | None,
     as_json: bool,
 ) -> None:
-    """Evaluate a model on BENCHMARK (see `rllm-cli bench list`)."""
+    """Evaluate a model on BENCHMARK (see `rllm-cli bench list`), or on a DIR of Harbor
+    task folders under the harness --agent."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from rllm.producers.evaluation import EvalConfig, run_eval
+    from rllm.producers.evaluation.harbor import is_tasks_dir
 
     sampling: dict[str, Any] = {}
     if temperature is not None:
@@ -147,6 +199,8 @@ def eval_command(
         sampling["max_tokens"] = max_tokens
     elif is_local_model(model):
         sampling["max_tokens"] = LOCAL_MAX_TOKENS
+    if concurrency is None and (tasks_dir is not None or is_tasks_dir(benchmark)):
+        concurrency = HARNESS_CONCURRENCY
     if concurrency is None:
         concurrency = LOCAL_CONCURRENCY if is_local_model(model) else 8
     fields: dict[str, Any] = {
@@ -162,6 +216,11 @@ def eval_command(
         "data_file": data_file,
         "output": output,
         "sampling": sampling,
+        "tasks_dir": tasks_dir,
+        "sandbox_backend": sandbox_backend,
+        "agent_timeout_multiplier": agent_timeout_multiplier,
+        "verifier_timeout_multiplier": verifier_timeout_multiplier,
+        "artifacts_dir": artifacts_dir,
     }
     if run_id:
         fields["run_id"] = run_id
@@ -207,8 +266,11 @@ def _table(summary: Any) -> None:
         ("tokens in/out", f"{summary.prompt_tokens:,}/{summary.completion_tokens:,}"),
         ("latency p50/p95", f"{summary.latency_p50_s:.2f}s/{summary.latency_p95_s:.2f}s"),
         ("errors", str(summary.errors)),
+        ("policy version", summary.policy_label),
         ("time", f"{summary.seconds:.1f}s"),
     ]
     for name, value in rows:
         table.add_row(name, value)
     console.print(table)
+    for failure in summary.failures:
+        console.print(f"[red]error[/red] {failure['task']}: {failure['error']}", markup=True)

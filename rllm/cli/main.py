@@ -9,6 +9,7 @@ from rllm.cli.bench import bench
 from rllm.cli.eval import eval_command
 from rllm.cli.events import events
 from rllm.cli.gateway import gateway
+from rllm.cli.harness import harness
 from rllm.cli.history import history
 from rllm.cli.model import model
 from rllm.cli.process import process
@@ -43,6 +44,7 @@ cli.add_command(process)
 cli.add_command(train)
 cli.add_command(serve)
 cli.add_command(sandbox)
+cli.add_command(harness)
 
 
 def main() -> None:

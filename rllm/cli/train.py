@@ -1,12 +1,15 @@
-"""``rllm-cli train``: run the trainer consumer on rllm.episodes with a backend."""
+"""``rllm-cli train``: run the trainer consumer on rllm.episodes with a backend; with
+``--benchmark`` or ``--tasks-dir`` (Harbor task folders under a harness), the whole loop."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 
-from rllm.cli.common import console, kafka_options, kafka_settings, reports_errors
+from rllm.cli.common import console, err_console, kafka_options, kafka_settings, reports_errors
 
 __all__ = ["train"]
 
@@ -91,8 +94,40 @@ __all__ = ["train"]
     help="SFT on --data-file: publish no PolicyUpdated even when a broker is configured "
     "(without -b / RLLM_BOOTSTRAP_SERVERS nothing is published anyway).",
 )
+@click.option(
+    "--tasks-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Also drive the rollouts: train on these Harbor task folders, each rollout the "
+    "harness --agent in a sandbox, rewarded by the task's verifier (with --benchmark, an "
+    "agentic one such as terminal_bench2).",
+)
+@click.option(
+    "--sandbox-backend",
+    envvar="RLLM_SANDBOX_BACKEND",
+    default=None,
+    help="--tasks-dir: sandboxes of the harness runs [default: local; env RLLM_SANDBOX_BACKEND].",
+)
+@click.option(
+    "--agent-timeout-multiplier",
+    type=click.FloatRange(0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="--tasks-dir: scales each task's [agent] timeout_sec.",
+)
+@click.option(
+    "--verifier-timeout-multiplier",
+    type=click.FloatRange(0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="--tasks-dir: scales each task's [verifier] timeout_sec.",
+)
 @click.option("--max-examples", type=int, default=None, help="Only the first N tasks.")
-@click.option("--agent", default=None, help="Built-in agent [the benchmark's].")
+@click.option(
+    "--agent",
+    default=None,
+    help="Built-in agent [the benchmark's]; with --tasks-dir the harness (rllm-cli harness list).",
+)
 @click.option("--group-size", type=int, default=8, show_default=True, help="Rollouts per task.")
 @click.option(
     "--epochs",
@@ -129,7 +164,7 @@ def train(bootstrap_servers: str | None, topic_prefix: str | None, **flags: Any)
     loop = {k: flags.pop(k) for k in _LOOP_OPTIONS}
     offline = bool(flags.pop("offline"))
     fields = {k: v for k, v in flags.items() if v is not None}
-    if loop["benchmark"] is not None:
+    if loop["benchmark"] is not None or loop["tasks_dir"] is not None:
         _loop(loop, fields, kafka)
         return
     settings = TrainerSettings(**fields)
@@ -145,6 +180,10 @@ def train(bootstrap_servers: str | None, topic_prefix: str | None, **flags: Any)
 
 _LOOP_OPTIONS = (
     "benchmark",
+    "tasks_dir",
+    "sandbox_backend",
+    "agent_timeout_multiplier",
+    "verifier_timeout_multiplier",
     "max_minutes",
     "data_file",
     "max_examples",
@@ -159,17 +198,13 @@ _LOOP_OPTIONS = (
 
 
 def _loop(loop: dict[str, Any], fields: dict[str, Any], kafka: Any) -> None:
-    """Run AgentTrainer with a built-in agent on a benchmark (the flags in ``loop``)."""
+    """Run AgentTrainer with a built-in agent on a benchmark, or with a harness on Harbor
+    task folders (the flags in ``loop``)."""
     from rich.table import Table
 
-    from rllm.agent_trainer import AgentTrainer, TrainConfig
-    from rllm.benchmarks.loaders import load_tasks
-    from rllm.benchmarks.registry import get_benchmark
+    from rllm.agent_trainer import TrainConfig
     from rllm.cli.eval import resolve_model
-    from rllm.producers.sdk import builtin_agent
 
-    spec = get_benchmark(loop["benchmark"])
-    tasks = load_tasks(spec, data_file=loop["data_file"], max_examples=loop["max_examples"])
     backend = str(fields.pop("backend", "local"))
     top = {k: fields.pop(k) for k in ("run_id", "batch_size", "mode", "max_updates") if k in fields}
     config = TrainConfig(
@@ -182,18 +217,18 @@ def _loop(loop: dict[str, Any], fields: dict[str, Any], kafka: Any) -> None:
         trainer=fields,
         **top,
     )
-    trainer = AgentTrainer(
-        builtin_agent(loop["agent"] or spec.agent),
-        train_dataset=tasks,
-        backend=backend,
-        config=config,
-        kafka=kafka,
-    )
+    if loop["tasks_dir"] is not None:
+        trainer, what, close = _harbor_trainer(loop, config, backend, kafka)
+    else:
+        trainer, what, close = _benchmark_trainer(loop, config, backend, kafka)
     console.print(
-        f"training on {spec.name}: {len(tasks)} tasks x {loop['group_size']} rollouts, "
-        f"{config.batch_size} tasks per update, run {config.run_id}"
+        f"training on {what}: {len(trainer.train_tasks)} tasks x {loop['group_size']} "
+        f"rollouts, {config.batch_size} tasks per update, run {config.run_id}"
     )
-    report = trainer.train(on_update=_progress)
+    try:
+        report = trainer.train(on_update=_progress)
+    finally:
+        close()
     table = Table(title=f"run {report.run_id}")
     for col in ("update", "policy version", "reward", "accuracy", "rollouts", "seconds"):
         table.add_column(col, justify="right")
@@ -208,6 +243,75 @@ def _loop(loop: dict[str, Any], fields: dict[str, Any], kafka: Any) -> None:
         )
     console.print(table)
     console.print(f"policy version {report.version}; dropped {report.drops}")
+
+
+def _benchmark_trainer(
+    loop: dict[str, Any], config: Any, backend: str, kafka: Any
+) -> tuple[Any, str, Callable[[], None]]:
+    """AgentTrainer of a built-in agent on ``--benchmark``'s tasks."""
+    from rllm.agent_trainer import AgentTrainer
+    from rllm.benchmarks.loaders import load_tasks
+    from rllm.benchmarks.registry import get_benchmark
+    from rllm.producers.sdk import builtin_agent
+
+    spec = get_benchmark(loop["benchmark"])
+    tasks = load_tasks(spec, data_file=loop["data_file"], max_examples=loop["max_examples"])
+    trainer = AgentTrainer(
+        builtin_agent(loop["agent"] or spec.agent),
+        train_dataset=tasks,
+        backend=backend,
+        config=config,
+        kafka=kafka,
+    )
+    return trainer, spec.name, lambda: None
+
+
+def _harbor_trainer(
+    loop: dict[str, Any], config: Any, backend: str, kafka: Any
+) -> tuple[Any, str, Callable[[], None]]:
+    """AgentTrainer of the harness ``--agent`` on the task folders of ``--tasks-dir``, each
+    rollout rewarded by its task's verifier; folders that do not load are named and left
+    out."""
+    import asyncio
+
+    from rllm.agent_trainer import AgentTrainer
+    from rllm.errors import ConfigError
+    from rllm.producers.evaluation.harbor import open_harbor_run
+    from rllm.producers.harnesses import verifier_evaluator
+
+    if loop["data_file"] is not None:
+        raise ConfigError(
+            f"--data-file {loop['data_file']} and --tasks-dir {loop['tasks_dir']} both name "
+            f"the tasks; give one"
+        )
+    run = open_harbor_run(
+        loop["tasks_dir"],
+        loop["agent"],
+        run_id=config.run_id,
+        benchmark=loop["benchmark"],
+        sandbox_backend=loop["sandbox_backend"],
+        agent_timeout_multiplier=loop["agent_timeout_multiplier"],
+        verifier_timeout_multiplier=loop["verifier_timeout_multiplier"],
+        max_examples=loop["max_examples"],
+    )
+    for task, error in run.unloaded:
+        err_console.print(f"[red]error[/red] task {task} left out: {error}", markup=True)
+    if not run.rows:
+        asyncio.run(run.backend.aclose())
+        raise ConfigError(f"no task in {loop['tasks_dir']} loads; nothing to train on")
+    trainer = AgentTrainer(
+        run.rollout,
+        evaluator=verifier_evaluator,
+        train_dataset=run.rows,
+        backend=backend,
+        config=config,
+        kafka=kafka,
+    )
+    return (
+        trainer,
+        f"{run.dataset.name} with harness {run.rollout.harness.name}",
+        (lambda: asyncio.run(run.backend.aclose())),
+    )
 
 
 def _sft(settings: Any, loop: dict[str, Any], kafka: Any) -> None:

@@ -9,13 +9,15 @@ import json
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from rllm.benchmarks.loaders import load_tasks
 from rllm.benchmarks.registry import get_benchmark
 from rllm.benchmarks.types import RewardResult
+from rllm.infra.admin_key import resolve_admin_key
+from rllm.producers.evaluation.served import check_served, served_policy
 from rllm.producers.evaluation.summary import EvalSummary, summarize
 from rllm.producers.sdk.agents import builtin_agent
 from rllm.producers.sdk.client import GatewayClient
@@ -24,7 +26,7 @@ from rllm.producers.sdk.rollout import Rollout
 from rllm.producers.sdk.types import RolloutOutcome
 from rllm.schemas.types import SessionEvent, Task
 
-__all__ = ["EvalConfig", "run_eval", "run_tasks"]
+__all__ = ["EvalConfig", "Progress", "run_eval", "run_tasks", "write_results"]
 
 Progress = Callable[[RolloutOutcome, RewardResult | None], None]
 
@@ -34,7 +36,7 @@ class EvalConfig:
     """One eval run."""
 
     benchmark: str
-    """Benchmark name or alias."""
+    """Benchmark name or alias, or a directory of Harbor task folders."""
     gateway_url: str
     """Root URL of the gateway the agent's calls go through."""
     model: str
@@ -42,7 +44,7 @@ class EvalConfig:
     admin_key: str | None = None
     """The gateway's admin key, if it has one."""
     agent: str | None = None
-    """Built-in agent; default: the benchmark's."""
+    """Built-in agent; default: the benchmark's. On Harbor tasks: the harness's name."""
     attempts: int = 1
     """Samples per task (pass@k)."""
     concurrency: int = 8
@@ -59,6 +61,18 @@ class EvalConfig:
     """Run id every event carries."""
     sampling: dict[str, Any] = field(default_factory=dict)
     """Sampling parameters for the agent's calls."""
+
+    # --- Harbor task directories (run by a harness in sandboxes) ----------------------
+    tasks_dir: Path | None = None
+    """Harbor task folders for an agentic benchmark (``terminal_bench2``, ...)."""
+    sandbox_backend: str | None = None
+    """Sandbox backend of the harness runs; None: ``RLLM_SANDBOX_BACKEND`` (local)."""
+    agent_timeout_multiplier: float = 1.0
+    """Scales every task's ``[agent] timeout_sec``."""
+    verifier_timeout_multiplier: float = 1.0
+    """Scales every task's ``[verifier] timeout_sec``."""
+    artifacts_dir: Path | None = None
+    """Where the harnesses' own log files are kept (``<dir>/<session>/``); None: not kept."""
 
 
 async def run_tasks(
@@ -141,10 +155,21 @@ async def run_eval(
 ) -> EvalSummary:
     """Load the benchmark, run it through the gateway, write ``output``, return the summary.
 
+    A directory of Harbor task folders (``benchmark`` itself, or ``tasks_dir``) runs under
+    the harness ``agent`` (``rllm.producers.evaluation.harbor``).
+
     Raises:
         UnknownBenchmarkError, DatasetRowError, DatasetUnavailableError, ConfigError:
-            before any agent runs.
+            before any agent runs; ConfigError also when the gateway's upstream does not
+            serve ``config.model`` (the summary names the policy version it serves).
     """
+    from rllm.producers.evaluation.harbor import run_harbor_eval, tasks_dir_of
+
+    tasks_dir = tasks_dir_of(config)
+    if tasks_dir is not None:
+        return await run_harbor_eval(config, tasks_dir, progress, on_tasks)
+    served = await served_policy(config.gateway_url, resolve_admin_key(config.admin_key))
+    check_served(served, config.model, config.gateway_url)
     spec = get_benchmark(config.benchmark)
     tasks = load_tasks(
         spec, split=config.split, data_file=config.data_file, max_examples=config.max_examples
@@ -176,12 +201,14 @@ async def run_eval(
         config.attempts,
         time.perf_counter() - started,
     )
+    summary = replace(summary, policy_version=served.policy_version, policy_run=served.policy_run)
     if config.output is not None:
-        _write(config.output, results)
+        write_results(config.output, results)
     return summary
 
 
-def _write(path: Path, results: list[tuple[RolloutOutcome, RewardResult | None]]) -> None:
+def write_results(path: Path, results: list[tuple[RolloutOutcome, RewardResult | None]]) -> None:
+    """One JSON line per attempt: its outcome (no task record), status and reward."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as fh:
         for outcome, reward in results:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from math import comb
 
@@ -39,7 +40,8 @@ class EvalSummary:
     pass_at: dict[int, float] = field(default_factory=dict)
     """pass@k by k, averaged over tasks."""
     errors: int = 0
-    """Attempts whose agent raised or whose scoring failed."""
+    """Attempts whose agent raised or whose scoring failed, plus tasks that could not be
+    loaded at all."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     steps: int = 0
@@ -48,6 +50,22 @@ class EvalSummary:
     latency_p95_s: float = 0.0
     seconds: float = 0.0
     """Wall time of the whole run."""
+    failures: list[dict[str, str]] = field(default_factory=list)
+    """One ``{"task", "error"}`` per error counted in ``errors``: what went wrong, named."""
+    policy_version: int | None = None
+    """The policy version the gateway's upstream served when the eval started (the local
+    model server's loaded version; None when not reported). Each step in the history
+    carries the version of its own call."""
+    policy_run: str | None = None
+    """The training run of ``policy_version`` (None: the weights the server started with)."""
+
+    @property
+    def policy_label(self) -> str:
+        """``policy_version`` for people: ``3 (run r)``, ``0 (base weights)`` or ``unknown``."""
+        if self.policy_version is None:
+            return "unknown"
+        of = f"run {self.policy_run}" if self.policy_run else "base weights"
+        return f"{self.policy_version} ({of})"
 
 
 def summarize(
@@ -57,17 +75,25 @@ def summarize(
     results: list[tuple[RolloutOutcome, RewardResult | None]],
     attempts: int,
     seconds: float,
+    unloaded: Sequence[tuple[str, str]] = (),
 ) -> EvalSummary:
-    """Summarise ``(outcome, reward)`` pairs; a None reward counts as an error, not correct."""
+    """Summarise ``(outcome, reward)`` pairs; a None reward counts as an error, not correct.
+
+    Args:
+        unloaded: ``(task, error)`` of tasks that could not be loaded, so never ran: each
+            is an error (listed in ``failures``), outside ``tasks`` and ``accuracy``.
+    """
     correct_by_task: dict[str, list[bool]] = defaultdict(list)
     rewards_N, latencies_N = [], []
-    errors = 0
+    failures = [{"task": task, "error": error} for task, error in unloaded]
     for outcome, reward in results:
         ok = reward is not None and bool(reward.is_correct)
         correct_by_task[outcome.task.task_id].append(ok)
         rewards_N.append(reward.reward if reward is not None else 0.0)
         latencies_N.append(outcome.seconds)
-        errors += outcome.status is not SessionStatus.OK or reward is None
+        if outcome.status is not SessionStatus.OK or reward is None:
+            why = outcome.error or f"status {outcome.status.value}, no reward"
+            failures.append({"task": outcome.task.task_id, "error": why})
     ks = sorted({1, attempts})
     pass_at = {
         k: float(np.mean([pass_at_k(len(v), sum(v), k) for v in correct_by_task.values()]))
@@ -84,11 +110,12 @@ def summarize(
         accuracy=float(np.mean(flat)) if flat else 0.0,
         mean_reward=float(np.mean(rewards_N)) if rewards_N else 0.0,
         pass_at=pass_at,
-        errors=errors,
+        errors=len(failures),
         prompt_tokens=sum(o.prompt_tokens for o, _ in results),
         completion_tokens=sum(o.completion_tokens for o, _ in results),
         steps=sum(o.num_steps for o, _ in results),
         latency_p50_s=float(np.percentile(latencies_N, 50)) if latencies_N else 0.0,
         latency_p95_s=float(np.percentile(latencies_N, 95)) if latencies_N else 0.0,
         seconds=seconds,
+        failures=failures,
     )

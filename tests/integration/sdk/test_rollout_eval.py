@@ -7,7 +7,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import rllm
+from rllm.errors import ConfigError
 from rllm.producers.evaluation import EvalConfig, run_eval, run_tasks
 from rllm.producers.sdk import GatewayClient, RolloutConfig, RolloutOutcome
 from rllm.schemas.codec import AvroCodec
@@ -107,7 +110,7 @@ async def test_run_eval_on_a_benchmark_fixture_scores_writes_and_summarises(
     config = EvalConfig(
         benchmark="gsm8k",
         gateway_url=gateway.url,
-        model="m",
+        model="fake-model",
         attempts=2,
         concurrency=2,
         data_file=FIXTURES / "gsm8k.parquet",
@@ -119,6 +122,7 @@ async def test_run_eval_on_a_benchmark_fixture_scores_writes_and_summarises(
     assert summary.accuracy == 0.0  # the fake upstream only echoes; math grading says wrong
     assert summary.errors == 0 and summary.steps == 4
     assert set(summary.pass_at) == {1, 2}
+    assert (summary.policy_version, summary.policy_run) == (0, None)
     assert len(seen) == 4
     rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert len(rows) == 4 and {r["run_id"] for r in rows} == {config.run_id}
@@ -129,3 +133,51 @@ async def test_run_eval_on_a_benchmark_fixture_scores_writes_and_summarises(
         [type(e.payload).__name__ for e in evs][-2:] == ["RewardAssigned", "SessionClosed"]
         for evs in sessions.values()
     )
+
+
+async def test_run_eval_refuses_a_model_the_gateways_upstream_does_not_serve(
+    gateway: ThreadedServer, kafka: KafkaSettings
+) -> None:
+    """``eval -m PROFILE`` with the stack's upstream serving another model: refused before
+    any session, instead of a result filed under the wrong model."""
+    config = EvalConfig(
+        benchmark="gsm8k",
+        gateway_url=gateway.url,
+        model="HuggingFaceTB/SmolLM2-135M-Instruct",
+        data_file=FIXTURES / "gsm8k.parquet",
+    )
+    with pytest.raises(ConfigError, match=r"upstream lists fake-model") as info:
+        await run_eval(config)
+    assert "'HuggingFaceTB/SmolLM2-135M-Instruct' is not what the gateway" in str(info.value)
+    assert _events_by_session(kafka) == {}, "no session was opened"
+
+
+async def test_the_eval_summary_names_the_policy_version_it_evaluated(
+    gateway: ThreadedServer, kafka: KafkaSettings
+) -> None:
+    """The gateway stamps version 7 of run r (as after training): the summary says so, and
+    so does every step the history keeps."""
+    import httpx
+
+    from tests.integration.gateway.conftest import ADMIN
+
+    async with httpx.AsyncClient(base_url=gateway.url, headers=ADMIN) as http:
+        r = await http.post("/admin/policy", json={"version": 7, "run_id": "r"})
+        assert r.status_code == 200, r.text
+    config = EvalConfig(
+        benchmark="gsm8k",
+        gateway_url=gateway.url,
+        model="fake-model",
+        data_file=FIXTURES / "gsm8k.parquet",
+        sampling={"max_tokens": 8},
+    )
+    summary = await run_eval(config)
+    assert (summary.policy_version, summary.policy_run) == (7, "r")
+    steps = [
+        e.payload
+        for evs in _events_by_session(kafka).values()
+        for e in evs
+        if type(e.payload).__name__ == "StepCaptured"
+    ]
+    assert len(steps) == summary.steps == 2
+    assert {s.policy_version for s in steps} == {7}

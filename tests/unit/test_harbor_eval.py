@@ -1,0 +1,90 @@
+"""Harbor task directories as an eval dataset, without services: which argument is a tasks
+directory, which benchmarks take ``--tasks-dir``, the harness name, the folders that do not
+load (named, paired with their own error), and a summary that lists every error."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rllm.benchmarks.types import RewardResult
+from rllm.errors import ConfigError
+from rllm.producers.evaluation import EvalConfig
+from rllm.producers.evaluation.harbor import (
+    harness_name,
+    is_tasks_dir,
+    load_harbor_dataset,
+    tasks_dir_of,
+    unloaded_tasks,
+)
+from rllm.producers.evaluation.summary import summarize
+from rllm.producers.harnesses import UnknownHarnessError
+from rllm.producers.sdk.types import RolloutOutcome
+from rllm.schemas.types import SessionStatus, Task
+
+TASKS = Path(__file__).resolve().parents[1] / "fixtures" / "harbor_tasks"
+
+
+def _config(benchmark: str, tasks_dir: Path | None = None) -> EvalConfig:
+    return EvalConfig(benchmark=benchmark, gateway_url="http://127.0.0.1:1", model="m",
+                      tasks_dir=tasks_dir)  # fmt: skip
+
+
+def test_a_directory_is_a_tasks_dir_and_a_benchmark_name_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert is_tasks_dir(str(TASKS)) and tasks_dir_of(_config(str(TASKS))) == TASKS
+    assert not is_tasks_dir("gsm8k") and tasks_dir_of(_config("gsm8k")) is None
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gsm8k").mkdir()
+    assert not is_tasks_dir("gsm8k")  # a bare name that is a benchmark stays the benchmark
+    assert is_tasks_dir("./gsm8k")  # written as a path, it is the folder
+    assert tasks_dir_of(_config("terminal_bench2", TASKS)) == TASKS
+    with pytest.raises(ConfigError, match="not 'gsm8k'; drop --tasks-dir"):
+        tasks_dir_of(_config("gsm8k", TASKS))
+
+
+def test_the_harness_is_named_or_refused_clearly() -> None:
+    assert harness_name("harness:oracle", None, TASKS) == "oracle"
+    assert harness_name("bash", None, TASKS) == "bash"
+    with pytest.raises(ConfigError, match="pass --agent NAME"):
+        harness_name(None, None, TASKS)
+    with pytest.raises(UnknownHarnessError, match="'claude-codex'"):
+        harness_name("claude-codex", None, TASKS)
+
+
+def test_folders_that_do_not_load_are_paired_with_their_own_error(tmp_path: Path) -> None:
+    for name in ("a-good", "b-no-toml", "c-good", "d-no-test"):
+        shutil.copytree(TASKS / "hello-file", tmp_path / name)
+    (tmp_path / "b-no-toml" / "task.toml").unlink()
+    (tmp_path / "d-no-test" / "tests" / "test.sh").unlink()
+    dataset = load_harbor_dataset(tmp_path, agent_timeout_multiplier=3.0)
+    assert [t.name for t in dataset.tasks] == ["a-good", "c-good"]
+    assert dataset.tasks[0].agent_timeout_s == 3.0 * dataset.tasks[0].config.agent_timeout_s
+    unloaded = dict(unloaded_tasks(dataset))
+    assert sorted(unloaded) == ["b-no-toml", "d-no-test"]
+    assert "'b-no-toml'" in unloaded["b-no-toml"] and "task.toml" in unloaded["b-no-toml"]
+    assert "'d-no-test'" in unloaded["d-no-test"] and "tests/test.sh" in unloaded["d-no-test"]
+    with pytest.raises(ConfigError, match="--verifier-timeout-multiplier must be > 0, got 0"):
+        load_harbor_dataset(tmp_path, verifier_timeout_multiplier=0)
+
+
+def test_the_summary_lists_every_error_and_scores_the_rest() -> None:
+    def outcome(task_id: str, error: str | None) -> RolloutOutcome:
+        status = SessionStatus.OK if error is None else SessionStatus.ERROR
+        return RolloutOutcome(session_id=task_id, run_id="r", task=Task(task_id=task_id),
+                              rollout_index=0, status=status, answer=None, output=None,
+                              error=error, num_steps=0, seconds=1.0)  # fmt: skip
+
+    results = [
+        (outcome("good", None), RewardResult(1.0, True)),
+        (outcome("bad-verifier", "verifier_error: no reward file"), None),
+    ]
+    s = summarize("r", "dir", "m", results, 1, 2.0, unloaded=[("broken", "missing task.toml")])
+    assert (s.tasks, s.errors, s.accuracy, s.mean_reward) == (2, 2, 0.5, 0.5)
+    assert s.failures == [
+        {"task": "broken", "error": "missing task.toml"},
+        {"task": "bad-verifier", "error": "verifier_error: no reward file"},
+    ]
