@@ -75,6 +75,13 @@ class LoopHarness:
         """The loop's log: one JSON line a turn."""
         return f"{AGENT_LOG_DIR}/{self.name}-agent.jsonl"
 
+    def is_installed(self, home: Path) -> bool:
+        """Always: the loop is in the snapshot, the interpreter the host's."""
+        return True
+
+    async def install(self, home: Path) -> None:
+        """Nothing on the host: the loop is in the snapshot, the interpreter the host's."""
+
     def install_script(self) -> str:
         """Writes the loop's source to ``/opt/rllm/agent_loop.py`` (idempotent), readable
         by every user (a task's ``[agent] user`` may not be root)."""

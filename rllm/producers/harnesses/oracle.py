@@ -24,6 +24,13 @@ class OracleHarness:
     version = "1"
     api = HarnessApi.NONE
 
+    def is_installed(self, home: Path) -> bool:
+        """Always: it needs nothing installed."""
+        return True
+
+    async def install(self, home: Path) -> None:
+        """Nothing on the host: it needs nothing installed."""
+
     def install_script(self) -> str:
         """Nothing to install."""
         return ""

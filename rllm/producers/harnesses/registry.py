@@ -14,6 +14,10 @@ HARNESSES: dict[str, str] = {
     "oracle": "rllm.producers.harnesses.oracle:OracleHarness",
     "bash": "rllm.producers.harnesses.bash:BashHarness",
     "react": "rllm.producers.harnesses.react:ReactHarness",
+    "mini-swe-agent": "rllm.producers.harnesses.mini_swe_agent:MiniSweAgentHarness",
+    "claude-code": "rllm.producers.harnesses.claude_code:ClaudeCodeHarness",
+    "codex": "rllm.producers.harnesses.codex:CodexHarness",
+    "opencode": "rllm.producers.harnesses.opencode:OpencodeHarness",
 }
 """Harness name -> ``module:class``; the class takes no arguments."""
 

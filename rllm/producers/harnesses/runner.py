@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from rllm.benchmarks.harbor.task import HarborTask
 from rllm.benchmarks.harbor.verifier import VerifierResult, run_verifier
 from rllm.producers.harnesses.errors import HarnessError
+from rllm.producers.harnesses.host import harnesses_home
 from rllm.producers.harnesses.types import (
     AGENT_LOG_DIR,
     INSTRUCTION_PATH,
@@ -63,15 +64,22 @@ class HarnessRunner:
         self.install_timeout_s = install_timeout_s
         self._images: dict[Path, str] = {}
         self._locks: dict[Path, asyncio.Lock] = {}
+        self._install_lock = asyncio.Lock()
 
     async def prepare(self, task: HarborTask) -> str:
-        """The image the task's sandboxes start from: its environment built, and the
-        harness's install snapshotted on top (once; concurrent callers wait for it).
+        """The image the task's sandboxes start from: the harness installed on the host
+        when it installs there (``harnesses_home()``), its environment built, and the
+        harness's install script snapshotted on top (once; concurrent callers wait for it).
 
         Raises:
-            HarnessError: the install script failed (its exit status and output named).
+            HarnessError: the host install or the install script failed (its exit status
+                and output named).
             ImageError, DockerfileError: the task's environment does not build.
         """
+        async with self._install_lock:  # a host-side install (npm, PyPI), once
+            home = harnesses_home()
+            if not self.harness.is_installed(home):
+                await self.harness.install(home)
         lock = self._locks.setdefault(task.path, asyncio.Lock())
         async with lock:
             if task.path not in self._images:

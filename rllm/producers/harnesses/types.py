@@ -79,6 +79,20 @@ class Harness(Protocol):
     api: HarnessApi
     """The model API it speaks."""
 
+    def is_installed(self, home: Path) -> bool:
+        """Whether its host-side install under ``home`` (``$RLLM_HOME/harnesses``) is
+        complete; True for a harness installed in the sandbox snapshot or needing nothing."""
+        ...
+
+    async def install(self, home: Path) -> None:
+        """Install it on the host under ``home`` (idempotent: a finished install is kept,
+        a half-done one is redone); a no-op for a harness installed in the snapshot.
+
+        Raises:
+            HarnessError: the install failed (the command, its exit status and output).
+        """
+        ...
+
     def install_script(self) -> str:
         """A shell script, idempotent, run once when the snapshot is built (with the host's
         network); empty when there is nothing to install. Its text is part of the

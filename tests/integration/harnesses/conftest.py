@@ -17,10 +17,20 @@ from tests.integration.sandboxes.conftest import base_image, sandbox_settings  #
 HELLO_SCRIPT = ["run: printf 'Hello, Harbor!\\n' > /app/hello.txt", "done"]
 """The bash harness's answers that solve ``hello-file``: one command, then done."""
 
+HARNESS_CACHE = "/var/tmp/rllm-test-harnesses"
+"""Where tests install host-side harnesses (npm, PyPI): kept across runs, so a machine pays
+each install once."""
+
 needs_local_sandbox = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("bwrap") is None,
     reason="the local backend needs root and bubblewrap (apt-get install -y bubblewrap)",
 )
+
+
+@pytest.fixture(autouse=True)
+def harness_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Host-side installs go to ``$RLLM_HARNESS_HOME`` when set, else the shared cache."""
+    monkeypatch.setenv("RLLM_HARNESS_HOME", os.environ.get("RLLM_HARNESS_HOME", HARNESS_CACHE))
 
 
 @pytest.fixture

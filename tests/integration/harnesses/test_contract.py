@@ -29,6 +29,7 @@ from rllm.schemas.types import RewardAssigned, SessionEvent, SessionStatus, Step
 from tests.fakes.scripted import ScriptedUpstream
 from tests.fakes.upstream import ThreadedServer
 from tests.integration.harnesses.conftest import HELLO_SCRIPT, needs_local_sandbox
+from tests.integration.harnesses.scripts import CLI_SOLVE, hello_file
 
 TASKS = Path(__file__).resolve().parents[2] / "fixtures" / "harbor_tasks"
 
@@ -40,6 +41,7 @@ SOLVE: dict[str, list[str]] = {
         'tool:bash {"command": "cat /app/hello.txt"}',
         'tool:submit {"answer": "done"}',
     ],
+    **CLI_SOLVE,
 }
 """Each harness's scripted model answers that solve hello-file."""
 
@@ -72,13 +74,14 @@ async def test_harness_solves_hello_file(
     upstream: ScriptedUpstream,
     backend: SandboxBackend,
     session_events: Callable[[], list[tuple[str, SessionEvent]]],
+    tmp_path: Path,
 ) -> None:
     upstream.script[:] = SOLVE[name] or ["unused"]
     gateway = start_gateway()
     owner = f"contract-{uuid.uuid4().hex[:8]}"
     harness = get_harness(name)
     rollout = HarnessRollout(harness, backend, labels={OWNER_LABEL: owner})
-    task = to_task(load_task(TASKS / "hello-file"), "harbor-fixtures")
+    task = to_task(load_task(hello_file(name, tmp_path)), "harbor-fixtures")
     client = GatewayClient(gateway.url)
     try:
         results = await run_tasks([task], rollout, client, run_id=f"run-{name}", model="m",
