@@ -21,10 +21,15 @@ HARNESS_CACHE = "/var/tmp/rllm-test-harnesses"
 """Where tests install host-side harnesses (npm, PyPI): kept across runs, so a machine pays
 each install once."""
 
-needs_local_sandbox = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("bwrap") is None,
-    reason="the local backend needs root and bubblewrap (apt-get install -y bubblewrap)",
-)
+needs_local_sandbox = pytest.mark.usefixtures("local_sandbox_tools")
+"""The local backend needs root and bubblewrap: .ci/run installs them, so without them the
+test fails with the fix, never skips."""
+
+
+@pytest.fixture
+def local_sandbox_tools() -> None:
+    if os.geteuid() != 0 or shutil.which("bwrap") is None:
+        pytest.fail("the local backend needs root and bubblewrap (apt-get install -y bubblewrap)")
 
 
 @pytest.fixture(autouse=True)

@@ -37,9 +37,9 @@ def docker_url() -> Iterator[str]:
         yield os.environ["RLLM_TEST_DOCKER_URL"]
         return
     if shutil.which("dockerd") is None:
-        pytest.skip("dockerd is not installed (apt-get install -y docker.io)")
+        pytest.fail("dockerd is not installed (apt-get install -y docker.io)")
     if os.geteuid() != 0:
-        pytest.skip("dockerd needs root; run the docker tests as root or set RLLM_TEST_DOCKER_URL")
+        pytest.fail("dockerd needs root; run the docker tests as root or set RLLM_TEST_DOCKER_URL")
     data_dir = Path(os.environ.get("RLLM_TEST_DOCKER_DATA_DIR", "/var/tmp/rllm-test-docker"))
     env = {**os.environ, "RLLM_DOCKER_DATA_DIR": str(data_dir)}
     started_here = not _our_dockerd_running(data_dir)

@@ -19,11 +19,6 @@ from rllm.sandboxes.images.build import BUILD_LABEL, build_image
 from rllm.sandboxes.images.importer import import_rootfs
 from rllm.sandboxes.images.store import ImageStore, LocalImage
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("bwrap") is None,
-    reason="the local backend needs root and bubblewrap (apt-get install -y bubblewrap)",
-)
-
 DOCKERFILE = """\
 # syntax=docker/dockerfile:1
 FROM debian:bookworm

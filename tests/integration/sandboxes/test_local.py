@@ -29,11 +29,6 @@ from rllm.sandboxes.registry import get_backend
 from rllm.sandboxes.settings import SandboxSettings
 from rllm.sandboxes.types import OWNER_LABEL, NetworkMode, SandboxSpec
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("bwrap") is None,
-    reason="the local backend needs root and bubblewrap (apt-get install -y bubblewrap)",
-)
-
 
 @pytest.fixture
 async def backend(sandbox_settings: SandboxSettings) -> AsyncIterator[LocalBackend]:

@@ -21,7 +21,15 @@ from rllm.sandboxes.images.plan import CopyStep, RunStep, WorkdirStep, base_imag
 from rllm.sandboxes.images.rootfs import LayerView, LayerWriter
 from rllm.sandboxes.images.store import ImageConfig, ImageStore
 
-root_only = pytest.mark.skipif(os.geteuid() != 0, reason="layers keep owners: needs root")
+root_only = pytest.mark.usefixtures("as_root")
+"""Layers keep owners, so these need root (as CI and the sandboxes run): they fail
+without it rather than skip."""
+
+
+@pytest.fixture
+def as_root() -> None:
+    if os.geteuid() != 0:
+        pytest.fail("layers keep owners: run the sandbox tests as root")
 
 
 def plan(text: str, env: dict[str, str] | None = None, **build_args: str):  # type: ignore[no-untyped-def]
