@@ -205,8 +205,8 @@ def ensure_topics(
         NewTopic(
             settings.topic(s.name),
             num_partitions=created_partitions(s, partitions),
-            replication_factor=1,
-            config=dict(s.config),
+            replication_factor=settings.replication_factor,
+            config={**s.config, "min.insync.replicas": str(settings.min_insync)},
         )
         for s in specs
         if settings.topic(s.name) not in existing

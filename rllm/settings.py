@@ -54,6 +54,11 @@ class KafkaSettings(BaseSettings):
     """Largest event accepted; larger ones are refused with a clear error."""
     request_timeout_s: float = Field(default=30.0, gt=0)
     """How long an admin call or a synchronous produce waits for the broker."""
+    replication_factor: int = Field(default=1, ge=1)
+    """Replicas of each topic this project creates (3 on a three-broker cluster)."""
+    min_insync_replicas: int | None = Field(default=None, ge=1)
+    """Replicas that must have a write before it is acknowledged (``acks=all``); default
+    one less than ``replication_factor`` (2 of 3), 1 for a single replica."""
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -65,6 +70,19 @@ class KafkaSettings(BaseSettings):
                     f"bootstrap server {server!r} is not host:port (RLLM_BOOTSTRAP_SERVERS)"
                 )
         return value
+
+    @property
+    def min_insync(self) -> int:
+        """``min.insync.replicas`` of the topics this project creates."""
+        if self.min_insync_replicas is not None:
+            if self.min_insync_replicas > self.replication_factor:
+                raise ConfigError(
+                    f"RLLM_MIN_INSYNC_REPLICAS={self.min_insync_replicas} is more than "
+                    f"RLLM_REPLICATION_FACTOR={self.replication_factor}: no write could be "
+                    f"acknowledged"
+                )
+            return self.min_insync_replicas
+        return max(1, self.replication_factor - 1)
 
     def topic(self, name: str) -> str:
         """The full topic name with the configured prefix."""
@@ -97,6 +115,9 @@ class StackSettings(BaseSettings):
     """Port of the local Kafka broker on 127.0.0.1."""
     kafka_heap: str = "512m"
     """JVM heap of the local broker."""
+    kafka_brokers: int | None = Field(default=None, ge=1, le=9)
+    """Brokers of the local Kafka: 1, or 3 for a cluster with 3 replicas of every topic and
+    2 in sync; default what the last ``up`` started, else 1."""
     partitions: int = Field(default=3, ge=1)
     """Partitions of each event topic created by ``up``."""
     services: str = "serve,gateway,processors,history"
@@ -111,11 +132,39 @@ class StackSettings(BaseSettings):
     """Port of the local model server ``up`` starts."""
 
     @property
+    def brokers_file(self) -> Path:
+        """Where ``up`` records how many brokers it started (``down`` and ``status`` read
+        it)."""
+        return self.home / "kafka-brokers"
+
+    @property
+    def brokers(self) -> int:
+        """Brokers of the local Kafka: ``kafka_brokers``, else what the last ``up``
+        recorded, else 1."""
+        if self.kafka_brokers is not None:
+            return self.kafka_brokers
+        try:
+            recorded = self.brokers_file.read_text().strip()
+        except FileNotFoundError:
+            return 1
+        if not recorded.isdigit() or not 1 <= int(recorded) <= 9:
+            raise ConfigError(
+                f"{self.brokers_file} holds {recorded!r}, not a broker count from 1 to 9; "
+                f"delete it or pass --brokers"
+            )
+        return int(recorded)
+
+    @property
+    def replication_factor(self) -> int:
+        """Replicas of each topic: one per broker, at most 3."""
+        return min(self.brokers, 3)
+
+    @property
     def kafka_data_dir(self) -> Path:
-        """Where the local broker keeps its log."""
-        return self.home / "kafka"
+        """Where the local broker keeps its log (a cluster: one folder per node in it)."""
+        return self.home / ("kafka" if self.brokers == 1 else "kafka-cluster")
 
     @property
     def bootstrap_servers(self) -> str:
-        """The local broker's address."""
-        return f"127.0.0.1:{self.kafka_port}"
+        """The local brokers' addresses (node ``i`` on ``kafka_port + 2(i-1)``)."""
+        return ",".join(f"127.0.0.1:{self.kafka_port + 2 * i}" for i in range(self.brokers))

@@ -4,7 +4,6 @@
 KAFKA_INFRA_DIR="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)"
 LIB_DIR="$KAFKA_INFRA_DIR/lib"
 PROBE_DIR="$LIB_DIR/probe"
-NODE_ID=1
 
 die() { echo "kafka: error: $*" >&2; exit 1; }
 note() { echo "kafka: $*" >&2; }
@@ -15,7 +14,10 @@ usage: $1 [--port N] [--controller-port N] [--data-dir DIR] [--heap SIZE]${2:+ $
   env: RLLM_KAFKA_PORT (9092), RLLM_KAFKA_CONTROLLER_PORT (port+1),
        RLLM_KAFKA_DATA_DIR (\$HOME/.rllm/kafka), RLLM_KAFKA_HEAP (512m),
        RLLM_KAFKA_START_TIMEOUT (60 s), RLLM_KAFKA_STOP_TIMEOUT (30 s),
-       RLLM_KAFKA_JVM_OPTS (extra JVM flags for the broker)
+       RLLM_KAFKA_JVM_OPTS (extra JVM flags for the broker);
+       a cluster's node (set by infra/kafka/cluster): RLLM_KAFKA_NODE_ID (1),
+       RLLM_KAFKA_VOTERS (1@127.0.0.1:controller-port), RLLM_KAFKA_REPLICATION (1),
+       RLLM_KAFKA_MIN_ISR (1), RLLM_KAFKA_CLUSTER_ID (random at the first format)
 USAGE
 }
 
@@ -45,6 +47,15 @@ parse_args() {
   ((PORT != CONTROLLER_PORT)) || die "broker and controller ports must differ ($PORT)"
   [[ $HEAP =~ ^[0-9]+[kKmMgG]?$ ]] || die "bad heap size: $HEAP (e.g. 512m)"
   [[ -n $DATA_DIR ]] || die "empty data dir"
+  NODE_ID=${RLLM_KAFKA_NODE_ID:-1}
+  [[ $NODE_ID =~ ^[0-9]+$ ]] || die "bad node id: $NODE_ID (RLLM_KAFKA_NODE_ID)"
+  VOTERS=${RLLM_KAFKA_VOTERS:-$NODE_ID@127.0.0.1:$CONTROLLER_PORT}
+  [[ $VOTERS =~ ^[0-9]+@[^,:]+:[0-9]+(,[0-9]+@[^,:]+:[0-9]+)*$ ]] \
+    || die "bad controller voters: $VOTERS (RLLM_KAFKA_VOTERS, e.g. 1@127.0.0.1:9093,2@127.0.0.1:9095)"
+  REPLICATION=${RLLM_KAFKA_REPLICATION:-1}
+  MIN_ISR=${RLLM_KAFKA_MIN_ISR:-1}
+  [[ $REPLICATION =~ ^[1-9][0-9]*$ && $MIN_ISR =~ ^[1-9][0-9]*$ ]] && ((MIN_ISR <= REPLICATION)) \
+    || die "bad replication $REPLICATION / min in-sync replicas $MIN_ISR (RLLM_KAFKA_REPLICATION, RLLM_KAFKA_MIN_ISR)"
   DATA_DIR=$(realpath -m -- "$DATA_DIR")
 
   CONFIG_FILE="$DATA_DIR/server.properties"

@@ -50,6 +50,14 @@ def _print(statuses: Any) -> None:
 @_port
 @click.option("--partitions", type=int, default=None, help="Partitions per event topic [3].")
 @click.option(
+    "--brokers",
+    type=click.IntRange(1, 9),
+    default=None,
+    help="Kafka brokers: 1, or 3 for a local cluster (3 replicas of every topic, 2 in sync; "
+    "node i on --kafka-port + 2(i-1)) [env RLLM_KAFKA_BROKERS; default what the last up "
+    "started, else 1].",
+)
+@click.option(
     "--services",
     default=None,
     help="Services besides Kafka [serve,gateway,processors,history]; '' for none.",
@@ -71,6 +79,7 @@ def up(
     home: Path | None,
     kafka_port: int | None,
     partitions: int | None,
+    brokers: int | None,
     services: str | None,
     model: str | None,
     insecure: bool,
@@ -80,7 +89,9 @@ def up(
     from rllm.infra.admin_key import admin_key_path
     from rllm.infra.stack import stack_up
 
-    stack = _stack(home, kafka_port, partitions, services=services, model=model)
+    stack = _stack(
+        home, kafka_port, partitions, services=services, model=model, kafka_brokers=brokers
+    )
     console.print(f"starting the local stack in {stack.home} ...")
     if insecure:
         err_console.print(
@@ -89,6 +100,8 @@ def up(
         )
     _print(stack_up(stack, say=console.print, insecure=insecure))
     console.print(f"export RLLM_BOOTSTRAP_SERVERS={stack.bootstrap_servers}")
+    if stack.replication_factor > 1:
+        console.print(f"export RLLM_REPLICATION_FACTOR={stack.replication_factor}")
     console.print(f"export RLLM_GATEWAY_URL=http://127.0.0.1:{stack.gateway_port}")
     if not insecure:
         console.print(

@@ -1,4 +1,5 @@
-"""Start and stop the local Apache Kafka broker (KRaft) through the ``infra/kafka`` scripts."""
+"""Start and stop the local Apache Kafka broker (KRaft), or a cluster of them, through the
+``infra/kafka`` scripts (``start``/``stop``/``status`` for one node, ``cluster`` for N)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from rllm.errors import InfraError
 
-__all__ = ["LocalBroker", "kafka_dir"]
+__all__ = ["LocalBroker", "LocalCluster", "kafka_dir"]
 
 
 def kafka_dir() -> Path:
@@ -31,6 +32,23 @@ def kafka_dir() -> Path:
         + ", ".join(str(p) for p in candidates)
         + "; set RLLM_INFRA_DIR to the repository's infra/ folder"
     )
+
+
+def _run_script(
+    script: str, args: tuple[str, ...], env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    path = kafka_dir() / script
+    try:
+        return subprocess.run(
+            ["bash", str(path), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise InfraError(f"{path} {' '.join(args)} did not finish in {timeout:.0f} s") from exc
 
 
 @dataclass(frozen=True)
@@ -58,18 +76,7 @@ class LocalBroker:
     def _run(
         self, script: str, *args: str, timeout: float = 600
     ) -> subprocess.CompletedProcess[str]:
-        path = kafka_dir() / script
-        try:
-            return subprocess.run(
-                ["bash", str(path), *args],
-                env=self._env(),
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise InfraError(f"{path} {' '.join(args)} did not finish in {timeout:.0f} s") from exc
+        return _run_script(script, args, self._env(), timeout)
 
     def start(self) -> str:
         """Start the broker (idempotent); return what the script printed.
@@ -95,3 +102,74 @@ class LocalBroker:
     def is_running(self) -> bool:
         """Whether the broker runs and answers."""
         return self._run("status", timeout=60).returncode == 0
+
+
+@dataclass(frozen=True)
+class LocalCluster:
+    """``brokers`` local KRaft nodes (each broker and controller): node ``i`` listens on
+    ``port + 2(i-1)`` and keeps its data in ``data_dir/node-i``; topics get
+    ``min(brokers, 3)`` replicas with one fewer in sync (``infra/kafka/cluster``)."""
+
+    port: int
+    data_dir: Path
+    brokers: int = 3
+    heap: str = "512m"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Every node's address, comma-separated."""
+        return ",".join(f"127.0.0.1:{self.port + 2 * i}" for i in range(self.brokers))
+
+    @property
+    def replication_factor(self) -> int:
+        """Replicas of each topic on this cluster."""
+        return min(self.brokers, 3)
+
+    def _cluster(self, command: str, *args: str, timeout: float = 600) -> str:
+        env = {**os.environ, "RLLM_KAFKA_HEAP": self.heap}
+        argv = (command, *args, "--brokers", str(self.brokers), "--port", str(self.port),
+                "--data-dir", str(self.data_dir))  # fmt: skip
+        proc = _run_script("cluster", argv, env, timeout)
+        if proc.returncode != 0:
+            raise InfraError(
+                f"infra/kafka/cluster {command} {' '.join(args)} failed ({self.brokers} "
+                f"nodes from port {self.port}, data {self.data_dir}):\n"
+                + (proc.stdout + proc.stderr).strip()
+            )
+        return (proc.stdout + proc.stderr).strip()
+
+    def start(self) -> str:
+        """Start every node at once and wait for each (idempotent).
+
+        Raises:
+            InfraError: with the failing nodes' output.
+        """
+        return self._cluster("start")
+
+    def stop(self, purge: bool = False) -> str:
+        """Stop every node (idempotent); ``purge`` also deletes their data."""
+        return self._cluster("stop", *(["--purge"] if purge else []), timeout=300)
+
+    def is_running(self) -> bool:
+        """Whether every node runs and answers."""
+        try:
+            self._cluster("status", timeout=120)
+        except InfraError:
+            return False
+        return True
+
+    def kill(self, node: int) -> None:
+        """SIGKILL node ``node`` (1-based) and wait until it is gone.
+
+        Raises:
+            InfraError: it is not running.
+        """
+        self._cluster("kill", str(node), timeout=60)
+
+    def restart(self, node: int) -> None:
+        """Start node ``node`` again and wait until it answers.
+
+        Raises:
+            InfraError: it did not come up.
+        """
+        self._cluster("restart", str(node))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from rllm.errors import ConfigError, KafkaUnavailableError
 from rllm.infra.admin_key import admin_key_path, ensure_admin_key
-from rllm.infra.broker import LocalBroker
+from rllm.infra.broker import LocalBroker, LocalCluster
 from rllm.infra.services import ServiceSpec, service_running, start_service, stop_service
 from rllm.kafka import check_broker, ensure_topics, make_admin
 from rllm.settings import KafkaSettings, StackSettings
@@ -37,12 +37,16 @@ class ComponentStatus:
     """Data directory, topic list, log file or the reason it is down."""
 
 
-def _broker(stack: StackSettings) -> LocalBroker:
-    return LocalBroker(stack.kafka_port, stack.kafka_data_dir, stack.kafka_heap)
+def _broker(stack: StackSettings) -> LocalBroker | LocalCluster:
+    if stack.brokers == 1:
+        return LocalBroker(stack.kafka_port, stack.kafka_data_dir, stack.kafka_heap)
+    return LocalCluster(stack.kafka_port, stack.kafka_data_dir, stack.brokers, stack.kafka_heap)
 
 
 def _kafka(stack: StackSettings) -> KafkaSettings:
-    return KafkaSettings(bootstrap_servers=stack.bootstrap_servers)
+    return KafkaSettings(
+        bootstrap_servers=stack.bootstrap_servers, replication_factor=stack.replication_factor
+    )
 
 
 def _wanted(stack: StackSettings) -> list[str]:
@@ -86,7 +90,10 @@ def plan_services(stack: StackSettings, insecure: bool = False) -> list[ServiceS
         profile.provider, "hosted"
     )
     upstream = f"http://127.0.0.1:{stack.serve_port}" if local_model else profile.base_url
-    env = {"RLLM_BOOTSTRAP_SERVERS": stack.bootstrap_servers}
+    env = {
+        "RLLM_BOOTSTRAP_SERVERS": stack.bootstrap_servers,
+        "RLLM_REPLICATION_FACTOR": str(stack.replication_factor),
+    }
     specs = {
         "serve": ServiceSpec(
             "serve",
@@ -160,8 +167,11 @@ def stack_up(
             f"{stack.home / 'models'} (rllm-cli model install-local) ..."
         )
         install_local_model(stack.home)
-    tell(f"starting Kafka on {stack.bootstrap_servers} ...")
+    nodes = f"{stack.brokers} brokers" if stack.brokers > 1 else "one broker"
+    tell(f"starting Kafka ({nodes}) on {stack.bootstrap_servers} ...")
     _broker(stack).start()
+    stack.brokers_file.parent.mkdir(parents=True, exist_ok=True)
+    stack.brokers_file.write_text(f"{stack.brokers}\n")
     created = ensure_topics(_kafka(stack), partitions=stack.partitions)
     for spec in specs:
         first_load = spec.name == "serve" and not hf_copy_complete(stack.home)
@@ -190,6 +200,8 @@ def stack_down(stack: StackSettings, purge: bool = False) -> None:
     for name in reversed(SERVICE_ORDER):
         stop_service(stack.home, name)
     _broker(stack).stop(purge=purge)
+    if purge:
+        stack.brokers_file.unlink(missing_ok=True)
 
 
 def stack_status(stack: StackSettings) -> list[ComponentStatus]:
@@ -205,7 +217,8 @@ def stack_status(stack: StackSettings) -> list[ComponentStatus]:
                 "kafka",
                 True,
                 stack.bootstrap_servers,
-                f"{brokers} broker, data {stack.kafka_data_dir}; "
+                f"{brokers} broker{'s' if brokers != 1 else ''} of {stack.brokers}, "
+                f"{stack.replication_factor} replica(s) per topic, data {stack.kafka_data_dir}; "
                 f"topics: {', '.join(topics) or 'none'}",
             )
         ]
