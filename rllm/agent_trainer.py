@@ -79,6 +79,10 @@ class UpdateRecord:
 
     version: int
     """Policy version after the update (unchanged when the batch was dropped)."""
+    rollout_version: int
+    """Policy version that generated the batch's rollouts: the ``policy_version`` their
+    steps carry, which ``rllm-cli analytics rewards`` groups by (one less than ``version``
+    after an update in sync mode)."""
     reward_mean: float
     """Mean reward of the batch's rollouts."""
     accuracy: float
@@ -98,6 +102,8 @@ class UpdateRecord:
     """Writing the checkpoint, as the trainer reported it."""
     completion_tokens: int = 0
     """Tokens the rollouts generated."""
+    prompt_tokens: int = 0
+    """Prompt tokens the rollouts sent (every call's, as the upstream counted them)."""
     elapsed_s: float = 0.0
     """Wall time since train() started, at the end of this batch."""
 
@@ -242,12 +248,16 @@ class AgentTrainer:
             RllmError: an update did not arrive within ``update_timeout_s`` (the message
                 says what the trainer saw).
         """
-        from rllm.consumers.backends import make_backend
+        from rllm.consumers.backends import backend_capabilities, make_backend
         from rllm.consumers.trainer.loop import Trainer
+        from rllm.consumers.trainer.types import check_sampling
 
         if not self.train_tasks:
             raise ConfigError("train() needs a train_dataset")
         settings = self.trainer_settings()
+        check_sampling(
+            self.config.sampling, settings.backend.value, backend_capabilities(settings.backend)
+        )
         trainer = Trainer(settings, self.kafka, make_backend(settings))
         failure: list[BaseException] = []
 
@@ -333,6 +343,7 @@ class AgentTrainer:
         correct = [bool(r.is_correct) for _, r in results if r is not None]
         return UpdateRecord(
             version=trainer.core.version,
+            rollout_version=version,
             reward_mean=float(np.mean(rewards)) if rewards else 0.0,
             accuracy=float(np.mean(correct)) if correct else 0.0,
             rollouts=len(results),
@@ -342,6 +353,7 @@ class AgentTrainer:
             train_s=float(metrics.get("train_s", 0.0)),
             checkpoint_s=float(metrics.get("checkpoint_s", 0.0)),
             completion_tokens=sum(o.completion_tokens for o, _ in results),
+            prompt_tokens=sum(o.prompt_tokens for o, _ in results),
             elapsed_s=done - self._started,
         )
 

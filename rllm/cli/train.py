@@ -230,16 +230,17 @@ def _loop(loop: dict[str, Any], fields: dict[str, Any], kafka: Any) -> None:
     finally:
         close()
     table = Table(title=f"run {report.run_id}")
-    for col in ("update", "policy version", "reward", "accuracy", "rollouts", "seconds"):
+    for col in ("update", "rollouts of", "reward", "accuracy", "rollouts", "seconds", "then"):
         table.add_column(col, justify="right")
     for i, u in enumerate(report.updates, 1):
         table.add_row(
             str(i),
-            str(u.version),
+            f"v{u.rollout_version}",
             f"{u.reward_mean:.3f}",
             f"{u.accuracy:.1%}",
             str(u.rollouts),
             f"{u.seconds:.1f}",
+            f"v{u.version}" if u.version != u.rollout_version else "no update",
         )
     console.print(table)
     console.print(f"policy version {report.version}; dropped {report.drops}")
@@ -349,7 +350,8 @@ def _sft(settings: Any, loop: dict[str, Any], kafka: Any) -> None:
 def _progress(u: Any) -> None:
     """One line per batch while the loop runs."""
     console.print(
-        f"version {u.version}: reward {u.reward_mean:.3f} ({u.accuracy:.0%} correct) "
+        f"rollouts of v{u.rollout_version}: reward {u.reward_mean:.3f} "
+        f"({u.accuracy:.0%} correct) -> v{u.version}; "
         f"rollouts {u.rollout_s:.1f}s, train {u.train_s:.1f}s, "
         f"wait for the new version {u.update_s:.1f}s, t={u.elapsed_s / 60:.1f} min"
     )

@@ -4,10 +4,11 @@ and the capability declaration every backend makes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rllm.consumers.trainer.errors import CapabilityError
 
@@ -24,6 +25,7 @@ __all__ = [
     "TrainingBackend",
     "UpdateResult",
     "check_capabilities",
+    "check_sampling",
 ]
 
 
@@ -193,6 +195,30 @@ class TrainingBackend(Protocol):
     def load(self, directory: Path, version: int) -> None:
         """Restore weights and optimiser state saved by ``save``."""
         ...
+
+
+def check_sampling(sampling: Mapping[str, Any], backend: str, caps: Capabilities) -> None:
+    """Refuse rollout sampling parameters (``temperature``, ``top_p``, ``top_k``) the
+    backend cannot score with, before any rollout runs: its importance ratios would compare
+    the sampled distribution with another one, and every episode would be refused later.
+
+    Raises:
+        CapabilityError: naming each such parameter, its value and the backend.
+    """
+    asked = StepSampling(
+        temperature=float(sampling.get("temperature", 1.0)),
+        top_p=float(sampling.get("top_p", 1.0)),
+        top_k=int(sampling.get("top_k", 0) or 0),
+    ).non_default()
+    refused = {k: v for k, v in asked.items() if k not in caps.sampling}
+    if refused:
+        shown = ", ".join(f"{k}={v:g}" for k, v in sorted(refused.items()))
+        raise CapabilityError(
+            f"backend {backend!r} scores tokens only as sampled at temperature 1 without "
+            f"truncation, but the rollouts would sample with {shown}: their importance "
+            f"ratios would be wrong, so every episode would be refused. Sample with "
+            f"temperature 1 (top_p 1, top_k 0) or train with --backend local"
+        )
 
 
 def check_capabilities(settings: TrainerSettings, backend: str, caps: Capabilities) -> None:

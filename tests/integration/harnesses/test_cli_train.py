@@ -84,6 +84,9 @@ def test_train_on_a_tasks_dir_runs_groups_of_harness_rollouts_into_updates(
     assert "error task no-toml left out: " in result.stderr and "task.toml" in result.stderr
     assert "training on tasks with harness bash: 2 tasks x 2 rollouts" in result.stdout
     assert "policy version 4" in result.stdout
+    # each batch is one task: hello-file (solved) or three-files (not), epoch after epoch
+    assert "rollouts of v0: reward 1.000 (100% correct) -> v1; " in result.stdout
+    assert "rollouts of v3: reward 0.000 (0% correct) -> v4; " in result.stdout
 
     codec = AvroCodec()
     episodes = [codec.decode(m.value() or b"") for m in read_all(kafka, kafka.topic(EPISODES))]

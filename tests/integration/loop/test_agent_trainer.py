@@ -122,6 +122,8 @@ def test_agent_trainer_closes_the_loop(
         report = trainer.train(on_update=on_update)
         assert seen == [1, 2]
         assert [u.version for u in report.updates] == [1, 2], report
+        # each batch's rollouts carry the version they ran on, as their steps (and analytics) do
+        assert [u.rollout_version for u in report.updates] == [0, 1], report
         assert [u.rollouts for u in report.updates] == [4, 4]
         assert [u.reward_mean for u in report.updates] == [0.5, 0.5]
         assert report.version == 2

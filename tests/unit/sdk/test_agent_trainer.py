@@ -47,3 +47,25 @@ def test_bad_arguments_are_named() -> None:
         rllm.AgentTrainer(lambda t, c: "x")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=r"train\(\) needs a train_dataset"):
         rllm.AgentTrainer(agent).train()
+
+
+def test_sampling_a_backend_cannot_score_is_refused_before_any_rollout() -> None:
+    from rllm.consumers.trainer.errors import CapabilityError
+
+    calls: list[str] = []
+
+    @rllm.rollout
+    def counted(task: Task, config: RolloutConfig) -> str:
+        calls.append(task.task_id)
+        return "x"
+
+    hot = rllm.AgentTrainer(
+        counted,
+        train_dataset=[Task(task_id="t")],
+        config={"sampling": {"temperature": 0.7, "top_p": 0.8}, "trainer": {"backend": "tinker"}},
+    )
+    with pytest.raises(
+        CapabilityError, match=r"backend 'tinker' .* with temperature=0\.7, top_p=0\.8"
+    ):
+        hot.train()
+    assert calls == []
