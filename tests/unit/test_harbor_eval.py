@@ -88,3 +88,21 @@ def test_the_summary_lists_every_error_and_scores_the_rest() -> None:
         {"task": "broken", "error": "missing task.toml"},
         {"task": "bad-verifier", "error": "verifier_error: no reward file"},
     ]
+
+
+def test_rows_of_an_agentic_benchmark_point_at_tasks_dir_before_the_stack(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    from rllm.producers.evaluation import run_eval
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"task_id": "a", "instruction": "make hello.txt"}\n')
+    config = EvalConfig(benchmark="terminal_bench2", gateway_url="http://127.0.0.1:1",
+                        model="m", data_file=rows)  # fmt: skip
+    # no gateway listens on port 1: the bad input is named first, not the missing stack
+    with pytest.raises(
+        ConfigError, match=r"rows carry no environment or verifier: pass --tasks-dir"
+    ):
+        asyncio.run(run_eval(config))

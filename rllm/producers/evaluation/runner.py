@@ -168,13 +168,13 @@ async def run_eval(
     tasks_dir = tasks_dir_of(config)
     if tasks_dir is not None:
         return await run_harbor_eval(config, tasks_dir, progress, on_tasks)
-    served = await served_policy(config.gateway_url, resolve_admin_key(config.admin_key))
-    check_served(served, config.model, config.gateway_url)
     spec = get_benchmark(config.benchmark)
+    agent = builtin_agent(config.agent or spec.agent)  # bad input first, then the stack
     tasks = load_tasks(
         spec, split=config.split, data_file=config.data_file, max_examples=config.max_examples
     )
-    agent = builtin_agent(config.agent or spec.agent)
+    served = await served_policy(config.gateway_url, resolve_admin_key(config.admin_key))
+    check_served(served, config.model, config.gateway_url)
     if on_tasks is not None:
         on_tasks(len(tasks) * config.attempts)
     gateway = GatewayClient(config.gateway_url, config.admin_key)

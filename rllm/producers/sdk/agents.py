@@ -67,13 +67,17 @@ def builtin_agent(name: str) -> Rollout:
     """The built-in agent called ``name``.
 
     Raises:
-        ConfigError: for harness agents (not built in) and unknown names.
+        ConfigError: for harness agents (they run on Harbor task folders, not on rows) and
+            unknown names.
     """
     if name in _BUILTIN:
         return _BUILTIN[name]
     if name.startswith("harness:"):
         raise ConfigError(
-            f"agent {name!r} runs in an agent harness, which this build does not ship yet; "
-            f"pass --agent chat to run the benchmark as plain chat"
+            f"agent {name!r} is a command-line harness run in a sandbox on Harbor task "
+            f"folders (task.toml, instruction.md, environment/, tests/), and dataset rows "
+            f"carry no environment or verifier: pass --tasks-dir DIR with --agent NAME "
+            f"(rllm-cli harness list shows the harnesses), or --agent chat to ask the rows' "
+            f"instructions as plain chat"
         )
     raise ConfigError(f"unknown agent {name!r}; built-in agents: {', '.join(sorted(_BUILTIN))}")
