@@ -7,7 +7,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY rllm ./rllm
 COPY infra ./infra
-ARG EXTRAS=gateway,clickhouse
+ARG EXTRAS=gateway,clickhouse,eval,train
 RUN pip install --no-cache-dir ".[${EXTRAS}]"
 ENV RLLM_HOME=/data
 VOLUME /data
