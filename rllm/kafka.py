@@ -92,10 +92,24 @@ def make_codec(settings: KafkaSettings) -> AvroCodec:
     return AvroCodec()
 
 
+_CLIENT_LOG = logging.getLogger("rllm.kafka.librdkafka")
+"""librdkafka's own log lines (``%3|...|FAIL|`` connection refusals, retried by the client
+itself) from every client made here: with no handler of their own they would be printed
+to stderr by the hundred while a broker is down. They reach an application's logging
+configuration through propagation (``logging.getLogger("rllm.kafka").setLevel(DEBUG)``);
+the failure that matters is raised as a ``KafkaUnavailableError`` naming ``rllm-cli up``."""
+_CLIENT_LOG.addHandler(logging.NullHandler())
+
+
+def _client_config(settings: KafkaSettings) -> dict[str, Any]:
+    """``settings.client_config()`` with librdkafka's log routed to ``_CLIENT_LOG``."""
+    return {**settings.client_config(), "logger": _CLIENT_LOG}
+
+
 def producer_config(settings: KafkaSettings, **overrides: Any) -> dict[str, Any]:
     """Durable producer defaults: acks=all, idempotent, zstd, large messages."""
     conf: dict[str, Any] = {
-        **settings.client_config(),
+        **_client_config(settings),
         "acks": "all",
         "enable.idempotence": True,
         "compression.type": "zstd",
@@ -116,7 +130,7 @@ def make_producer(settings: KafkaSettings, **overrides: Any) -> Producer:
 def consumer_config(settings: KafkaSettings, group_id: str, **overrides: Any) -> dict[str, Any]:
     """Consumer defaults: manual commits, read_committed, start from the beginning."""
     conf: dict[str, Any] = {
-        **settings.client_config(),
+        **_client_config(settings),
         "group.id": group_id,
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
@@ -136,7 +150,8 @@ def make_consumer(settings: KafkaSettings, group_id: str, **overrides: Any) -> C
 
 def make_admin(settings: KafkaSettings) -> AdminClient:
     """A confluent-kafka admin client."""
-    return AdminClient(settings.client_config())
+    # confluent-kafka's stubs omit the documented `logger` entry (a logging.Logger)
+    return AdminClient(_client_config(settings))  # type: ignore[arg-type]
 
 
 _PROBE_LOG = logging.getLogger("rllm.kafka.probe")

@@ -44,11 +44,12 @@ def tail(
     from rllm.consumers.tail import tail_topic
 
     settings = kafka_settings(bootstrap_servers, topic_prefix)
-    bad = 0
+    bad = shown = 0
     for rec in tail_topic(
         settings, topic, from_beginning=from_beginning, follow=follow, max_records=max_records
     ):
         bad += rec.event is None
+        shown += 1
         if as_json:
             click.echo(json.dumps(rec.to_json()))
         elif rec.event is None:
@@ -67,6 +68,12 @@ def tail(
             )
     if bad:
         click.echo(f"{bad} undecodable record(s)", err=True)
+    if not shown and not from_beginning and not follow:
+        click.echo(
+            f"no new records on {settings.topic(topic)}: tail reads only records that arrive "
+            f"while it runs; --from-beginning prints the ones already there, --follow waits",
+            err=True,
+        )
 
 
 def _summary(ev: dict[str, Any]) -> str:

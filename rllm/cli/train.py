@@ -165,17 +165,43 @@ def train(bootstrap_servers: str | None, topic_prefix: str | None, **flags: Any)
     offline = bool(flags.pop("offline"))
     fields = {k: v for k, v in flags.items() if v is not None}
     if loop["benchmark"] is not None or loop["tasks_dir"] is not None:
+        preflight(kafka, loop["gateway_url"])
         _loop(loop, fields, kafka)
         return
     settings = TrainerSettings(**fields)
     if loop["data_file"] is not None:
         _sft(settings, loop, None if offline or not bootstrap_servers else kafka)
         return
+    preflight(kafka, None)
     report = run_trainer(settings, kafka)
     console.print(
         f"trained {report.updates} update(s); policy version {report.version}; "
         f"episodes consumed {report.episodes_consumed}; dropped {report.drops}"
     )
+
+
+def preflight(kafka: Any, gateway_url: str | None) -> None:
+    """Check the broker (and the gateway the rollouts go through) answer before anything
+    loads a model or writes a checkpoint.
+
+    Raises:
+        KafkaUnavailableError / ConfigError: naming the address and ``rllm-cli up``.
+    """
+    import httpx
+
+    from rllm.errors import ConfigError
+    from rllm.kafka import check_broker
+
+    check_broker(kafka, timeout_s=5.0)
+    if gateway_url is None:
+        return
+    try:
+        httpx.get(f"{gateway_url.rstrip('/')}/health", timeout=5.0).raise_for_status()
+    except httpx.HTTPError as exc:
+        raise ConfigError(
+            f"the gateway at {gateway_url} does not answer ({type(exc).__name__}: {exc}); "
+            f"start the stack with `rllm-cli up`, or pass --gateway-url"
+        ) from exc
 
 
 _LOOP_OPTIONS = (

@@ -83,6 +83,39 @@ def test_tail_json_decodes_events_and_reports_a_corrupt_record_with_offset(
     assert "0:2 key=s-1" in text.stdout and "undecodable" in text.stdout
 
 
+def test_tail_without_from_beginning_says_it_reads_only_new_records(
+    kafka: KafkaSettings, make_topics: Callable[..., list[str]]
+) -> None:
+    make_topics(partitions=1)
+    with EventPublisher(kafka) as pub:
+        pub.publish_sync(SESSION_EVENTS, "s-1", session_events("s-1")[0])
+    proc = cli("events", "tail", env=_env(kafka))
+    assert (proc.returncode, proc.stdout) == (0, "")
+    assert "tail reads only records that arrive while it runs; --from-beginning" in proc.stderr
+
+
+def test_a_down_broker_is_one_line_naming_up_not_librdkafka_noise(
+    kafka: KafkaSettings, tmp_path: Path
+) -> None:
+    down = f"127.0.0.1:{_free_port()}"
+    tail = cli("events", "tail", "--from-beginning", env={"RLLM_BOOTSTRAP_SERVERS": down})
+    assert tail.returncode == 1 and "rllm-cli up" in tail.stderr
+    assert "%3|" not in tail.stderr and len(tail.stderr.strip().splitlines()) == 1, tail.stderr
+    # train checks the broker, then the gateway, before it loads a model or writes anything
+    began = time.monotonic()
+    ckpt = tmp_path / "ckpt"
+    train = cli("train", "--benchmark", "multiply", "--max-updates", "1", "--checkpoint-dir",
+                str(ckpt), env={"RLLM_BOOTSTRAP_SERVERS": down})  # fmt: skip
+    assert train.returncode == 1 and "rllm-cli up" in train.stderr, train.stderr
+    assert "%3|" not in train.stderr and time.monotonic() - began < 30
+    no_gateway = f"http://127.0.0.1:{_free_port()}"
+    train = cli("train", "--benchmark", "multiply", "--max-updates", "1", "--checkpoint-dir",
+                str(ckpt), "--gateway-url", no_gateway, env=_env(kafka))  # fmt: skip
+    assert train.returncode == 1, train.stderr
+    assert f"the gateway at {no_gateway} does not answer" in train.stderr
+    assert not ckpt.exists()
+
+
 def test_tail_of_a_missing_topic_is_one_clear_line(kafka: KafkaSettings) -> None:
     proc = cli("events", "tail", "--topic", "no-such-topic", "--from-beginning", env=_env(kafka))
     assert proc.returncode == 1
