@@ -150,8 +150,7 @@ def make_consumer(settings: KafkaSettings, group_id: str, **overrides: Any) -> C
 
 def make_admin(settings: KafkaSettings) -> AdminClient:
     """A confluent-kafka admin client."""
-    # confluent-kafka's stubs omit the documented `logger` entry (a logging.Logger)
-    return AdminClient(_client_config(settings))  # type: ignore[arg-type]
+    return AdminClient(_client_config(settings))
 
 
 _PROBE_LOG = logging.getLogger("rllm.kafka.probe")
