@@ -14,7 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rllm.errors import ConfigError
 
-__all__ = ["KafkaSettings", "StackSettings", "default_home"]
+__all__ = ["KafkaSettings", "StackSettings", "default_home", "private_home"]
 
 
 def default_home() -> Path:
@@ -22,6 +22,18 @@ def default_home() -> Path:
     data directory lives under it)."""
     env = os.environ.get("RLLM_HOME")
     return Path(env).expanduser() if env else Path.home() / ".rllm"
+
+
+def private_home(home: Path | None = None) -> Path:
+    """Create ``home`` (default ``default_home()``) readable by its owner only (0700), or
+    take group and other access away from an existing one that this user owns: it holds
+    the history, the gateway's spool and key, logs and checkpoints. Returns it."""
+    path = home if home is not None else default_home()
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = path.stat()
+    if info.st_uid == os.getuid() and info.st_mode & 0o077:
+        path.chmod(info.st_mode & 0o700)
+    return path
 
 
 class KafkaSettings(BaseSettings):

@@ -26,6 +26,9 @@ __all__ = ["cli", "main"]
 @click.version_option(package_name="rllm-stream")
 def cli() -> None:
     """rllm-stream: train language agents with RL, as an event stream on Kafka."""
+    from rllm.settings import private_home
+
+    private_home()  # $RLLM_HOME (~/.rllm): 0700, whatever made it first
 
 
 cli.add_command(up)

@@ -16,7 +16,7 @@ from rllm.infra.admin_key import admin_key_path, ensure_admin_key
 from rllm.infra.broker import LocalBroker, LocalCluster
 from rllm.infra.services import ServiceSpec, service_running, start_service, stop_service
 from rllm.kafka import check_broker, ensure_topics, make_admin
-from rllm.settings import KafkaSettings, StackSettings
+from rllm.settings import KafkaSettings, StackSettings, private_home
 
 __all__ = ["ComponentStatus", "plan_services", "stack_down", "stack_status", "stack_up"]
 
@@ -158,6 +158,7 @@ def stack_up(
     from rllm.models.local import hf_copy_complete, install_local_model, local_model_installed
 
     tell = say or (lambda _line: None)
+    private_home(stack.home)
     specs = plan_services(stack, insecure=insecure)
     if any(s.name == "gateway" for s in specs) and not insecure:
         ensure_admin_key(admin_key_path(stack.home))

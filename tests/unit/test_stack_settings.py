@@ -39,3 +39,22 @@ def test_min_insync_is_one_fewer_than_the_replicas_unless_set() -> None:
     assert KafkaSettings(replication_factor=3, min_insync_replicas=3).min_insync == 3
     with pytest.raises(ConfigError, match="RLLM_MIN_INSYNC_REPLICAS=4 is more than"):
         _ = KafkaSettings(replication_factor=3, min_insync_replicas=4).min_insync
+
+
+def test_the_home_is_private_to_its_owner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import stat
+
+    from click.testing import CliRunner
+
+    from rllm.cli.main import cli
+    from rllm.settings import private_home
+
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)
+    assert stat.S_IMODE(private_home(shared).stat().st_mode) == 0o700
+    fresh = tmp_path / "fresh" / ".rllm"
+    monkeypatch.setenv("RLLM_HOME", str(fresh))
+    result = CliRunner().invoke(cli, ["bench", "list"])
+    assert result.exit_code == 0, result.output
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o700  # any command makes it 0700
