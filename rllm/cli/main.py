@@ -6,6 +6,7 @@ import click
 
 from rllm.cli.analytics import analytics
 from rllm.cli.bench import bench
+from rllm.cli.checkpoints import checkpoints
 from rllm.cli.eval import eval_command
 from rllm.cli.events import events
 from rllm.cli.gateway import gateway
@@ -48,6 +49,7 @@ cli.add_command(train)
 cli.add_command(serve)
 cli.add_command(sandbox)
 cli.add_command(harness)
+cli.add_command(checkpoints)
 
 
 def main() -> None:

@@ -19,7 +19,13 @@ from pathlib import Path
 
 from rllm.consumers.trainer.errors import CheckpointError
 
-__all__ = ["CheckpointState", "CheckpointStore"]
+__all__ = [
+    "CheckpointState",
+    "CheckpointStore",
+    "RunCheckpoints",
+    "list_checkpoints",
+    "prune_checkpoints",
+]
 
 
 @dataclass
@@ -98,3 +104,75 @@ class CheckpointStore:
         for old in names[: -self.keep]:
             if old != keep_name:
                 shutil.rmtree(self.dir / old, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class RunCheckpoints:
+    """The checkpoints one run keeps under a checkpoint root."""
+
+    run_id: str
+    """The run (its folder's name)."""
+    versions: tuple[int, ...]
+    """Complete checkpoints, oldest first."""
+    latest: int | None
+    """The version ``LATEST`` names: the one its committed offsets resume from."""
+    bytes_by_version: dict[int, int]
+    """Size on disk of each."""
+
+    @property
+    def total_bytes(self) -> int:
+        """Their size together."""
+        return sum(self.bytes_by_version.values())
+
+
+def _size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def list_checkpoints(root: Path) -> list[RunCheckpoints]:
+    """Every run with checkpoints under ``root`` (``<root>/<run>/v<version>/``), by run id."""
+    runs = []
+    for folder in sorted(p for p in root.glob("*") if p.is_dir()) if root.is_dir() else []:
+        versions = sorted(
+            int(p.name[1:]) for p in folder.glob("v*")
+            if p.is_dir() and p.name[1:].isdigit() and (p / "state.json").is_file()
+        )  # fmt: skip
+        if not versions:
+            continue
+        pointer = folder / "LATEST"
+        name = pointer.read_text().strip() if pointer.is_file() else ""
+        latest = int(name[1:]) if name[1:].isdigit() else None
+        sizes = {v: _size(folder / f"v{v:06d}") for v in versions}
+        runs.append(RunCheckpoints(folder.name, tuple(versions), latest, sizes))
+    return runs
+
+
+def prune_checkpoints(
+    root: Path, keep: int, run_id: str | None = None, protect: set[tuple[str, int]] | None = None,
+    dry_run: bool = False,
+) -> list[tuple[str, int, int]]:  # fmt: skip
+    """Delete all but the newest ``keep`` checkpoints of each run (or of ``run_id``); never
+    the one ``LATEST`` names (its offsets are the run's resume point) nor any ``(run,
+    version)`` in ``protect`` (the policy a model server serves). Returns ``(run, version,
+    bytes)`` of each deleted one (or of each that would be, with ``dry_run``).
+
+    Raises:
+        CheckpointError: ``keep`` is below 1, or ``run_id`` has no checkpoints here.
+    """
+    if keep < 1:
+        raise CheckpointError(f"keep must be at least 1 checkpoint per run, not {keep}")
+    runs = list_checkpoints(root)
+    if run_id is not None:
+        runs = [r for r in runs if r.run_id == run_id]
+        if not runs:
+            raise CheckpointError(f"run {run_id!r} has no checkpoints under {root}")
+    kept = protect or set()
+    deleted = []
+    for run in runs:
+        for version in run.versions[:-keep]:
+            if version == run.latest or (run.run_id, version) in kept:
+                continue
+            deleted.append((run.run_id, version, run.bytes_by_version[version]))
+            if not dry_run:
+                shutil.rmtree(root / run.run_id / f"v{version:06d}")
+    return deleted
