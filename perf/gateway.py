@@ -13,6 +13,12 @@ multi-turn contexts go through a fresh gateway and its RSS is read.
 CPU time per request of the gateway (and of LiteLLM) is printed too: on a shared machine
 it is steadier than latency.
 
+Time to first token: a second fake upstream streams one token a chunk, ``--ttft-chunk-delay-ms``
+apart; ``--ttft-requests`` sequential streamed calls of each API (chat, completions,
+Responses, Anthropic Messages) go through a gateway (``capture=ack``) and, for comparison,
+straight to the upstream (for Responses and Anthropic its chat stream, which the gateway
+translates). ``--ttft-only`` runs only this part.
+
 Prints one line per measurement and a JSON line last.
 """
 
@@ -169,6 +175,109 @@ async def _load(
     }
 
 
+TTFT_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
+    "chat": (
+        "/chat/completions",
+        {"model": "m", "messages": [{"role": "user", "content": "hello"}], "stream": True},
+    ),
+    "completions": (
+        "/completions",
+        {"model": "m", "prompt": "hello world", "max_tokens": 8, "stream": True},
+    ),
+    "responses": ("/responses", {"model": "m", "input": "hello", "stream": True}),
+    "anthropic": (
+        "/messages",
+        {
+            "model": "m",
+            "max_tokens": 64,
+            "messages": [{"role": "user", "content": "hello"}],
+            "stream": True,
+        },
+    ),
+}
+"""Each API's streamed call: its path under ``/v1`` and its body."""
+DIRECT_OF = {"chat": "chat", "completions": "completions", "responses": "chat", "anthropic": "chat"}
+"""The upstream call an API's call becomes (Responses and Anthropic are translated to chat)."""
+
+
+def _is_token(api: str, payload: str) -> bool:
+    """Whether one stream event of ``api`` carries answer text."""
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        return False
+    if api == "responses":
+        return bool(data.get("type") == "response.output_text.delta" and data.get("delta"))
+    if api == "anthropic":
+        return bool(data.get("type") == "content_block_delta")
+    choices = data.get("choices") or [{}]
+    part = choices[0].get("delta", {}).get("content") if api == "chat" else choices[0].get("text")
+    return bool(part)
+
+
+async def _ttft(url_of: Callable[[int], str], api: str, n: int) -> dict[str, float]:
+    """``n`` sequential streamed calls of ``api``: p50 and p99 of the time to the first text
+    event, and p50 of the time to the whole answer (ms)."""
+    path, body = TTFT_CALLS[api]
+    first_ms: list[float] = []
+    whole_ms: list[float] = []
+    async with httpx.AsyncClient(timeout=60) as client:
+        for k in range(n):
+            t0 = time.perf_counter()
+            first = None
+            async with client.stream("POST", url_of(k) + path, json=body) as resp:
+                if resp.status_code != 200:
+                    raise RuntimeError(f"{api} stream answered {resp.status_code}")
+                async for line in resp.aiter_lines():
+                    if first is None and line.startswith("data:") and _is_token(api, line[5:]):
+                        first = time.perf_counter()
+            if first is None:
+                raise RuntimeError(f"the {api} stream had no text")
+            first_ms.append((first - t0) * 1000)
+            whole_ms.append((time.perf_counter() - t0) * 1000)
+    return {
+        "p50_ms": float(np.percentile(first_ms, 50)),
+        "p99_ms": float(np.percentile(first_ms, 99)),
+        "whole_p50_ms": float(np.percentile(whole_ms, 50)),
+    }
+
+
+def _ttft_all(args: argparse.Namespace, bootstrap: str, prefix: str, tmp: Path) -> dict[str, Any]:
+    """Time to first token of every API through a gateway and direct, one row each."""
+    up_port, gw_port = _free_port(), _free_port()
+    upstream, gw = f"http://127.0.0.1:{up_port}", f"http://127.0.0.1:{gw_port}"
+    fake = [sys.executable, "-m", "tests.fakes.upstream", "--port", str(up_port)]
+    fake += ["--chunk-delay-ms", str(args.ttft_chunk_delay_ms), "--tokens-per-chunk", "1"]
+    cmd = _gateway_cmd(gw_port, upstream, "ack", bootstrap, prefix, tmp / "ttft")
+    out: dict[str, Any] = {"chunk_delay_ms": args.ttft_chunk_delay_ms}
+    with (
+        _process(fake, f"{upstream}/v1/models"),
+        _process(cmd, f"{gw}/health", log=tmp / "gw-ttft.log"),
+    ):
+        for api in TTFT_CALLS:
+            via = asyncio.run(
+                _ttft(lambda k, a=api: f"{gw}/sessions/ttft-{a}-{k}/v1", api, args.ttft_requests)
+            )
+            direct = asyncio.run(
+                _ttft(lambda k: f"{upstream}/v1", DIRECT_OF[api], args.ttft_requests)
+            )
+            out[api] = {
+                "gateway_ms": via["p50_ms"],
+                "gateway_p99_ms": via["p99_ms"],
+                "direct_ms": direct["p50_ms"],
+                "added_ms": via["p50_ms"] - direct["p50_ms"],
+                "whole_answer_ms": via["whole_p50_ms"],
+            }
+            print(
+                f"time_to_first_token {api:<12} gateway p50 {via['p50_ms']:7.1f} ms "
+                f"(p99 {via['p99_ms']:.1f})  direct p50 {direct['p50_ms']:7.1f} ms  "
+                f"added {via['p50_ms'] - direct['p50_ms']:6.1f} ms  "
+                f"whole answer {via['whole_p50_ms']:.0f} ms",
+                flush=True,
+            )
+    return out
+
+
 def _cpu_s(pid: int, children: bool = False) -> float:
     """CPU seconds (user + system) a process (and its children) used so far."""
     procs = [psutil.Process(pid)]
@@ -276,6 +385,9 @@ def main() -> None:
     p.add_argument("--context-chars", type=int, default=4000)
     p.add_argument("--bootstrap", default=None, help="Kafka host:port (default: start one)")
     p.add_argument("--litellm-venv", type=Path, default=Path("/tmp/litellm-venv"))
+    p.add_argument("--ttft-requests", type=int, default=20, help="streamed calls per API")
+    p.add_argument("--ttft-chunk-delay-ms", type=float, default=20.0)
+    p.add_argument("--ttft-only", action="store_true", help="measure time to first token only")
     args = p.parse_args()
     result: dict[str, Any] = {"rate_target": args.rate, "sessions": args.sessions}
     with tempfile.TemporaryDirectory() as tmp_s, _broker(args.bootstrap) as bootstrap:
@@ -285,6 +397,10 @@ def main() -> None:
 
         prefix = f"perf{uuid.uuid4().hex[:6]}."
         ensure_topics(KafkaSettings(bootstrap_servers=bootstrap, topic_prefix=prefix))
+        result["time_to_first_token_ms"] = _ttft_all(args, bootstrap, prefix, tmp)
+        if args.ttft_only:
+            print(json.dumps(result))
+            return
         up_port = _free_port()
         upstream = f"http://127.0.0.1:{up_port}"
         with _process(

@@ -30,6 +30,29 @@ __all__ = ["gateway"]
     help="vllm, sglang or hosted [vllm].",
 )
 @click.option(
+    "--tokenizer",
+    default=None,
+    envvar="RLLM_GATEWAY_TOKENIZER",
+    help="Tokenizer (Hugging Face name or folder) of an sglang upstream's model, for its chat "
+    "template; loaded at start.",
+)
+@click.option(
+    "--upstream-timeout",
+    "upstream_timeout_s",
+    type=float,
+    default=None,
+    envvar="RLLM_GATEWAY_UPSTREAM_TIMEOUT_S",
+    help="Seconds an upstream call may take (between two chunks of a stream) before the agent "
+    "gets a 504 [600].",
+)
+@click.option(
+    "--upstream-streams/--no-upstream-streams",
+    default=None,
+    envvar="RLLM_GATEWAY_UPSTREAM_STREAMS",
+    help="Stream streamed calls upstream [on]; off for a model server that only answers whole "
+    "(the local model server).",
+)
+@click.option(
     "--capture",
     type=click.Choice(["ack", "async"]),
     default=None,

@@ -119,6 +119,13 @@ def plan_services(stack: StackSettings, insecure: bool = False) -> list[ServiceS
                 upstream,
                 "--upstream-kind",
                 kind,
+                # the local model server answers whole: the gateway streams its answer itself
+                *(("--no-upstream-streams",) if local_model else ()),
+                *(
+                    ("--tokenizer", profile.model)
+                    if kind == "sglang" and not os.environ.get("RLLM_GATEWAY_TOKENIZER")
+                    else ()
+                ),
                 "--spool-dir",
                 str(stack.home / "gateway-spool"),
                 *(

@@ -7,13 +7,22 @@ its token IDs too (as a real chat template does). It honours vLLM's ``return_tok
 completions, streaming or not.
 
 ``POST /generate`` is SGLang's native endpoint: it answers the last input ID + 1 and + 2,
-then 2 (end), with logprobs when ``return_logprob`` is set.
+then 2 (end), with logprobs when ``return_logprob`` is set; sample ``j`` of ``n > 1`` answers
+each ID + ``j`` (a list of answers). Streamed, it sends one output per token, each with the
+whole output so far (SGLang's default) or only the new token (``generate_incremental``, as
+SGLang's ``--incremental-streaming-output``), samples interleaved with their ``index``.
+
+Streams send ``tokens_per_chunk`` tokens a chunk (chat, completions), wait ``chunk_delay_s``
+between chunks, and note when each sent its last token (``stream_ends``) or lost its client
+first (``cancelled``).
 
 Special models: ``error-500`` answers 500, ``error-400`` answers 400, ``slow-N`` sleeps N
-seconds first. A request with ``tools`` whose last message is from the user gets a tool call.
+seconds first; streamed, ``error-midstream`` sends two chunks then an error chunk and
+``drop-midstream`` two chunks then drops the connection. A request with ``tools`` whose last
+message is from the user gets a tool call.
 
 Use ``start_fake_upstream(port) -> base URL`` (uvicorn in a thread), or
-``python -m tests.fakes.upstream --port N``.
+``python -m tests.fakes.upstream --port N [--chunk-delay-ms D] [--tokens-per-chunk K]``.
 """
 
 from __future__ import annotations
@@ -87,12 +96,27 @@ def _logprob(i: int) -> float:
 
 
 class FakeUpstream:
-    """The fake server's state: every request body it received, in order."""
+    """The fake server's state: every request body it received, in order, and its streams."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        chunk_delay_s: float = 0.0,
+        tokens_per_chunk: int = 3,
+        generate_incremental: bool = False,
+    ) -> None:
         self.requests: list[dict[str, Any]] = []
         self.served_version: int | None = None
         """When set, answers carry the local model server's policy header with it."""
+        self.chunk_delay_s = chunk_delay_s
+        """Seconds a stream waits between two chunks."""
+        self.tokens_per_chunk = tokens_per_chunk
+        """Tokens in each chunk of a chat or completions stream."""
+        self.generate_incremental = generate_incremental
+        """A streamed ``/generate`` sends only each output's new token."""
+        self.stream_ends: list[float] = []
+        """``time.monotonic()`` when each stream sent its last token, in order."""
+        self.cancelled = 0
+        """Streams whose client went away before their end."""
 
     def stamp(self, resp: Response) -> Response:
         """Add the policy header the local model server sends (when ``served_version``)."""
@@ -150,7 +174,7 @@ def create_fake_app(state: FakeUpstream | None = None) -> Starlette:
             text = json.dumps(tool_call["function"], sort_keys=True)
         else:
             text = answer_text(prompt, body.get("max_tokens") or body.get("max_completion_tokens"))
-        return state.stamp(_respond(body, "chat", prompt, text, tool_call))
+        return state.stamp(_respond(body, "chat", prompt, text, tool_call, state))
 
     async def completions(request: Request) -> Response:
         body = await request.json()
@@ -161,33 +185,31 @@ def create_fake_app(state: FakeUpstream | None = None) -> Starlette:
         prompt = body.get("prompt", "")
         prompt = prompt[0] if isinstance(prompt, list) else prompt
         text = answer_text(str(prompt), body.get("max_tokens", 16))
-        return state.stamp(_respond(body, "completions", str(prompt), text, None))
+        return state.stamp(_respond(body, "completions", str(prompt), text, None, state))
 
     async def generate(request: Request) -> Response:
         """SGLang's native endpoint: token IDs in, token IDs and logprobs out."""
         body = await request.json()
         state.requests.append(body)
         ids_in = [int(i) for i in body["input_ids"]]
-        cap = (body.get("sampling_params") or {}).get("max_new_tokens")
-        out_ids = [ids_in[-1] + 1, ids_in[-1] + 2, 2][: cap if cap is not None else 3]
-        finish = {"type": "length" if len(out_ids) < 3 else "stop"}
-        logprobs = (
-            [[_logprob(i), t, None] for i, t in enumerate(out_ids)]
-            if body.get("return_logprob")
-            else None
-        )
-        return JSONResponse(
-            {
-                "text": "ok done"[: 3 * len(out_ids)],
-                "output_ids": out_ids,
-                "meta_info": {
-                    "prompt_tokens": len(ids_in),
-                    "completion_tokens": len(out_ids),
-                    "finish_reason": finish,
-                    "output_token_logprobs": logprobs,
-                },
-            }
-        )
+        params = body.get("sampling_params") or {}
+        cap = params.get("max_new_tokens")
+        n = int(params.get("n") or 1)
+        samples = [
+            [ids_in[-1] + 1 + j, ids_in[-1] + 2 + j, 2][: cap if cap is not None else 3]
+            for j in range(n)
+        ]
+        logprob = bool(body.get("return_logprob"))
+        if body.get("stream"):
+            return StreamingResponse(
+                _generate_stream(state, len(ids_in), samples, logprob),
+                media_type="text/event-stream",
+            )
+        outs = [
+            _generate_out(len(ids_in), out_ids, j, len(out_ids), logprob, False)
+            for j, out_ids in enumerate(samples)
+        ]
+        return JSONResponse(outs if n > 1 else outs[0])
 
     return Starlette(
         routes=[
@@ -200,7 +222,12 @@ def create_fake_app(state: FakeUpstream | None = None) -> Starlette:
 
 
 def _respond(
-    body: dict[str, Any], api: str, prompt: str, text: str, tool_call: dict[str, Any] | None
+    body: dict[str, Any],
+    api: str,
+    prompt: str,
+    text: str,
+    tool_call: dict[str, Any] | None,
+    state: FakeUpstream | None = None,
 ) -> Response:
     prompt_ids = tokenize(prompt)
     ids = tokenize(text)
@@ -220,6 +247,7 @@ def _respond(
     if body.get("stream"):
         return StreamingResponse(
             _stream(
+                state or FakeUpstream(),
                 body,
                 api,
                 prompt_ids,
@@ -279,6 +307,7 @@ def _respond(
 
 
 async def _stream(
+    state: FakeUpstream,
     body: dict[str, Any],
     api: str,
     prompt_ids: list[int],
@@ -294,7 +323,8 @@ async def _stream(
     obj = "chat.completion.chunk" if api == "chat" else "text_completion"
     base = {"id": "fake-1", "object": obj, "created": created, "model": body.get("model")}
     raw = text.encode()
-    step = 3
+    step = state.tokens_per_chunk
+    parts: list[bytes] = []
     for start in range(0, max(len(ids), 1), step):
         part_ids = ids[start : start + step]
         part = raw[start : start + step].decode("utf-8", "ignore")
@@ -335,17 +365,90 @@ async def _stream(
                     chunk["prompt_token_ids"] = prompt_ids
                 else:
                     choice["prompt_token_ids"] = prompt_ids
-        yield f"data: {json.dumps(chunk)}\n\n".encode()
-        await asyncio.sleep(0)
+        parts.append(_data(chunk))
     last: dict[str, Any] = {"index": 0, "finish_reason": finish}
     if api == "chat":
         last["delta"] = {}
     else:
         last["text"] = ""
-    yield f"data: {json.dumps({**base, 'choices': [last]})}\n\n".encode()
+    tail = [_data({**base, "choices": [last]})]
     if (body.get("stream_options") or {}).get("include_usage"):
-        yield f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n".encode()
-    yield b"data: [DONE]\n\n"
+        tail.append(_data({**base, "choices": [], "usage": usage}))
+    async for event in _paced(state, str(body.get("model", "")), parts, tail):
+        yield event
+
+
+def _data(payload: Any) -> bytes:
+    return f"data: {json.dumps(payload)}\n\n".encode()
+
+
+async def _paced(
+    state: FakeUpstream, model: str, parts: list[bytes], tail: list[bytes]
+) -> AsyncIterator[bytes]:
+    """Send ``parts`` (the token chunks) ``chunk_delay_s`` apart, then ``tail`` and [DONE];
+    note the end, or the client that left first."""
+    try:
+        for k, part in enumerate(parts):
+            if k:
+                await asyncio.sleep(state.chunk_delay_s)
+            if k == 2 and model == "error-midstream":
+                yield _data({"error": {"message": "fake failure mid-stream", "code": 500}})
+                return
+            if k == 2 and model == "drop-midstream":
+                raise RuntimeError("the fake upstream drops the connection mid-stream")
+            yield part
+        state.stream_ends.append(time.monotonic())
+        for event in tail:
+            yield event
+        yield b"data: [DONE]\n\n"
+    except (asyncio.CancelledError, GeneratorExit):
+        state.cancelled += 1
+        raise
+
+
+def _generate_out(
+    prompt_tokens: int, sample: list[int], j: int, k: int, logprob: bool, new_only: bool
+) -> dict[str, Any]:
+    """Sample ``j``'s ``/generate`` output after its first ``k`` tokens: all of it so far,
+    or (``new_only``) its ``k``-th token."""
+    whole = "ok done"[: 3 * len(sample)]
+    text = whole if k == len(sample) else whole[: 3 * k]
+    lps = [[_logprob(i + j), t, None] for i, t in enumerate(sample[:k])]
+    ids = sample[:k]
+    if new_only:
+        text, ids, lps = text[len(whole[: 3 * (k - 1)]) :], ids[k - 1 :], lps[k - 1 :]
+    finished = k == len(sample)
+    return {
+        "text": text,
+        "output_ids": ids,
+        "meta_info": {
+            "id": f"fake-{j}",
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": k,
+            "finish_reason": (
+                {"type": "length" if len(sample) < 3 else "stop"} if finished else None
+            ),
+            "output_token_logprobs": lps if logprob else None,
+        },
+    }
+
+
+async def _generate_stream(
+    state: FakeUpstream, prompt_tokens: int, samples: list[list[int]], logprob: bool
+) -> AsyncIterator[bytes]:
+    """A streamed ``/generate``: one output per token, the samples interleaved."""
+    parts = []
+    for k in range(1, max(len(s) for s in samples) + 1):
+        for j, sample in enumerate(samples):
+            if k <= len(sample):
+                out = _generate_out(
+                    prompt_tokens, sample, j, k, logprob, state.generate_incremental
+                )
+                if len(samples) > 1:
+                    out["index"] = j
+                parts.append(_data(out))
+    async for event in _paced(state, "", parts, []):
+        yield event
 
 
 class RunningUpstream(ThreadedServer):
@@ -364,12 +467,19 @@ def start_fake_upstream(
 
 
 def main() -> None:
-    """``python -m tests.fakes.upstream --port N``."""
+    """``python -m tests.fakes.upstream --port N [--chunk-delay-ms D] [--tokens-per-chunk K]``."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=8001)
     parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument(
+        "--chunk-delay-ms", type=float, default=0.0, help="wait between two stream chunks"
+    )
+    parser.add_argument("--tokens-per-chunk", type=int, default=3, help="tokens a stream chunk")
     args = parser.parse_args()
-    uvicorn.run(create_fake_app(), host=args.host, port=args.port, log_level="warning")
+    state = FakeUpstream(
+        chunk_delay_s=args.chunk_delay_ms / 1000, tokens_per_chunk=args.tokens_per_chunk
+    )
+    uvicorn.run(create_fake_app(state), host=args.host, port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":

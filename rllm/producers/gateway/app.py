@@ -43,7 +43,8 @@ from .metrics import Metrics
 from .policy import PolicyFollower
 from .routing import parse_session_path, request_key
 from .sessions import Session
-from .settings import GatewaySettings
+from .settings import GatewaySettings, UpstreamKind
+from .sglang import load_tokenizer
 from .sink import EventSink
 from .spool import Spool
 from .state import GatewayState
@@ -60,10 +61,12 @@ def create_app(
     kafka: KafkaSettings,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> Starlette:
-    """Build the gateway app; Kafka, spool and upstream pool start with its lifespan.
+    """Build the gateway app; Kafka, spool and upstream pool start with its lifespan. An
+    sglang upstream's tokenizer is loaded here, before the first request.
 
     Raises:
-        ConfigError: no admin key and not ``insecure``.
+        ConfigError: no admin key and not ``insecure``; an sglang upstream without a
+            tokenizer, or one that cannot be loaded.
     """
     if settings.admin_key is None and not settings.insecure:
         raise ConfigError(
@@ -71,6 +74,8 @@ def create_app(
             "(rllm-cli gateway and rllm-cli up use $RLLM_HOME/gateway/admin-key), or "
             "--insecure / RLLM_GATEWAY_INSECURE=1 to serve every session to anyone"
         )
+    sglang = settings.upstream_kind is UpstreamKind.SGLANG
+    tokenizer = load_tokenizer(settings.tokenizer) if sglang else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -90,7 +95,7 @@ def create_app(
         )
         state = GatewayState(
             settings,
-            Upstream(settings, transport),
+            Upstream(settings, transport, tokenizer),
             sink,
             counters,
             policy_version=settings.policy_version,

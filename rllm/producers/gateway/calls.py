@@ -1,4 +1,5 @@
-"""One LLM call through the gateway: dispatch upstream, answer the agent, capture the step."""
+"""One LLM call through the gateway: dispatch upstream, answer the agent, capture the step
+(``streaming`` relays a streamed call chunk by chunk)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,10 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
-import httpx
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from rllm.errors import MessageTooLargeError, RllmError
@@ -19,9 +19,12 @@ from rllm.schemas.topics import SESSION_EVENTS
 from rllm.schemas.types import ApiKind, StepError, Usage, utcnow
 
 from .adapters import anthropic, responses
-from .adapters.base import Parsed, sse
+from .adapters.anthropic_stream import AnthropicStream
+from .adapters.base import Parsed
 from .adapters.chat import ChatStream, parse_chat, prepare_chat
 from .adapters.completions import CompletionStream, parse_completion, prepare_completion
+from .adapters.responses_stream import ResponsesStream
+from .adapters.stream import OpenAIStream, StreamEncoder, as_chunks
 from .capture import (
     Capture,
     choice_capture,
@@ -35,8 +38,9 @@ from .clock import Timing
 from .errors import GatewayError, anthropic_error
 from .sessions import Session
 from .settings import UpstreamKind
-from .sglang import replay_chunks
+from .sglang_stream import GenerateStream
 from .state import GatewayState
+from .streaming import each, relay, sse_json
 from .upstreams import UpstreamFailure
 
 __all__ = ["API_PATHS", "handle_call"]
@@ -50,7 +54,7 @@ API_PATHS = {
 _TRANSLATED = {ApiKind.RESPONSES: responses, ApiKind.ANTHROPIC_MESSAGES: anthropic}
 
 
-class _Call:
+class Call:
     """Timing and capture of one call."""
 
     def __init__(
@@ -197,7 +201,7 @@ async def handle_call(
     """
     hosted = state.upstream.kind is UpstreamKind.HOSTED
     chat_body = None if hosted or api not in _TRANSLATED else _to_chat(api, body)
-    call = _Call(state, session, api, body, timing)
+    call = Call(state, session, api, body, timing)
     session.in_flight += 1
     try:
         work = asyncio.ensure_future(_serve(call, path, body, headers, hosted, chat_body))
@@ -230,7 +234,7 @@ async def handle_call(
 
 
 async def _serve(
-    call: _Call,
+    call: Call,
     path: str,
     body: dict[str, Any],
     headers: dict[str, str],
@@ -238,20 +242,19 @@ async def _serve(
     chat_body: dict[str, Any] | None,
 ) -> Response:
     """Dispatch ``call`` by API and upstream kind; an upstream failure is its answer."""
-    state = call.state
     try:
         if hosted:
             return await _passthrough(call, path, headers)
+        if body.get("stream"):
+            return await _stream(call, chat_body, headers)
         if chat_body is not None:
             return await _translated(call, chat_body, headers)
-        if body.get("stream") and state.upstream.sglang is None:
-            return await _native_stream(call, headers)
         return await _native(call, headers)
     except UpstreamFailure as failure:
         return await call.failed(failure)
 
 
-async def _complete(call: _Call, chat: bool, body: dict[str, Any], headers: dict[str, str]) -> Any:
+async def _complete(call: Call, chat: bool, body: dict[str, Any], headers: dict[str, str]) -> Any:
     """The upstream's chat completion or completion, in the vLLM shape."""
     up = call.state.upstream
     answer: dict[str, str] = {}
@@ -267,64 +270,74 @@ async def _complete(call: _Call, chat: bool, body: dict[str, Any], headers: dict
     return data
 
 
-async def _native(call: _Call, headers: dict[str, str]) -> Response:
-    chat = call.api is ApiKind.CHAT
-    data = await _complete(call, chat, call.body, headers)
+def _parse(chat: bool, body: dict[str, Any], data: Any) -> Parsed:
+    """The capture of a whole answer.
+
+    Raises:
+        UpstreamFailure: the answer is not a chat completion (or completion).
+    """
     try:
-        parsed = parse_chat(call.body, data) if chat else parse_completion(call.body, data)
+        return parse_chat(body, data) if chat else parse_completion(body, data)
     except RllmError as exc:
         raise UpstreamFailure("invalid_response", 502, json.dumps(data).encode(), str(exc)) from exc
+
+
+async def _native(call: Call, headers: dict[str, str]) -> Response:
+    chat = call.api is ApiKind.CHAT
+    parsed = _parse(chat, call.body, await _complete(call, chat, call.body, headers))
     call.take(parsed, parsed.client)
     await call.record()
-    if call.body.get("stream"):
-        chunks = replay_chunks(parsed.client, chat)
-        return StreamingResponse(iter(chunks), media_type="text/event-stream")
     return JSONResponse(parsed.client)
 
 
-async def _native_stream(call: _Call, headers: dict[str, str]) -> Response:
-    chat = call.api is ApiKind.CHAT
-    up_body = prepare_chat(call.body, True) if chat else prepare_completion(call.body, True)
-    call.sent()
-    resp = await call.state.upstream.open_stream(
-        "/v1/chat/completions" if chat else "/v1/completions", up_body, headers
+async def _translated(call: Call, chat_body: dict[str, Any], headers: dict[str, str]) -> Response:
+    parsed = _parse(True, chat_body, await _complete(call, True, chat_body, headers))
+    answer = _TRANSLATED[call.api].from_chat(call.body, parsed)
+    call.take(parsed, answer)
+    await call.record()
+    return JSONResponse(answer)
+
+
+def _encoder(call: Call, capture: ChatStream) -> StreamEncoder:
+    """The stream encoder of the call's API."""
+    if call.api is ApiKind.RESPONSES:
+        return ResponsesStream(call.body)
+    if call.api is ApiKind.ANTHROPIC_MESSAGES:
+        return AnthropicStream(call.body, capture)
+    return OpenAIStream(usage=bool((call.body.get("stream_options") or {}).get("include_usage")))
+
+
+async def _stream(
+    call: Call, chat_body: dict[str, Any] | None, headers: dict[str, str]
+) -> Response:
+    """Serve a streamed call as the upstream streams it: every chunk is translated to the
+    client's API and sent at once. A model server that does not stream
+    (``upstream_streams`` off) answers whole, and its answer is sent as one chunk."""
+    chat = call.api is not ApiKind.COMPLETIONS
+    body = chat_body if chat_body is not None else call.body  # what the upstream answers
+    capture = ChatStream(body) if chat else CompletionStream(body)
+    encoder = _encoder(call, capture)
+    up = call.state.upstream
+    resp = None
+    if not up.streams:
+        whole = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+        data = await _complete(call, chat, whole, headers)
+        chunks = each(as_chunks(data, chat))
+    elif up.sglang is not None:
+        call.sent()
+        resp, prompt_ids = await up.sglang.open_stream(up, body, chat, headers)
+        chunks = GenerateStream(body, chat, prompt_ids).chunks(sse_json(resp))
+    else:
+        prepared = prepare_chat(body, True) if chat else prepare_completion(body, True)
+        options = {**(body.get("stream_options") or {}), "include_usage": True}
+        prepared = {**prepared, "stream": True, "stream_options": options}
+        call.sent()
+        path = "/v1/chat/completions" if chat else "/v1/completions"
+        resp = await up.open_stream(path, prepared, headers)
+        chunks = sse_json(resp)
+    return StreamingResponse(
+        relay(call, chunks, capture, encoder, resp), media_type="text/event-stream"
     )
-    acc = ChatStream(call.body) if chat else CompletionStream(call.body)
-    return StreamingResponse(_relay(call, resp, acc), media_type="text/event-stream")
-
-
-async def _relay(call: _Call, resp: httpx.Response, acc: ChatStream) -> AsyncIterator[bytes]:
-    call.session.in_flight += 1  # the session is not idle while its stream runs
-    try:
-        async for line in resp.aiter_lines():
-            if not line.startswith("data:"):
-                continue
-            payload = line[5:].strip()
-            if payload == "[DONE]":
-                break
-            if call.cap.ttft_ms is None:
-                call.cap.ttft_ms = (time.perf_counter() - call.t_up) * 1000
-            yield sse(acc.feed(json.loads(payload)))
-        call.received(resp.headers)
-        parsed = acc.parsed()
-        call.take(parsed, parsed.client)
-        await call.record()
-        yield b"data: [DONE]\n\n"
-    except (httpx.HTTPError, ValueError) as exc:
-        call.received()
-        kind = "upstream_timeout" if isinstance(exc, httpx.TimeoutException) else "invalid_response"
-        call.cap.error = StepError(kind=kind, message=f"stream broke: {type(exc).__name__}: {exc}")
-        await call.record()
-        yield sse({"error": {"message": call.cap.error.message, "type": kind}})
-    finally:
-        call.session.in_flight -= 1
-        call.session.last_seen = time.monotonic()
-        await resp.aclose()
-        if not call.recorded:  # the agent went away mid-stream
-            call.cap.error = StepError(
-                kind="client_disconnected", message="the client disconnected mid-stream"
-            )
-            await call.record(wait=False)
 
 
 def _to_chat(api: ApiKind, body: dict[str, Any]) -> dict[str, Any]:
@@ -341,24 +354,7 @@ def _to_chat(api: ApiKind, body: dict[str, Any]) -> dict[str, Any]:
     return chat
 
 
-async def _translated(call: _Call, chat_body: dict[str, Any], headers: dict[str, str]) -> Response:
-    adapter = _TRANSLATED[call.api]
-    data = await _complete(call, True, chat_body, headers)
-    try:
-        parsed = parse_chat(chat_body, data)
-    except RllmError as exc:
-        raise UpstreamFailure("invalid_response", 502, json.dumps(data).encode(), str(exc)) from exc
-    answer = adapter.from_chat(call.body, parsed)
-    call.take(parsed, answer)
-    await call.record()
-    if call.body.get("stream"):
-        return StreamingResponse(
-            iter(adapter.stream_events(answer)), media_type="text/event-stream"
-        )
-    return JSONResponse(answer)
-
-
-async def _passthrough(call: _Call, path: str, headers: dict[str, str]) -> Response:
+async def _passthrough(call: Call, path: str, headers: dict[str, str]) -> Response:
     content = json.dumps(call.body).encode()
     call.sent()
     resp = await call.state.upstream.forward("POST", path, content, headers)

@@ -57,8 +57,13 @@ class GatewaySettings(BaseSettings):
     """Key sent to the upstream (hosted APIs); never logged, never captured."""
     upstream_timeout_s: float = Field(default=600.0, gt=0)
     """How long one upstream call may take before the agent gets a 504."""
+    upstream_streams: bool = True
+    """Streamed calls are streamed upstream and translated chunk by chunk (vLLM, SGLang);
+    off for a model server that only answers whole (the local model server): its answer is
+    then sent as a stream once it is complete."""
     tokenizer: str | None = None
-    """Tokenizer (HF name or path) for the sglang chat template."""
+    """Tokenizer (HF name or path) for the sglang chat template, loaded when the gateway
+    starts (a start fails naming it when it cannot be loaded)."""
 
     # --- capture --------------------------------------------------------------------
     capture: CaptureMode = CaptureMode.ACK

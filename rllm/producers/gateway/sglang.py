@@ -1,25 +1,37 @@
 """SGLang's native ``/generate`` (token-in, token-out) behind the OpenAI APIs.
 
 The prompt is built with the model's chat template through its tokenizer (the IDs the model
-then sees); the sampled IDs and logprobs come from SGLang's answer. The answer is returned
-in the vLLM shape (``prompt_token_ids``, ``token_ids``, ``logprobs``) so the chat and
-completions adapters read it like any other.
+then sees), loaded once when the gateway starts; the sampled IDs and logprobs come from
+SGLang's answer. The answer is returned in the vLLM shape (``prompt_token_ids``,
+``token_ids``, ``logprobs``; one choice per sample of ``n``) so the chat and completions
+adapters read it like any other; ``sglang_stream`` does the same for a streamed answer.
 """
 
 from __future__ import annotations
 
-import asyncio
+import logging
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from .adapters.base import sse
-from .upstreams import UpstreamFailure
+import httpx
+
+from rllm.errors import ConfigError
 
 if TYPE_CHECKING:
     from .upstreams import Upstream
 
-__all__ = ["SglangGenerate", "replay_chunks", "sampling_for_generate"]
+__all__ = [
+    "SglangGenerate",
+    "chat_logprobs",
+    "choice_of",
+    "completion_logprobs",
+    "load_tokenizer",
+    "sampling_for_generate",
+    "usage_of_samples",
+]
+
+log = logging.getLogger("rllm.gateway")
 
 _RENAME = {"max_tokens": "max_new_tokens", "max_completion_tokens": "max_new_tokens"}
 _KEEP = (
@@ -45,33 +57,88 @@ def sampling_for_generate(body: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def load_tokenizer(name: str | None) -> Any:
+    """The model's tokenizer (transformers), for the chat template of an sglang upstream.
+
+    Raises:
+        ConfigError: no tokenizer named, or it cannot be loaded (the message names it).
+    """
+    if not name:
+        raise ConfigError(
+            "the sglang upstream needs the model's tokenizer for its chat template: pass "
+            "--tokenizer NAME_OR_PATH or RLLM_GATEWAY_TOKENIZER"
+        )
+    t0 = time.perf_counter()
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name)  # type: ignore[no-untyped-call]  # untyped
+    except Exception as exc:  # whatever stops it loading, the named tokenizer is the problem
+        raise ConfigError(
+            f"cannot load the tokenizer {name!r} for the sglang upstream "
+            f"({type(exc).__name__}: {str(exc)[:300]}); pass --tokenizer with a Hugging Face "
+            "name or a local folder that holds the model's tokenizer"
+        ) from exc
+    log.info("tokenizer %s loaded in %.1f s", name, time.perf_counter() - t0)
+    return tokenizer
+
+
+def choice_of(out: dict[str, Any], index: int, chat: bool) -> dict[str, Any]:
+    """One ``/generate`` output (a whole sample) as a vLLM-shaped choice."""
+    meta = out.get("meta_info") or {}
+    lps = meta.get("output_token_logprobs") or []
+    ids = out.get("output_ids") or [int(x[1]) for x in lps]
+    finish = meta.get("finish_reason") or {}
+    reason = finish.get("type", "stop") if isinstance(finish, dict) else str(finish)
+    text = str(out.get("text") or "")
+    choice: dict[str, Any] = {
+        "index": index,
+        "finish_reason": reason,
+        "token_ids": [int(i) for i in ids],
+    }
+    if chat:
+        choice["message"] = {"role": "assistant", "content": text}
+        choice["logprobs"] = chat_logprobs([float(x[0]) for x in lps])
+    else:
+        choice["text"] = text
+        choice["logprobs"] = completion_logprobs([float(x[0]) for x in lps])
+    return choice
+
+
+def chat_logprobs(values: list[float]) -> dict[str, Any]:
+    """Chat ``logprobs`` for sampled tokens (SGLang gives no token text here)."""
+    return {
+        "content": [{"token": "", "logprob": v, "bytes": None, "top_logprobs": []} for v in values]
+    }
+
+
+def completion_logprobs(values: list[float]) -> dict[str, Any]:
+    """Completions ``logprobs`` for sampled tokens."""
+    return {"tokens": [""] * len(values), "token_logprobs": values}
+
+
+def usage_of_samples(prompt_ids: list[int], completion_tokens: int) -> dict[str, int]:
+    """OpenAI usage of a call: the prompt once, the tokens of every sample."""
+    return {
+        "prompt_tokens": len(prompt_ids),
+        "completion_tokens": completion_tokens,
+        "total_tokens": len(prompt_ids) + completion_tokens,
+    }
+
+
 class SglangGenerate:
-    """Serves chat and completions requests through ``POST /generate``."""
+    """Serves chat and completions requests through ``POST /generate``.
 
-    def __init__(self, tokenizer_name: str | None) -> None:
-        self._name = tokenizer_name
-        self._tokenizer: Any = None
-        self._lock = asyncio.Lock()
+    Args:
+        tokenizer: the model's tokenizer, already loaded (``load_tokenizer``).
+    """
 
-    async def tokenizer(self) -> Any:
-        """The model's tokenizer, loaded once (transformers)."""
-        async with self._lock:
-            if self._tokenizer is None:
-                if not self._name:
-                    raise UpstreamFailure(
-                        "gateway",
-                        500,
-                        b'{"error":{"message":"the sglang upstream needs RLLM_GATEWAY_TOKENIZER"}}',
-                        "the sglang upstream needs a tokenizer (--tokenizer)",
-                    )
-                from transformers import AutoTokenizer
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
 
-                self._tokenizer = await asyncio.to_thread(AutoTokenizer.from_pretrained, self._name)
-        return self._tokenizer
-
-    async def prompt_ids(self, body: dict[str, Any], chat: bool) -> list[int]:
+    def prompt_ids(self, body: dict[str, Any], chat: bool) -> list[int]:
         """The prompt token IDs: the chat template applied, or the completion prompt encoded."""
-        tok = await self.tokenizer()
+        tok = self.tokenizer
         if chat:
             kwargs: dict[str, Any] = {"add_generation_prompt": True, "tokenize": True}
             if body.get("tools"):
@@ -86,74 +153,44 @@ class SglangGenerate:
             ids = tok(str(text))["input_ids"]
         return [int(i) for i in ids]
 
-    async def complete(
-        self, upstream: Upstream, body: dict[str, Any], chat: bool, headers: dict[str, str]
-    ) -> dict[str, Any]:
-        """Call ``/generate``; return a vLLM-shaped chat completion or completion."""
-        prompt_ids = await self.prompt_ids(body, chat)
-        request = {
+    def request(self, body: dict[str, Any], prompt_ids: list[int], stream: bool) -> dict[str, Any]:
+        """The ``/generate`` request for an OpenAI request body."""
+        return {
             "input_ids": prompt_ids,
             "sampling_params": sampling_for_generate(body),
             "return_logprob": True,
-            "stream": False,
+            "stream": stream,
         }
-        data = await upstream.post_json("/generate", request, headers)
-        if isinstance(data, list):
-            data = data[0]
-        meta = data.get("meta_info") or {}
-        lps = meta.get("output_token_logprobs") or []
-        ids = data.get("output_ids") or [int(x[1]) for x in lps]
-        finish = meta.get("finish_reason") or {}
-        reason = finish.get("type", "stop") if isinstance(finish, dict) else str(finish)
-        text = str(data.get("text", ""))
-        choice: dict[str, Any] = {
-            "index": 0,
-            "finish_reason": reason,
-            "token_ids": [int(i) for i in ids],
-        }
-        if chat:
-            choice["message"] = {"role": "assistant", "content": text}
-            choice["logprobs"] = {
-                "content": [
-                    {"token": "", "logprob": float(x[0]), "bytes": None, "top_logprobs": []}
-                    for x in lps
-                ]
-            }
-        else:
-            choice["text"] = text
-            choice["logprobs"] = {
-                "tokens": [""] * len(lps),
-                "token_logprobs": [float(x[0]) for x in lps],
-            }
+
+    async def complete(
+        self, upstream: Upstream, body: dict[str, Any], chat: bool, headers: dict[str, str]
+    ) -> dict[str, Any]:
+        """Call ``/generate``; return a vLLM-shaped chat completion or completion (``n``
+        samples come back as a list: one choice each, in order)."""
+        prompt_ids = self.prompt_ids(body, chat)
+        data = await upstream.post_json("/generate", self.request(body, prompt_ids, False), headers)
+        outs = data if isinstance(data, list) else [data]
+        choices = [choice_of(out, k, chat) for k, out in enumerate(outs)]
         return {
             "id": f"gen-{uuid.uuid4().hex}",
             "created": int(time.time()),
             "object": "chat.completion" if chat else "text_completion",
             "model": body.get("model"),
             "prompt_token_ids": prompt_ids,
-            "choices": [choice],
-            "usage": {
-                "prompt_tokens": len(prompt_ids),
-                "completion_tokens": len(ids),
-                "total_tokens": len(prompt_ids) + len(ids),
-            },
+            "choices": choices,
+            "usage": usage_of_samples(prompt_ids, sum(len(c["token_ids"]) for c in choices)),
         }
 
+    async def open_stream(
+        self, upstream: Upstream, body: dict[str, Any], chat: bool, headers: dict[str, str]
+    ) -> tuple[httpx.Response, list[int]]:
+        """Open a streamed ``/generate`` call; return the open response and the prompt IDs.
 
-def replay_chunks(answer: dict[str, Any], chat: bool) -> list[bytes]:
-    """A finished chat completion or completion as OpenAI stream chunks."""
-    head = {k: answer.get(k) for k in ("id", "created", "model")}
-    obj = "chat.completion.chunk" if chat else "text_completion"
-    out = []
-    for choice in answer["choices"]:
-        if chat:
-            delta = {k: v for k, v in choice["message"].items() if v is not None}
-            first = {"index": choice["index"], "delta": delta, "finish_reason": None}
-            last = {"index": choice["index"], "delta": {}, "finish_reason": choice["finish_reason"]}
-        else:
-            first = {"index": choice["index"], "text": choice["text"], "finish_reason": None}
-            last = {"index": choice["index"], "text": "", "finish_reason": choice["finish_reason"]}
-        out.append(sse({**head, "object": obj, "choices": [first]}))
-        out.append(sse({**head, "object": obj, "choices": [last]}))
-    out.append(b"data: [DONE]\n\n")
-    return out
+        Raises:
+            UpstreamFailure: non-2xx status, timeout or unreachable.
+        """
+        prompt_ids = self.prompt_ids(body, chat)
+        resp = await upstream.open_stream(
+            "/generate", self.request(body, prompt_ids, True), headers
+        )
+        return resp, prompt_ids

@@ -12,6 +12,7 @@ import httpx
 from rllm.schemas.types import StepError
 
 from .settings import GatewaySettings, UpstreamKind
+from .sglang import SglangGenerate, load_tokenizer
 
 __all__ = ["FORWARD_HEADERS", "Upstream", "UpstreamFailure", "error_body"]
 
@@ -42,17 +43,31 @@ class UpstreamFailure(Exception):
 
 
 class Upstream:
-    """One upstream: base URL, kind, key, and a pooled async client."""
+    """One upstream: base URL, kind, key, and a pooled async client.
+
+    Args:
+        settings: the gateway's settings.
+        transport: replaces the network (tests).
+        tokenizer: the model's tokenizer for an sglang upstream (loaded from
+            ``settings.tokenizer`` when not given, so never on a first request).
+
+    Raises:
+        ConfigError: an sglang upstream whose tokenizer cannot be loaded.
+    """
 
     def __init__(
-        self, settings: GatewaySettings, transport: httpx.AsyncBaseTransport | None = None
+        self,
+        settings: GatewaySettings,
+        transport: httpx.AsyncBaseTransport | None = None,
+        tokenizer: Any = None,
     ) -> None:
-        from .sglang import SglangGenerate
-
         self.kind = settings.upstream_kind
-        self.sglang = (
-            SglangGenerate(settings.tokenizer) if self.kind is UpstreamKind.SGLANG else None
-        )
+        self.sglang: SglangGenerate | None = None
+        if self.kind is UpstreamKind.SGLANG:
+            loaded = tokenizer if tokenizer is not None else load_tokenizer(settings.tokenizer)
+            self.sglang = SglangGenerate(loaded)
+        self.streams = settings.upstream_streams
+        """Whether streamed calls are streamed upstream (else answered whole, then sent)."""
         self.url = settings.upstream_url
         headers = {}
         if settings.upstream_api_key is not None:

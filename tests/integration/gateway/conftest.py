@@ -72,6 +72,32 @@ def start_gateway(
         server.stop()
 
 
+TEMPLATE = (
+    "{% for m in messages %}<|im_start|> {{ m['role'] }} {{ m['content'] }} <|im_end|> "
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|> assistant {% endif %}"
+)
+"""The chat template of ``tiny_tokenizer``."""
+
+
+@pytest.fixture
+def tiny_tokenizer(tmp_path: Path) -> Path:
+    """A tiny word-level tokenizer with a chat template, saved in a folder (an sglang
+    upstream's ``--tokenizer``)."""
+    import transformers  # the train extra; CI installs it
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = "<unk> </s> <|im_start|> <|im_end|> user assistant system hello world ok done"
+    vocab = {w: i for i, w in enumerate(words.split())}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    fast = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="<unk>", eos_token="</s>"
+    )
+    fast.chat_template = TEMPLATE
+    fast.save_pretrained(tmp_path / "tok")
+    return tmp_path / "tok"
+
+
 @pytest.fixture
 def session_events(kafka: KafkaSettings) -> Callable[[], list[tuple[str, SessionEvent]]]:
     """Read this test's session topic: ``(key, event)`` in partition then offset order."""

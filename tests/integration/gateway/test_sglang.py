@@ -14,27 +14,6 @@ from tests.fakes.upstream import RunningUpstream, ThreadedServer
 from tests.integration.gateway.conftest import ADMIN_KEY
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
-TEMPLATE = (
-    "{% for m in messages %}<|im_start|> {{ m['role'] }} {{ m['content'] }} <|im_end|> "
-    "{% endfor %}{% if add_generation_prompt %}<|im_start|> assistant {% endif %}"
-)
-
-
-@pytest.fixture
-def tiny_tokenizer(tmp_path: Path) -> Path:
-    import transformers  # the train extra; CI installs it
-    from tokenizers import Tokenizer, models, pre_tokenizers
-
-    words = "<unk> </s> <|im_start|> <|im_end|> user assistant system hello world ok done"
-    vocab = {w: i for i, w in enumerate(words.split())}
-    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    fast = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token="<unk>", eos_token="</s>"
-    )
-    fast.chat_template = TEMPLATE
-    fast.save_pretrained(tmp_path / "tok")
-    return tmp_path / "tok"
 
 
 def test_chat_through_generate(

@@ -140,10 +140,6 @@ def test_anthropic_round_trip_shapes() -> None:
         answer["content"] == [{"type": "text", "text": "hi"}]
         and answer["stop_reason"] == "end_turn"
     )
-    events = b"".join(anthropic.stream_events(answer)).decode()
-    assert events.startswith("event: message_start") and events.rstrip().endswith(
-        '{"type":"message_stop"}'
-    )
 
 
 def test_responses_translation_of_function_call_items() -> None:

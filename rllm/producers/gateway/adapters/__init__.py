@@ -1,7 +1,16 @@
-"""API adapters: chat, completions (native), responses and anthropic (translated to chat)."""
+"""API adapters: chat, completions (native), responses and anthropic (translated to chat),
+and the stream encoders that turn chat chunks into each API's events as they come."""
 
 from __future__ import annotations
 
-from . import anthropic, chat, completions, responses
+from . import anthropic, anthropic_stream, chat, completions, responses, responses_stream, stream
 
-__all__ = ["anthropic", "chat", "completions", "responses"]
+__all__ = [
+    "anthropic",
+    "anthropic_stream",
+    "chat",
+    "completions",
+    "responses",
+    "responses_stream",
+    "stream",
+]

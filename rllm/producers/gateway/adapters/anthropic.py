@@ -1,5 +1,5 @@
 """Anthropic Messages over a chat-completions upstream: translate the request (system,
-text, tool_use, tool_result), and the answer back; streams are replayed from the answer."""
+text, tool_use, tool_result), and the answer back; ``anthropic_stream`` translates streams."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import uuid
 from typing import Any
 
-from .base import Parsed, sse
+from .base import Parsed
 
-__all__ = ["from_chat", "stream_events", "to_chat"]
+__all__ = ["from_chat", "to_chat"]
 
 _STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 
@@ -130,53 +130,3 @@ def from_chat(body: dict[str, Any], parsed: Parsed) -> dict[str, Any]:
             "output_tokens": parsed.usage.completion_tokens,
         },
     }
-
-
-def stream_events(answer: dict[str, Any]) -> list[bytes]:
-    """The Anthropic stream events of a finished answer."""
-    out = [
-        sse(
-            {
-                "type": "message_start",
-                "message": {
-                    **answer,
-                    "content": [],
-                    "stop_reason": None,
-                    "usage": {**answer["usage"], "output_tokens": 0},
-                },
-            },
-            event="message_start",
-        )
-    ]
-    for i, block in enumerate(answer["content"]):
-        if block["type"] == "text":
-            start: dict[str, Any] = {"type": "text", "text": ""}
-            delta: dict[str, Any] = {"type": "text_delta", "text": block["text"]}
-        else:
-            start = {**block, "input": {}}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
-        out.append(
-            sse(
-                {"type": "content_block_start", "index": i, "content_block": start},
-                event="content_block_start",
-            )
-        )
-        out.append(
-            sse(
-                {"type": "content_block_delta", "index": i, "delta": delta},
-                event="content_block_delta",
-            )
-        )
-        out.append(sse({"type": "content_block_stop", "index": i}, event="content_block_stop"))
-    out.append(
-        sse(
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": answer["stop_reason"], "stop_sequence": None},
-                "usage": {"output_tokens": answer["usage"]["output_tokens"]},
-            },
-            event="message_delta",
-        )
-    )
-    out.append(sse({"type": "message_stop"}, event="message_stop"))
-    return out

@@ -1,5 +1,5 @@
 """OpenAI Responses API over a chat-completions upstream: translate the request, and the
-answer back (text and function calls); streams are replayed from the finished answer."""
+answer back (text and function calls); ``responses_stream`` translates streams."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import time
 import uuid
 from typing import Any
 
-from .base import Parsed, sse
+from .base import Parsed
 
-__all__ = ["from_chat", "stream_events", "to_chat"]
+__all__ = ["from_chat", "to_chat"]
 
 log = logging.getLogger("rllm.gateway")
 
@@ -155,72 +155,3 @@ def from_chat(body: dict[str, Any], parsed: Parsed) -> dict[str, Any]:
             "output_tokens_details": {"reasoning_tokens": 0},
         },
     }
-
-
-def stream_events(answer: dict[str, Any]) -> list[bytes]:
-    """The Responses stream events of a finished answer."""
-    seq = iter(range(1_000_000))
-    out: list[bytes] = []
-
-    def emit(kind: str, **data: Any) -> None:
-        out.append(sse({"type": kind, "sequence_number": next(seq), **data}, event=kind))
-
-    emit("response.created", response={**answer, "status": "in_progress", "output": []})
-    for i, item in enumerate(answer["output"]):
-        if item["type"] == "message":
-            emit(
-                "response.output_item.added",
-                output_index=i,
-                item={**item, "status": "in_progress", "content": []},
-            )
-            text = item["content"][0]["text"]
-            part = {"type": "output_text", "text": "", "annotations": []}
-            emit(
-                "response.content_part.added",
-                item_id=item["id"],
-                output_index=i,
-                content_index=0,
-                part=part,
-            )
-            emit(
-                "response.output_text.delta",
-                item_id=item["id"],
-                output_index=i,
-                content_index=0,
-                delta=text,
-            )
-            emit(
-                "response.output_text.done",
-                item_id=item["id"],
-                output_index=i,
-                content_index=0,
-                text=text,
-            )
-            emit(
-                "response.content_part.done",
-                item_id=item["id"],
-                output_index=i,
-                content_index=0,
-                part={**part, "text": text},
-            )
-        else:
-            emit(
-                "response.output_item.added",
-                output_index=i,
-                item={**item, "status": "in_progress", "arguments": ""},
-            )
-            emit(
-                "response.function_call_arguments.delta",
-                item_id=item["id"],
-                output_index=i,
-                delta=item["arguments"],
-            )
-            emit(
-                "response.function_call_arguments.done",
-                item_id=item["id"],
-                output_index=i,
-                arguments=item["arguments"],
-            )
-        emit("response.output_item.done", output_index=i, item=item)
-    emit("response.completed", response=answer)
-    return out
