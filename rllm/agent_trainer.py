@@ -236,6 +236,24 @@ class AgentTrainer:
         finally:
             await gateway.aclose()
 
+    def check(self) -> Any:
+        """Check the run before anything starts: a train dataset, settings and sampling the
+        backend can honour; return the trainer's settings.
+
+        Raises:
+            ConfigError / CapabilityError: naming the setting.
+        """
+        from rllm.consumers.backends import backend_capabilities
+        from rllm.consumers.trainer.types import check_capabilities, check_sampling
+
+        if not self.train_tasks:
+            raise ConfigError("train() needs a train_dataset")
+        settings = self.trainer_settings()
+        caps = backend_capabilities(settings.backend)
+        check_capabilities(settings, settings.backend.value, caps)
+        check_sampling(self.config.sampling, settings.backend.value, caps)
+        return settings
+
     def train(self, on_update: Callable[[UpdateRecord], bool | None] | None = None) -> TrainReport:
         """Run the RL loop; return the per-update record.
 
@@ -248,16 +266,10 @@ class AgentTrainer:
             RllmError: an update did not arrive within ``update_timeout_s`` (the message
                 says what the trainer saw).
         """
-        from rllm.consumers.backends import backend_capabilities, make_backend
+        from rllm.consumers.backends import make_backend
         from rllm.consumers.trainer.loop import Trainer
-        from rllm.consumers.trainer.types import check_sampling
 
-        if not self.train_tasks:
-            raise ConfigError("train() needs a train_dataset")
-        settings = self.trainer_settings()
-        check_sampling(
-            self.config.sampling, settings.backend.value, backend_capabilities(settings.backend)
-        )
+        settings = self.check()
         trainer = Trainer(settings, self.kafka, make_backend(settings))
         failure: list[BaseException] = []
 

@@ -165,13 +165,16 @@ def train(bootstrap_servers: str | None, topic_prefix: str | None, **flags: Any)
     offline = bool(flags.pop("offline"))
     fields = {k: v for k, v in flags.items() if v is not None}
     if loop["benchmark"] is not None or loop["tasks_dir"] is not None:
-        preflight(kafka, loop["gateway_url"])
         _loop(loop, fields, kafka)
         return
     settings = TrainerSettings(**fields)
     if loop["data_file"] is not None:
         _sft(settings, loop, None if offline or not bootstrap_servers else kafka)
         return
+    from rllm.consumers.backends import backend_capabilities
+    from rllm.consumers.trainer.types import check_capabilities
+
+    check_capabilities(settings, settings.backend.value, backend_capabilities(settings.backend))
     preflight(kafka, None)
     report = run_trainer(settings, kafka)
     console.print(
@@ -252,6 +255,8 @@ def _loop(loop: dict[str, Any], fields: dict[str, Any], kafka: Any) -> None:
         f"rollouts, {config.batch_size} tasks per update, run {config.run_id}"
     )
     try:
+        trainer.check()  # bad settings first, then the stack, then the model loads
+        preflight(kafka, loop["gateway_url"])
         report = trainer.train(on_update=_progress)
     finally:
         close()

@@ -62,7 +62,10 @@ def test_sampling_a_backend_cannot_score_is_refused_before_any_rollout() -> None
     hot = rllm.AgentTrainer(
         counted,
         train_dataset=[Task(task_id="t")],
-        config={"sampling": {"temperature": 0.7, "top_p": 0.8}, "trainer": {"backend": "tinker"}},
+        config={
+            "sampling": {"temperature": 0.7, "top_p": 0.8},
+            "trainer": {"backend": "tinker", "lora_rank": 8},
+        },
     )
     with pytest.raises(
         CapabilityError, match=r"backend 'tinker' .* with temperature=0\.7, top_p=0\.8"
