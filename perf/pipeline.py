@@ -8,7 +8,13 @@ episode - first processed event), from the broker's log-append times. Worker CPU
 ms/step = the workers' CPU time (all threads) from idle to the last episode / steps:
 robust to other load on a shared machine, unlike steps/s. Phase 2 (latency): sessions
 are published at a paced rate while the worker runs; delay = EpisodeAssembled
-log-append time - the SessionClosed ``emitted_at`` of the group's last session.
+log-append time - the SessionClosed ``emitted_at`` of the group's last session. Phase 3
+(size): a group of ``--long-group`` CLI-agent sessions of ``--long-steps`` steps growing
+to ``--long-context`` tokens (a ``--long-system``-token system prompt, each request the
+whole history with the tools after it), and a small group (``--steps`` steps of
+``--tokens`` tokens), go through the same worker; bytes per episode on rllm.trajectories
+(the group's trajectories) and on rllm.episodes, per token of the sessions (each token
+counted once), and what the trajectories would be with full prompts and requests.
 Prints figures; the last line is JSON.
 
     python perf/pipeline.py [--bootstrap host:port] [--sessions 1600] [--rate 8]
@@ -34,7 +40,7 @@ from rllm.kafka import EventPublisher, ensure_topics
 from rllm.schemas import types as t
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.tokens import pack_logprobs, pack_tokens
-from rllm.schemas.topics import EPISODES, SESSION_EVENTS, TOPICS
+from rllm.schemas.topics import EPISODES, SESSION_EVENTS, TOPICS, TRAJECTORIES
 from rllm.settings import KafkaSettings
 
 __all__ = ["main", "session_events"]
@@ -78,6 +84,86 @@ def session_events(
         )
         for i, p in enumerate(payloads)
     ]
+
+
+def _size_phase(
+    kafka: KafkaSettings, args: argparse.Namespace, episodes: int
+) -> tuple[list[str], dict[str, Any]]:
+    """Phase 3: publish a long and a small group, wait for their episodes, measure;
+    returns the rows to print and the figures."""
+    from rllm.schemas.delta import full_prompts, full_requests
+    from tests.integration.helpers import read_all
+    from tests.unit.processors.long_session import CliSession
+
+    n = args.long_group
+    shapes = {
+        "long": (args.long_steps, args.long_context, args.long_system),
+        "small": (args.steps, args.steps * args.tokens, args.tokens),
+    }
+    groups = {
+        name: [
+            CliSession(
+                f"{name}{r}",
+                t.Task(task_id=f"size-{name}", ground_truth_json='"42"', reward_fn="exact_match"),
+                rollout_index=r,
+                group_size=n,
+                steps=steps,
+                context=context,
+                system_tokens=system,
+                answer="42" if r % 2 else "no",
+                seed=r,
+                run_id="perf-size",
+            )
+            for r in range(n)
+        ]
+        for name, (steps, context, system) in shapes.items()
+    }
+    with EventPublisher(kafka) as pub:
+        for sessions in groups.values():
+            for session in sessions:
+                for ev in session.events():
+                    pub.publish(SESSION_EVENTS, ev.session_id, ev)
+                pub.flush(60)
+    deadline = time.monotonic() + 600
+    while _count(kafka, EPISODES) < episodes + len(groups) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    codec = AvroCodec()
+    out: dict[str, Any] = {}
+    rows = []
+    for name, sessions in groups.items():
+        key = f"perf-size/size-{name}".encode()
+        trajs = [
+            m.value() for m in read_all(kafka, kafka.topic(TRAJECTORIES), 60) if m.key() == key
+        ]
+        (episode,) = [
+            m.value() for m in read_all(kafka, kafka.topic(EPISODES), 60) if m.key() == key
+        ]
+        tokens = sum(s.num_tokens for s in sessions)
+        full = 0  # the trajectories' prompts and requests restored: the form this replaced
+        for value in trajs:
+            steps = codec.decode(value).steps
+            full += sum(len(p or b"") for p in full_prompts(steps))
+            full += sum(len(r or "") for r in full_requests(steps))
+        traj_bytes = sum(len(v) for v in trajs)
+        steps, context, _ = shapes[name]
+        rows.append(
+            f"phase 3 ({name}): {n} sessions x {steps} steps up to {context} tokens, "
+            f"{tokens} tokens: rllm.trajectories {traj_bytes / 2**20:.2f} MiB per episode "
+            f"({traj_bytes / tokens:.2f} bytes/token, largest {max(map(len, trajs)) / 2**20:.2f}"
+            f" MiB), rllm.episodes {len(episode) / 2**20:.2f} MiB "
+            f"({len(episode) / tokens:.2f} bytes/token) of a {kafka.max_message_bytes / 2**20:.0f}"
+            f" MiB limit; with full prompts and requests the trajectories would hold "
+            f"{full / 2**20:.0f} MiB"
+        )
+        out |= {
+            f"{name}_group_tokens": tokens,
+            f"{name}_trajectories_bytes_per_episode": traj_bytes,
+            f"{name}_trajectories_bytes_per_token": round(traj_bytes / tokens, 3),
+            f"{name}_episode_bytes": len(episode),
+            f"{name}_episode_bytes_per_token": round(len(episode) / tokens, 3),
+            f"{name}_full_prompt_bytes_per_episode": full,
+        }
+    return rows, out
 
 
 def _broker(args: argparse.Namespace) -> tuple[str, Any]:
@@ -263,6 +349,10 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=2500)
     ap.add_argument("--rate", type=float, default=8.0, help="sessions/s in phase 2")
     ap.add_argument("--paced", type=int, default=80, help="sessions in phase 2")
+    ap.add_argument("--long-group", type=int, default=8, help="phase 3 group (0: no phase 3)")
+    ap.add_argument("--long-steps", type=int, default=200)
+    ap.add_argument("--long-context", type=int, default=100_000)
+    ap.add_argument("--long-system", type=int, default=20_000)
     ap.add_argument(
         "--profile",
         action="store_true",
@@ -349,6 +439,9 @@ def main() -> None:
             last = max(closed.get(tr.session_id, -1.0) for tr in ep.trajectories)
             if last > 0:
                 delays.append(ts - last)
+        rows, sizes = (
+            _size_phase(kafka, args, want + args.paced // GROUP) if args.long_group else ([], {})
+        )
     finally:
         for worker in workers:
             worker.terminate()
@@ -361,6 +454,8 @@ def main() -> None:
         f"phase 2: {args.paced} sessions at {args.rate:g}/s ({args.rate * args.steps:g} "
         f"steps/s): close->episode p50 {p50:.0f} ms, p99 {p99:.0f} ms"
     )
+    for row in rows:
+        print(row)
     print(
         json.dumps(
             {
@@ -375,6 +470,7 @@ def main() -> None:
                 "sessions": args.sessions,
                 "workers": args.workers,
                 "partitions": args.partitions,
+                **sizes,
             }
         )
     )

@@ -1,49 +1,75 @@
-"""``assemble_trajectory`` on Avro-shaped dicts: the worker's fast path (no pydantic model
-per event), same output, prompts left delta-encoded (scoring restores them).
-
-Equivalence with ``assemble_trajectory(events, restore=False)`` is tested byte for byte.
+"""Assembly on Avro-shaped dicts, the one the worker runs: a session's SessionEvent dicts
+-> one TrajectoryAssembled dict, its steps delta-encoded (``rllm.schemas.delta``) so the
+session's tokens and requests are carried once, on the scoring hop and on
+``rllm.trajectories`` alike. ``assemble.assemble_trajectory`` is this on pydantic models.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
-from rllm.processors.assemble import trajectory_id
 from rllm.processors.types import AssemblyError
+from rllm.schemas.delta import encode_step_dicts
 
-__all__ = ["assemble_trajectory_dict"]
+__all__ = ["assemble_trajectory_dict", "order_steps", "trajectory_id"]
 
 _P = "rllm.events."
 _OPENED, _CLOSED, _REWARD, _STEP = (
     _P + n for n in ("SessionOpened", "SessionClosed", "RewardAssigned", "StepCaptured")
 )
 
+S = TypeVar("S")
 
-def _order_steps(steps: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+
+def trajectory_id(session_id: str) -> str:
+    """Deterministic event id of a session's trajectory."""
+    return f"traj:{session_id}"
+
+
+def _field(step: Any, name: str) -> Any:
+    return step[name] if isinstance(step, Mapping) else getattr(step, name)
+
+
+def order_steps(steps: Iterable[S]) -> tuple[list[S], list[str]]:
+    """Steps (``StepCaptured`` models or their dicts) sorted by ``step_index``; a repeated
+    ``step_id`` keeps its first copy.
+
+    Returns:
+        The ordered steps and flags: ``duplicate_step`` (same step_id twice),
+        ``duplicate_step_index`` and ``step_index_gap``.
+    """
     flags: list[str] = []
-    by_id: dict[str, dict[str, Any]] = {}
+    by_id: dict[str, S] = {}
     for step in steps:
-        if step["step_id"] in by_id:
+        if _field(step, "step_id") in by_id:
             flags.append("duplicate_step")
             continue
-        by_id[step["step_id"]] = step
-    ordered = sorted(by_id.values(), key=lambda s: (s["step_index"], s["step_id"]))
-    indices = [s["step_index"] for s in ordered]
+        by_id[_field(step, "step_id")] = step
+    ordered = sorted(by_id.values(), key=lambda s: (_field(s, "step_index"), _field(s, "step_id")))
+    indices = [_field(s, "step_index") for s in ordered]
     if len(set(indices)) != len(indices):
         flags.append("duplicate_step_index")
     elif indices and indices != list(range(len(indices))):
         flags.append("step_index_gap")
-    return ordered, flags
+    return ordered, sorted(set(flags))
 
 
 def assemble_trajectory_dict(
     events: Sequence[dict[str, Any]], *, idle_timeout: bool = False
 ) -> dict[str, Any]:
-    """A TrajectoryAssembled dict from SessionEvent dicts in arrival order.
+    """A TrajectoryAssembled dict from SessionEvent dicts in arrival order (duplicates
+    allowed); the step dicts are delta-encoded in place.
+
+    The reward is the last RewardAssigned's, if any (scoring fills it in otherwise).
+    ``idle_timeout`` closes a session that never sent SessionClosed with status
+    ``timeout`` and flag ``idle_timeout``; its ``closed_at`` is its last event's time. A
+    step whose prompt or request cannot be restored (its parent is missing) is flagged
+    ``unrestored_prompt`` / ``unrestored_request`` and kept as it came.
 
     Raises:
-        AssemblyError: as ``assemble_trajectory``.
+        AssemblyError: without SessionOpened, without any event, or (unless
+            ``idle_timeout``) without SessionClosed.
     """
     seen: set[str] = set()
     unique = []
@@ -64,7 +90,8 @@ def assemble_trajectory_dict(
     if closed is None and not idle_timeout:
         raise AssemblyError(f"session {first['session_id']!r} is not closed yet")
     rewards = [e["payload"][1] for e in unique if e["payload"][0] == _REWARD]
-    steps, flags = _order_steps([e["payload"][1] for e in unique if e["payload"][0] == _STEP])
+    steps, flags = order_steps([e["payload"][1] for e in unique if e["payload"][0] == _STEP])
+    flags += encode_step_dicts(steps)
     if any(s["token_status"] == "missing" for s in steps):
         flags.append("missing_tokens")
     op = opened["payload"][1]

@@ -4,6 +4,8 @@ A group completes when ``group_size`` distinct sessions arrived, or, after
 ``group_timeout_s``, goes out partial (``is_partial``). A trajectory without a reward
 counts as reward 0.0 (its ``reward_error`` stays visible inside the episode). A
 trajectory arriving after its episode went out is reported to the dead letters.
+Trajectories are stored and emitted delta-encoded (``rllm.schemas.delta``): an episode's
+bytes grow with its sessions' tokens, not with their steps times their contexts.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ from typing import Any
 
 from rllm.errors import ConfigError
 from rllm.processors.advantages import ESTIMATORS, compute_advantages, is_uniform
-from rllm.processors.assemble import delta_encode_dicts, group_key, restore_prompt_dicts
+from rllm.processors.assemble import group_key
 from rllm.processors.deadletter import report
 from rllm.processors.deadlines import DeadlineIndex
 from rllm.processors.settings import ProcessorSettings
 from rllm.processors.types import Emit, GroupHeader, Output
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.convert import to_avro
+from rllm.schemas.delta import encode_step_dicts
 from rllm.schemas.run import RUN_ESTIMATOR_KEY, run_estimator
 from rllm.schemas.types import EpisodeAssembled, Task, TrajectoryAssembled, utcnow
 
@@ -168,7 +171,8 @@ class GroupBook:
         self, traj: dict[str, Any], raw: bytes, partition: int, offset: int, now: float
     ) -> list[Emit]:
         """``on_trajectory`` on the Avro-shaped dict (the fast path; ``traj`` is consumed:
-        its prompts are delta-encoded in place for the members table)."""
+        its steps are delta-encoded in place, which changes nothing on a trajectory from
+        this version's assembler and makes an older full-prompt one small)."""
         run_id, task_id, session_id = traj["run_id"], traj["task"]["task_id"], traj["session_id"]
         gkey = group_key(run_id, task_id)
         h = self.header(gkey) or GroupHeader(
@@ -204,7 +208,7 @@ class GroupBook:
                 )
             ]
         self.stats.accepted += 1
-        delta_encode_dicts(traj["steps"])  # the changelog keeps the small form
+        encode_step_dicts(traj["steps"])  # the changelog and the episode carry the small form
         self.members[member] = self.codec.encode_dict(_TRAJ, traj)
         h.group_size = max(h.group_size, traj["group_size"])
         if len(h.session_ids) >= h.group_size and self._all_members(gkey, h):
@@ -246,8 +250,6 @@ class GroupBook:
             return []
         self.stats.episodes += 1
         self.stats.partial += int(partial)
-        for traj in trajs:
-            restore_prompt_dicts(traj["steps"])  # as they came on rllm.trajectories
         try:
             episode = episode_dict(h.run_id, trajs, h.group_size, self.settings, partial=partial)
         except ConfigError as exc:

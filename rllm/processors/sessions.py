@@ -175,7 +175,7 @@ class SessionBook:
         decoded = [self.codec.decode_dict(r)[1] for _, r in raws if r is not None]
         out: list[Emit] = []
         try:
-            # prompts stay delta-encoded on the internal hop; scoring restores them
+            # steps delta-encoded, as on every later hop (rllm.schemas.delta)
             traj = assemble_trajectory_dict(decoded, idle_timeout=(reason == "idle_timeout"))
         except AssemblyError as exc:
             self.stats.invalid += 1

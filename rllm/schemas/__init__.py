@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.convert import from_json_dict, to_json_dict
+from rllm.schemas.delta import full_prompts, full_requests, restore_steps
 from rllm.schemas.tokens import pack_logprobs, pack_tokens, unpack_logprobs, unpack_tokens
 from rllm.schemas.topics import TOPICS, TopicSpec
 from rllm.schemas.types import (
@@ -44,8 +45,11 @@ __all__ = [
     "TrajectoryAssembled",
     "Usage",
     "from_json_dict",
+    "full_prompts",
+    "full_requests",
     "pack_logprobs",
     "pack_tokens",
+    "restore_steps",
     "to_json_dict",
     "unpack_logprobs",
     "unpack_tokens",

@@ -62,6 +62,7 @@ class AvroCodec:
             its schema ids (subject ``<topic>-value``) and ``decode`` resolves ids through it.
         writer_schemas: older schemas (JSON dicts) whose single-object fingerprints should
             still decode; they are resolved against the current schema of the same name.
+            The bundled earlier releases (``registry.released``) always decode.
     """
 
     def __init__(
@@ -76,7 +77,7 @@ class AvroCodec:
             fp = registry.fingerprint64(registry.expanded(name))
             self._by_fp[fp] = (name, registry.parsed(name))
             self._fp[name] = fp
-        for schema in writer_schemas:
+        for schema in (*registry.released(), *writer_schemas):
             self.add_writer_schema(schema)
         self._ids: dict[tuple[str, str], int] = {}
         self._by_id: dict[int, tuple[str, Any]] = {}
@@ -85,7 +86,8 @@ class AvroCodec:
         """Accept single-object bytes written with an older version of a bundled record."""
         name = registry.full_name(str(schema["name"]))
         fp = registry.fingerprint64(dict(schema))
-        self._by_fp[fp] = (name, parse_schema(dict(schema)))
+        if fp not in self._by_fp:  # a current schema keeps its own (fast path) entry
+            self._by_fp[fp] = (name, parse_schema(dict(schema)))
         return fp
 
     # encoding -------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 Each ``.avsc`` file holds one named type (``rllm.events.<Name>.avsc``) and refers to
 others by name. ``expanded(name)`` inlines every referenced definition once, giving a
 stand-alone schema that any Avro implementation (and a schema registry) accepts.
+``avro/released/v*/`` keeps the expanded schemas of earlier releases, so bytes written
+before a field was added still decode (``released``).
 """
 
 from __future__ import annotations
@@ -20,16 +22,19 @@ from rllm.errors import UnknownSchemaError
 __all__ = [
     "NAMESPACE",
     "RECORD_NAMES",
+    "RELEASED_DIR",
     "SCHEMA_DIR",
     "expanded",
     "fingerprint64",
     "full_name",
     "parsed",
+    "released",
     "schema_json",
 ]
 
 NAMESPACE = "rllm.events"
 SCHEMA_DIR = Path(__file__).parent / "avro"
+RELEASED_DIR = SCHEMA_DIR / "released"
 _PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
 
 
@@ -113,3 +118,11 @@ def fingerprint64(schema: dict[str, Any]) -> bytes:
     """CRC-64-AVRO fingerprint of a schema's Parsing Canonical Form, little-endian bytes."""
     hex_le = fingerprint(to_parsing_canonical_form(schema), "CRC-64-AVRO")
     return bytes.fromhex(hex_le)
+
+
+@cache
+def released() -> tuple[dict[str, Any], ...]:
+    """The expanded schemas of every earlier release (``avro/released/v*/<name>.json``),
+    oldest first; those equal to a current schema are included too."""
+    paths = sorted(RELEASED_DIR.glob("v*/*.json"), key=lambda p: (int(p.parent.name[1:]), p.name))
+    return tuple(json.loads(p.read_text()) for p in paths)

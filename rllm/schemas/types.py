@@ -175,7 +175,8 @@ class StepCaptured(_Record):
     model: str
     """Model name as requested."""
     request_json: str = "{}"
-    """The agent's request body as JSON."""
+    """The agent's request body as JSON: whole, or the middle part when delta-encoded
+    (``request_prefix_len`` / ``request_suffix_len``)."""
     response_json: str = "{}"
     """The response returned to the agent as JSON."""
     prompt_token_ids: bytes = b""
@@ -208,6 +209,11 @@ class StepCaptured(_Record):
     """Whether token IDs and logprobs were captured."""
     error: StepError | None = None
     """Set when the call failed."""
+    request_prefix_len: int = 0
+    """Code points reused from the start of the previous step's full request
+    (trajectories and episodes only; see ``rllm.schemas.delta``)."""
+    request_suffix_len: int = 0
+    """Code points reused from the end of the previous step's full request."""
 
     @property
     def prompt_ids(self) -> npt.NDArray[np.int32]:
@@ -297,7 +303,8 @@ class TrajectoryAssembled(_Record):
     agent: str = ""
     """Harness or agent name."""
     steps: tuple[StepCaptured, ...]
-    """Steps in order with full prompts restored."""
+    """Steps in order, delta-encoded (prompts and requests carried once); full ones from
+    ``rllm.schemas.delta.restore_steps``."""
     status: SessionStatus
     """How the run ended."""
     output_json: str | None = None

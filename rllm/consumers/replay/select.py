@@ -1,5 +1,6 @@
-"""Pure selection logic of replay: restore delta-encoded prompts, build examples from a
-session's steps, filter by reward/correctness/benchmark/model/run, best-of-n, dedup.
+"""Pure selection logic of replay: restore delta-encoded prompts (``rllm.schemas.delta``),
+build examples from a session's steps, filter by reward/correctness/benchmark/model/run,
+best-of-n, dedup.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any
 import numpy as np
 
 from rllm.consumers.replay.types import ReplayFilter, SftExample
+from rllm.schemas.delta import full_prompts
+from rllm.schemas.tokens import pack_tokens, unpack_tokens
 
 __all__ = ["SessionRecord", "messages_of", "select_examples", "session_examples"]
 
@@ -23,11 +26,10 @@ prompt_token_ids / response_token_ids (packed bytes or int lists), request_json,
 response_json, error_kind, token_status."""
 
 
-def _ids(value: Any) -> list[int]:
+def _packed(value: Any) -> bytes:
     if isinstance(value, (bytes, bytearray)):
-        ids: list[int] = np.frombuffer(value, dtype="<i4").tolist()
-        return ids
-    return [int(v) for v in value or []]
+        return bytes(value)
+    return pack_tokens([int(v) for v in value or []])
 
 
 def messages_of(request_json: str, response_json: str) -> list[dict[str, Any]]:
@@ -49,21 +51,28 @@ def messages_of(request_json: str, response_json: str) -> list[dict[str, Any]]:
 
 
 def session_examples(session: SessionRecord) -> list[SftExample]:
-    """One example per successful step with token IDs, full prompts restored."""
-    full: dict[str, tuple[list[int], list[int]]] = {}
+    """One example per successful step with token IDs, full prompts restored (a step
+    whose parent is missing or too short is left out)."""
+    steps = sorted(session["steps"], key=lambda s: s["step_index"])
+    links = [
+        {
+            "step_id": step["step_id"],
+            "parent_step_id": step.get("parent_step_id") or None,
+            "prompt_prefix_len": int(step.get("prompt_prefix_len") or 0),
+            "prompt_token_ids": _packed(step["prompt_token_ids"]),
+            "response_token_ids": _packed(step["response_token_ids"]),
+        }
+        for step in steps
+    ]
     out = []
-    for step in sorted(session["steps"], key=lambda s: s["step_index"]):
-        prompt, response = _ids(step["prompt_token_ids"]), _ids(step["response_token_ids"])
-        parent = step.get("parent_step_id") or ""
-        prefix = int(step.get("prompt_prefix_len") or 0)
-        if prefix and parent in full:
-            p_prompt, p_resp = full[parent]
-            prompt = (p_prompt + p_resp)[:prefix] + prompt
-        elif prefix:
+    for step, link, full in zip(steps, links, full_prompts(links), strict=True):
+        if full is None:
             continue  # parent missing: the full prompt cannot be restored
-        full[step["step_id"]] = (prompt, response)
-        if step.get("error_kind") or step.get("token_status", "ok") != "ok" or not response:
+        failed = step.get("error_kind") or step.get("token_status", "ok") != "ok"
+        if failed or not link["response_token_ids"]:
             continue
+        prompt = unpack_tokens(full).tolist()
+        response = unpack_tokens(link["response_token_ids"]).tolist()
         correct = session.get("is_correct")
         out.append(
             SftExample(

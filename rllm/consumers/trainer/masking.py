@@ -3,6 +3,10 @@
 Only tokens the model sampled carry loss; prompts and tool output (the part of a later
 prompt that the model did not sample) are masked. A step whose prompt extends the previous
 sequence is merged into it, so a multi-turn run trains as one sequence.
+
+Steps come delta-encoded (as on rllm.trajectories and rllm.episodes) or with full prompts;
+``rllm.schemas.delta.full_prompts`` restores them one at a time, and the running sequence
+is compared as packed bytes, so a long session costs memory linear in its tokens.
 """
 
 from __future__ import annotations
@@ -12,17 +16,21 @@ from typing import Any
 
 from rllm.consumers.trainer.errors import MissingTokensError, UnreproducibleSamplingError
 from rllm.consumers.trainer.types import StepSampling, TrainSequence
+from rllm.schemas.delta import full_prompts, unrestorable_prompts
+from rllm.schemas.tokens import unpack_tokens
 from rllm.schemas.types import StepCaptured, TokenStatus, TrajectoryAssembled
 
 __all__ = ["check_tokens", "step_sampling", "trajectory_sequences"]
 
 
 def check_tokens(traj: TrajectoryAssembled) -> None:
-    """Refuse a trajectory with a ``tokens=missing`` step.
+    """Refuse a trajectory with a ``tokens=missing`` step or a prompt that cannot be
+    restored (checked from lengths, no token copied).
 
     Raises:
         MissingTokensError: naming the session and the step.
     """
+    unrestorable = set(unrestorable_prompts(traj.steps))
     for step in traj.steps:
         if step.error is None and step.token_status is TokenStatus.MISSING:
             raise MissingTokensError(
@@ -31,11 +39,12 @@ def check_tokens(traj: TrajectoryAssembled) -> None:
                 f"analytics but cannot be trained on; serve the model through an upstream "
                 f"that returns token IDs (vLLM return_token_ids, rllm-cli serve)"
             )
-        if step.error is None and step.prompt_prefix_len:
+        if step.error is None and step.step_id in unrestorable:
             raise MissingTokensError(
-                f"session {traj.session_id} step {step.step_id} is still delta-encoded "
-                f"(prompt_prefix_len={step.prompt_prefix_len}); trajectories must come "
-                f"from the assembler with full prompts"
+                f"session {traj.session_id} step {step.step_id} has a delta-encoded prompt "
+                f"(prompt_prefix_len={step.prompt_prefix_len}) that cannot be restored: its "
+                f"parent step {step.parent_step_id!r} is missing from the trajectory or "
+                f"shorter than the prefix"
             )
 
 
@@ -121,7 +130,7 @@ def trajectory_sequences(
     steps were sampled alike.
 
     Args:
-        traj: An assembled trajectory (full prompts).
+        traj: An assembled trajectory (steps delta-encoded or with full prompts).
         episode_id: Id of its episode.
         advantage: Its advantage, broadcast over its sampled tokens.
         merge_steps: Merge a step into the previous sequence when its prompt starts with
@@ -135,10 +144,11 @@ def trajectory_sequences(
     check_tokens(traj)
     out: list[TrainSequence] = []
     cur: TrainSequence | None = None
-    for step in traj.steps:
+    cur_ids = bytearray()  # cur.input_ids_T packed like the steps' prompts
+    for step, full in zip(traj.steps, full_prompts(traj.steps), strict=True):
         if not _trainable(step):
             continue
-        prompt = step.prompt_ids.tolist()
+        assert full is not None  # check_tokens refused unrestorable trainable steps
         response = step.response_ids.tolist()
         logprobs = step.logprobs.tolist()
         if len(logprobs) != len(response):
@@ -147,16 +157,18 @@ def trajectory_sequences(
                 f"response tokens but {len(logprobs)} logprobs"
             )
         sampling = step_sampling(step, traj.session_id, scored)
-        n = len(cur.input_ids_T) if cur is not None else 0
-        extends = cur is not None and len(prompt) >= n and prompt[:n] == cur.input_ids_T
+        extends = cur is not None and full.startswith(cur_ids)
         if merge_steps and cur is not None and extends and cur.sampling == sampling:
-            tail = prompt[n:]
+            tail = unpack_tokens(full[len(cur_ids) :]).tolist()
             cur.input_ids_T += tail + response
             cur.loss_mask_T += [0] * len(tail) + [1] * len(response)
             cur.logprobs_T += [0.0] * len(tail) + logprobs
             cur.step_ids = (*cur.step_ids, step.step_id)
             cur.policy_version = min(cur.policy_version, step.policy_version)
+            cur_ids += full[len(cur_ids) :]
+            cur_ids += step.response_token_ids
             continue
+        prompt = unpack_tokens(full).tolist()
         cur = TrainSequence(
             episode_id=episode_id,
             session_id=traj.session_id,
@@ -168,5 +180,7 @@ def trajectory_sequences(
             policy_version=step.policy_version,
             sampling=sampling,
         )
+        cur_ids = bytearray(full)
+        cur_ids += step.response_token_ids
         out.append(cur)
     return out

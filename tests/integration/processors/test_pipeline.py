@@ -8,6 +8,7 @@ import time
 from itertools import zip_longest
 from typing import Any
 
+from rllm.schemas.delta import restore_steps
 from rllm.schemas.topics import DEAD_LETTERS, EPISODES, TRAJECTORIES
 from rllm.schemas.types import RewardAssigned, SessionEvent, SessionStatus
 from rllm.settings import KafkaSettings
@@ -96,10 +97,10 @@ def test_worker_handles_the_awkward_cases(
     assert trajs["mismatch"].flags == ("step_count_mismatch",)
     assert trajs["abandoned"].status == SessionStatus.TIMEOUT
     assert trajs["abandoned"].flags == ("idle_timeout",) and len(trajs["abandoned"].steps) == 2
-    steps = trajs["g0-0"].steps
-    assert [s.step_index for s in steps] == [0, 1, 2] and all(
-        s.prompt_prefix_len == 0 for s in steps
-    )
+    carried = trajs["g0-0"].steps
+    assert [s.prompt_prefix_len for s in carried] == [0, 7, 13]  # each token carried once
+    steps, restore_flags = restore_steps(carried)
+    assert [s.step_index for s in steps] == [0, 1, 2] and restore_flags == []
     assert steps[2].prompt_ids.tolist() == [
         1,
         2,

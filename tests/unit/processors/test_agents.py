@@ -12,6 +12,7 @@ from rllm.processors.assemble import assemble_trajectory
 from rllm.processors.settings import ProcessorSettings
 from rllm.processors.types import Output
 from rllm.schemas.codec import AvroCodec
+from rllm.schemas.delta import restore_steps
 from rllm.schemas.types import DeadLetter, EpisodeAssembled, TrajectoryAssembled
 from rllm.settings import KafkaSettings
 from tests.unit.processors.factory import make_session, task
@@ -77,7 +78,8 @@ async def test_assemble_score_group_through_agents(procs: tuple[Processors, Capt
     assert all(isinstance(t, TrajectoryAssembled) for t in trajs)
     rewards = {t.session_id: t.reward for t in trajs}  # type: ignore[attr-defined]
     full = {t.session_id: t for t in trajs}["s-a"]  # type: ignore[attr-defined]
-    assert full.steps == assemble_trajectory(events[:5]).steps  # prompts restored
+    assert [s.prompt_prefix_len for s in full.steps] == [0, 7, 13]  # carried once
+    assert restore_steps(full.steps)[0] == list(assemble_trajectory(events[:5]).steps)
     assert rewards == {"s-a": 1.0, "s-b": 0.0}
     async with p.group.test_context() as agent:
         for traj in trajs:

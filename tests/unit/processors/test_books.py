@@ -9,6 +9,7 @@ from rllm.processors.sessions import SessionBook
 from rllm.processors.settings import ProcessorSettings
 from rllm.processors.types import Emit, Output
 from rllm.schemas.codec import AvroCodec
+from rllm.schemas.delta import restore_steps
 from rllm.schemas.types import RewardAssigned, SessionEvent, TrajectoryAssembled
 from tests.unit.processors.factory import T0, make_session, task
 
@@ -123,7 +124,13 @@ def test_group_completes_dedups_times_out_and_reports_late() -> None:
     episode = CODEC.decode(emit.value)
     assert emit.key == b"run-1/t" and episode.is_partial
     assert [t.session_id for t in episode.trajectories] == ["b", "a"]
-    assert episode.trajectories == (b, a)  # prompts restored byte for byte
+    # carried delta-encoded, restored byte for byte
+    assert [s.prompt_prefix_len for s in episode.trajectories[1].steps] == [0, 7, 13]
+    restored = [
+        t.model_copy(update={"steps": tuple(restore_steps(t.steps)[0])})
+        for t in episode.trajectories
+    ]
+    assert restored == [b, a]
     (late,) = book.on_trajectory(c, CODEC.encode(c), 0, 3, 31.0)
     assert late.output == Output.DEAD_LETTERS and "late trajectory c" in rec(late).reason
 
