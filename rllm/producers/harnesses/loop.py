@@ -14,6 +14,7 @@ source is baked into the snapshot by ``install_script``; nothing is installed at
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 from collections.abc import Mapping
@@ -24,7 +25,7 @@ from rllm.producers.harnesses.errors import HarnessError
 from rllm.producers.harnesses.types import AGENT_LOG_DIR, HarnessApi
 from rllm.sandboxes.types import Mount
 
-__all__ = ["LOOP_PATH", "PYTHON_PREFIX", "LoopHarness", "host_python"]
+__all__ = ["LOOP_PATH", "PYTHON_PREFIX", "LoopHarness", "host_python", "pyenv_python"]
 
 LOOP_PATH = "/opt/rllm/agent_loop.py"
 """Where the loop is installed in the snapshot."""
@@ -50,6 +51,31 @@ def host_python() -> tuple[Path, Path]:
             f"from a self-contained Python (pyenv, python-build-standalone)"
         )
     return executable, prefix
+
+
+def pyenv_python(minor: str) -> tuple[Path, Path]:
+    """A self-contained interpreter of Python ``minor`` (``"3.13"``) and its prefix, for a
+    harness that needs another Python than rllm's: this one when it is that version, else
+    the newest ``$PYENV_ROOT/versions/<minor>.N`` (``~/.pyenv``), never a pyenv shim.
+
+    Raises:
+        HarnessError: none is installed (how to install one is named).
+    """
+    if f"{sys.version_info.major}.{sys.version_info.minor}" == minor:
+        return host_python()
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    found = [
+        (tuple(int(n) for n in path.parents[1].name.split(".")), path)
+        for path in root.glob(f"versions/{minor}.*/bin/python{minor}")
+        if re.fullmatch(rf"{re.escape(minor)}\.\d+", path.parents[1].name)
+    ]
+    if not found:
+        raise HarnessError(
+            f"no Python {minor} under {root}/versions (nor is rllm's own {minor}); install "
+            f"one with `pyenv install {minor}` (or set PYENV_ROOT to where it is)"
+        )
+    executable = Path(os.path.realpath(max(found)[1]))
+    return executable, executable.parents[1]
 
 
 class LoopHarness:

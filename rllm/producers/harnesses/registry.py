@@ -18,6 +18,12 @@ HARNESSES: dict[str, str] = {
     "claude-code": "rllm.producers.harnesses.claude_code:ClaudeCodeHarness",
     "codex": "rllm.producers.harnesses.codex:CodexHarness",
     "opencode": "rllm.producers.harnesses.opencode:OpencodeHarness",
+    "qwen-code": "rllm.producers.harnesses.qwen_code:QwenCodeHarness",
+    "continue": "rllm.producers.harnesses.continue_cli:ContinueHarness",
+    "kilocode": "rllm.producers.harnesses.kilocode:KilocodeHarness",
+    "aider": "rllm.producers.harnesses.aider:AiderHarness",
+    "kimi-cli": "rllm.producers.harnesses.kimi_cli:KimiCliHarness",
+    "terminus-2": "rllm.producers.harnesses.terminus_2:Terminus2Harness",
 }
 """Harness name -> ``module:class``; the class takes no arguments."""
 

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from rllm.sandboxes.errors import SandboxError, SandboxUnavailableError
@@ -97,6 +97,9 @@ def bwrap_argv(
     # /tmp stays in the overlay, as in a container: 1777 from the image, kept by a RUN for
     # the next step's layer, and counted against disk_mb with the rest of the upper dir
     for mount in spec.mounts:
+        # a mount point's missing parent is made 0755 (bubblewrap's own is 0700, root's:
+        # a non-root task user could not reach a host-installed harness under /opt/rllm)
+        argv += ["--perms", "0755", "--dir", str(PurePosixPath(mount.target).parent)]
         argv += ["--ro-bind" if mount.read_only else "--bind", str(mount.source), mount.target]
     for cap in DOCKER_CAPS:
         argv += ["--cap-add", f"CAP_{cap}"]

@@ -7,12 +7,18 @@ import shutil
 from pathlib import Path
 
 __all__ = [
+    "AIDER_SOLVE",
     "CLAUDE_SOLVE",
     "CLI_SOLVE",
     "CODEX_SOLVE",
+    "CONTINUE_SOLVE",
+    "KILOCODE_SOLVE",
+    "KIMI_SOLVE",
     "MEMORY_MB",
     "MINI_SOLVE",
     "OPENCODE_SOLVE",
+    "QWEN_SOLVE",
+    "TERMINUS_SOLVE",
     "hello_file",
 ]
 
@@ -44,17 +50,66 @@ OPENCODE_SOLVE = [
 ]
 """opencode: its ``write`` tool (an OpenAI chat tool call), then a final text."""
 
+AIDER_SOLVE = [
+    "I will create the file.\n\n/app/hello.txt\n```\nHello, Harbor!\n```\n",
+]
+"""aider (``whole`` edit format, its choice for a model it does not know): one reply with
+a file listing (the path's line, then the whole file in a fence); ``--message-file`` mode
+applies it and exits, so one model call."""
+
+KIMI_SOLVE = [
+    'tool:WriteFile {"path": "/app/hello.txt", "content": "Hello, Harbor!\\n"}',
+    "I wrote /app/hello.txt.",
+]
+"""kimi-cli: its ``WriteFile`` tool (an OpenAI chat tool call), then a final text."""
+
+KILOCODE_SOLVE = [
+    'tool:write {"filePath": "/app/hello.txt", "content": "Hello, Harbor!\\n"}',
+    "I wrote /app/hello.txt.",
+]
+"""Kilo: its ``write`` tool (an OpenAI chat tool call), then a final text."""
+
+TERMINUS_SOLVE = [
+    '{"analysis": "The file does not exist yet.", "plan": "Write it with printf.", '
+    '"commands": [{"keystrokes": "printf \'Hello, Harbor!\\\\n\' > /app/hello.txt\\n", '
+    '"duration": 0.1}], "task_complete": false}',
+    '{"analysis": "The file is written.", "plan": "Mark the task complete.", '
+    '"commands": [], "task_complete": true}',
+    '{"analysis": "The file is written.", "plan": "Confirm completion.", '
+    '"commands": [], "task_complete": true}',
+]
+"""Terminus-2 (JSON parser): one keystroke batch that writes the file, then
+``task_complete``, then ``task_complete`` again when it asks to confirm."""
+
+QWEN_SOLVE = [
+    'tool:write_file {"file_path": "/app/hello.txt", "content": "Hello, Harbor!\\n"}',
+    "I wrote /app/hello.txt.",
+]
+"""qwen-code: its ``write_file`` tool (absolute ``file_path``), then a final text."""
+
+CONTINUE_SOLVE = [
+    'tool:Write {"filepath": "/app/hello.txt", "content": "Hello, Harbor!\\n"}',
+    "I wrote /app/hello.txt.",
+]
+"""continue: its ``Write`` tool (``filepath``, ``content``), then a final text."""
+
 CLI_SOLVE = {
     "mini-swe-agent": MINI_SOLVE,
     "claude-code": CLAUDE_SOLVE,
     "codex": CODEX_SOLVE,
     "opencode": OPENCODE_SOLVE,
+    "aider": AIDER_SOLVE,
+    "kimi-cli": KIMI_SOLVE,
+    "kilocode": KILOCODE_SOLVE,
+    "terminus-2": TERMINUS_SOLVE,
+    "qwen-code": QWEN_SOLVE,
+    "continue": CONTINUE_SOLVE,
 }
 """Each third-party harness's solving script, by registry name (the contract suite's)."""
 
-MEMORY_MB = {"opencode": 2048}
-"""Harnesses that need more than hello-file's ``memory_mb = 512``: opencode (Bun) peaks
-above it and is OOM-killed by the sandbox's memory cgroup (seen in ``dmesg``)."""
+MEMORY_MB = {"opencode": 2048, "kilocode": 2048}
+"""Harnesses that need more than hello-file's ``memory_mb = 512``: opencode and kilocode
+(Bun; Kilo peaks at 0.75 GB) are OOM-killed by the sandbox's memory cgroup at 512 MB."""
 
 
 def hello_file(name: str, tmp: Path) -> Path:

@@ -27,7 +27,7 @@ from rllm.sandboxes.local.sandbox import LocalSandbox
 from rllm.sandboxes.local.state import process_start
 from rllm.sandboxes.registry import get_backend
 from rllm.sandboxes.settings import SandboxSettings
-from rllm.sandboxes.types import OWNER_LABEL, NetworkMode, SandboxSpec
+from rllm.sandboxes.types import OWNER_LABEL, Mount, NetworkMode, SandboxSpec
 
 
 @pytest.fixture
@@ -95,6 +95,24 @@ async def test_exec_as_a_non_root_user_keeps_owners(sandbox: LocalSandbox) -> No
     assert (await sandbox.exec("id -u", user="65534")).stdout == "65534\n"
     denied = await sandbox.exec("touch /etc/forbidden", user="agent")
     assert denied.exit_code == 1 and "Permission denied" in denied.stderr
+
+
+async def test_a_non_root_user_reaches_a_host_mount_under_a_new_folder(
+    backend: LocalBackend, tmp_path: Path
+) -> None:
+    tool = tmp_path / "tool"
+    (tool / "bin").mkdir(parents=True)
+    (tool / "bin" / "hello").write_text("#!/bin/sh\necho hello from the host\n")
+    (tool / "bin" / "hello").chmod(0o755)
+    tool.chmod(0o755)
+    spec = SandboxSpec(mounts=(Mount(source=tool, target="/opt/rllm-test/tool"),))
+    sandbox = await backend.create(spec)
+    try:  # the mount point's parent did not exist: it is made 0755, not bubblewrap's 0700
+        assert (await sandbox.exec("stat -c %a /opt/rllm-test")).stdout == "755\n"
+        ran = await sandbox.exec("/opt/rllm-test/tool/bin/hello", user="65534")
+        assert (ran.exit_code, ran.stdout) == (0, "hello from the host\n"), ran.stderr
+    finally:
+        await sandbox.close()
 
 
 async def test_timeout_kills_the_whole_tree_including_setsid_grandchildren(

@@ -1,0 +1,108 @@
+"""The ``continue`` harness (npm ``@continuedev/cli``, the ``cn`` command): OpenAI chat,
+``cn -p --auto`` (headless, every tool allowed) on the instruction read from stdin.
+
+A Node program: installed on the host with the pinned runtime
+(``rllm.producers.harnesses.node``), bound read-only at ``/opt/rllm/continue``. Fully
+local, no Continue account: ``--config`` names a local ``config.yaml`` whose one model is
+the session (provider ``openai``, ``apiBase`` its URL, its key), so no hub slug is
+resolved and no login is asked for; metrics are off (``CONTINUE_METRICS_ENABLED=0``, and
+no OTLP endpoint is set), and headless mode checks for no update. What cannot be turned
+off: importing the CLI fires one version ping at ``api.continue.dev`` that is not waited
+for; in the sandbox its DNS lookup fails at once and the run goes on. The only traffic the
+gateway sees is one streamed ``POST /v1/chat/completions`` a turn.
+
+Its session (every message and tool call, ``<CONTINUE_GLOBAL_DIR>/sessions/<id>.json``)
+and its ``cn.log`` are copied under ``/logs/agent`` after the run.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from rllm.producers.harnesses.node import NodeInstalled
+from rllm.producers.harnesses.types import AGENT_LOG_DIR, HarnessApi
+
+__all__ = ["CONTINUE_CONFIG_PATH", "ContinueHarness"]
+
+VERSION = "1.5.47"
+"""The pinned npm version."""
+
+CONTINUE_CONFIG_PATH = "/rllm/continue.yaml"
+"""The run's ``config.yaml``: the session as its one model."""
+
+STATE_DIR = "/tmp/rllm-continue"
+"""``HOME`` of the run inside the sandbox; ``CONTINUE_GLOBAL_DIR`` is its ``.continue``."""
+
+GLOBAL_DIR = f"{STATE_DIR}/.continue"
+"""``CONTINUE_GLOBAL_DIR``: its sessions (``sessions/<uuid>.json``, one a run) and logs."""
+
+
+class ContinueHarness(NodeInstalled):
+    """Continue's CLI in headless mode, its answer, session and log kept as artifacts."""
+
+    name = "continue"
+    version = VERSION
+    api = HarnessApi.OPENAI_CHAT
+    package = "@continuedev/cli"
+    entry = "dist/cn.js"
+
+    @property
+    def log_path(self) -> str:
+        """Its stdout and stderr: the final answer, errors (an artifact)."""
+        return f"{AGENT_LOG_DIR}/continue.log"
+
+    @property
+    def session_path(self) -> str:
+        """Its session file, copied out after the run (an artifact)."""
+        return f"{AGENT_LOG_DIR}/continue-session.json"
+
+    def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
+        """Its home and global folder, metrics off, no proxy."""
+        return {
+            "HOME": STATE_DIR,
+            "CONTINUE_GLOBAL_DIR": GLOBAL_DIR,
+            "CONTINUE_METRICS_ENABLED": "0",
+            "CONTINUE_CLI_ENABLE_TELEMETRY": "0",
+            "NO_PROXY": "*",
+            "NO_COLOR": "1",
+            "TERM": "dumb",
+        }
+
+    def config_files(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
+        """``config.yaml``: one model, the session's (``openai`` at its URL with its key),
+        for every role, with native tool calls."""
+        lines = [
+            "name: rllm",
+            "version: 1.0.0",
+            "schema: v1",
+            "models:",
+            f"  - name: {_yaml(model)}",
+            "    provider: openai",
+            f"    model: {_yaml(model)}",
+            f"    apiBase: {_yaml(gateway_base_url)}",
+            f"    apiKey: {_yaml(api_key)}",
+            "    roles: [chat, edit, apply]",
+            "    capabilities: [tool_use]",
+        ]
+        return {CONTINUE_CONFIG_PATH: "\n".join(lines) + "\n"}
+
+    def command(self, instruction_path: str, workdir: str) -> str:
+        """``cn -p --auto`` with the instruction on stdin, its output to the log; then its
+        session and ``cn.log`` copied out, the log's end on stdout, its exit status kept."""
+        argv = [self.node, self.script, "-p", "--auto", "--config", CONTINUE_CONFIG_PATH]
+        log = shlex.quote(self.log_path)
+        keep = (f"cp {GLOBAL_DIR}/sessions/*-*.json {self.session_path} 2>/dev/null; "
+                f"cp {GLOBAL_DIR}/logs/cn.log {AGENT_LOG_DIR}/ 2>/dev/null")  # fmt: skip
+        return (f"mkdir -p {STATE_DIR} && cd {shlex.quote(workdir)} && "
+                f"{shlex.join(argv)} <{shlex.quote(instruction_path)} >{log} 2>&1; rc=$?; "
+                f"{keep}; tail -c 4000 {log}; exit $rc")  # fmt: skip
+
+    def log_paths(self) -> tuple[str, ...]:
+        """Its output, its session and its ``cn.log``."""
+        return (self.log_path, self.session_path, f"{AGENT_LOG_DIR}/cn.log")
+
+
+def _yaml(value: str) -> str:
+    """A YAML double-quoted scalar (JSON's string syntax is YAML's)."""
+    return json.dumps(value)
