@@ -59,14 +59,14 @@ def sync(device: str) -> None:
 
 def model_dir(root: Path, hidden: int, layers: int) -> Path:
     """A tiny random Llama directory as the tests build it (``tiny_model_dir``)."""
-    from rllm.consumers.backends.local.model import tiny_model_dir
+    from rllm.models.tiny import tiny_model_dir
 
     return tiny_model_dir(root / f"llama-{hidden}x{layers}", hidden=hidden, layers=layers)
 
 
 def engine(directory: Path, device: str, dtype: str = "float32") -> Any:
     """A serving engine on ``device``, as ``build_engine`` makes it."""
-    from rllm.consumers.backends.local.model import load_model
+    from rllm.models.loading import load_model
     from rllm.serving.engine import Engine
 
     loaded = load_model(str(directory), None, device)

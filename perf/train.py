@@ -47,14 +47,14 @@ import torch
 
 from rllm.benchmarks.loaders import load_tasks
 from rllm.consumers.backends.local.backend import LocalBackend
-from rllm.consumers.backends.local.model import load_model
 from rllm.consumers.trainer.loop import TrainerCore
 from rllm.consumers.trainer.settings import SyncMode, TrainerSettings
+from rllm.models.loading import load_model
+from rllm.models.threads import Threads, apply_threads, check_threads, on_compute_thread
 from rllm.processors.advantages import grpo_advantages
 from rllm.schemas import types as t
 from rllm.schemas.tokens import pack_logprobs, pack_tokens
 from rllm.serving.engine import Engine, SamplingParams
-from rllm.threads import Threads, apply_threads, check_threads, on_compute_thread
 
 NUM = re.compile(r"-?\d+")
 

@@ -38,7 +38,7 @@ HARNESS_CONCURRENCY = 4
 
 def resolve_model(name: str | None) -> str:
     """A model profile's upstream model name (``local`` → SmolLM2), else ``name`` as given."""
-    from rllm.models.config import PROVIDERS, Provider, load_config
+    from rllm.models.profiles import PROVIDERS, Provider, load_config
 
     config = load_config()
     if name is None:
@@ -52,7 +52,7 @@ def resolve_model(name: str | None) -> str:
 
 def is_local_model(name: str | None) -> bool:
     """Whether ``name`` (as ``resolve_model`` takes it) means the local model server."""
-    from rllm.models.config import Provider, load_config
+    from rllm.models.profiles import Provider, load_config
 
     config = load_config()
     if name is None:

@@ -71,7 +71,7 @@ def _serve_threads() -> str:
 def plan_services(stack: StackSettings, insecure: bool = False) -> list[ServiceSpec]:
     """The services ``up`` starts, in order, with their commands and health URLs; the
     gateway reads its admin key from the stack's key file, or runs ``--insecure``."""
-    from rllm.models.config import PROVIDERS, ModelProfile, Provider, load_config
+    from rllm.models.profiles import PROVIDERS, ModelProfile, Provider, load_config
 
     config = load_config()
     name = stack.model or config.active

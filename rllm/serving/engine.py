@@ -14,24 +14,21 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import torch
 
-from rllm.consumers.backends.local.model import LoadedModel, stop_token_ids
+from rllm.models.loading import (
+    LoadedModel,
+    check_weights,
+    checkpoint_path,
+    read_weights,
+    stop_token_ids,
+)
+from rllm.models.threads import FixedThreads, ThreadTuner, compute
 from rllm.serving.sampling import SamplingParams, row_logprobs, sample_one, sample_rows
-from rllm.threads import FixedThreads, ThreadTuner, compute
 
-__all__ = [
-    "Completion",
-    "Engine",
-    "PromptLogprobs",
-    "SamplingParams",
-    "check_weights",
-    "checkpoint_path",
-]
+__all__ = ["Completion", "Engine", "PromptLogprobs", "SamplingParams"]
 
 LOGPROB_FLOOR = -9999.0
 """Logprob reported for a token outside the sampling cut (JSON has no -inf; vLLM's value)."""
@@ -53,49 +50,6 @@ class Completion:
     stop_reason: str | int | None = None
     policy_version: int = 0
     """Version of the weights that generated it."""
-
-
-def checkpoint_path(uri: str) -> Path:
-    """A local path from a ``file://`` URI or a plain path."""
-    parsed = urlparse(uri)
-    if parsed.scheme in ("", "file"):
-        return Path(unquote(parsed.path) if parsed.scheme else uri)
-    raise ValueError(
-        f"checkpoint {uri!r} is not a local file:// URI; the local server "
-        f"loads weights from local disk only"
-    )
-
-
-def check_weights(model: Any, state: dict[str, torch.Tensor], what: str) -> None:
-    """Refuse ``state`` unless it holds every weight of ``model`` with its shape. A tied
-    weight counts as present when one of its aliases is (``save_pretrained`` writes the
-    embedding once for ``lm_head`` and ``embed_tokens``).
-
-    Raises:
-        ValueError: naming the first missing, unknown or reshaped weights.
-    """
-    own = model.state_dict(keep_vars=True)
-    aliases: dict[int, list[str]] = {}
-    for name, tensor in own.items():
-        aliases.setdefault(id(tensor), []).append(name)
-    missing = [names[0] for names in aliases.values() if not any(n in state for n in names)]
-    unknown = [k for k in state if k not in own]
-    reshaped = [
-        f"{k} {tuple(v.shape)} != {tuple(own[k].shape)}"
-        for k, v in state.items()
-        if k in own and tuple(v.shape) != tuple(own[k].shape)
-    ]
-    problems = [
-        f"{label} {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}"
-        for label, names in (("missing", missing), ("unknown", unknown), ("reshaped", reshaped))
-        if names
-    ]
-    if problems:
-        raise ValueError(
-            f"{what} is not a checkpoint of the served model ({'; '.join(problems)}); "
-            f"it was not loaded and the server keeps serving its current weights: publish a "
-            f"checkpoint trained from the model the server was started with"
-        )
 
 
 def _score_rows(
@@ -166,17 +120,14 @@ class Engine:
 
     @compute
     def load_checkpoint(self, uri: str, version: int, run_id: str = "") -> float:
-        """Load safetensors weights from a checkpoint directory; return seconds taken."""
-        from safetensors.torch import load_file
+        """Load safetensors weights from a checkpoint directory; return seconds taken.
 
+        Raises:
+            FileNotFoundError: the directory holds no ``*.safetensors`` weights.
+            ValueError: ``uri`` is not local, or its weights are not this model's.
+        """
         started = time.perf_counter()
-        directory = checkpoint_path(uri)
-        files = sorted(directory.glob("*.safetensors"))
-        if not files:
-            raise FileNotFoundError(f"checkpoint {uri} has no *.safetensors weights")
-        state: dict[str, torch.Tensor] = {}
-        for f in files:
-            state.update(load_file(str(f), device=str(self.device)))
+        state = read_weights(checkpoint_path(uri), str(self.device))
         self.load_state_dict(state, version, run_id)
         self.last_reload_s = time.perf_counter() - started
         return self.last_reload_s

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from rllm.consumers.backends.local.memory import keep_freed_memory
-from rllm.consumers.backends.local.model import load_model
+from rllm.models.runtime import start_runtime
+from rllm.models.threads import compute
 from rllm.serving.app import create_app
 from rllm.serving.engine import Engine
 from rllm.serving.settings import ServeSettings
 from rllm.serving.updates import PolicyFollower
 from rllm.settings import KafkaSettings
-from rllm.threads import apply_threads, compute
 
 __all__ = ["build_engine", "serve"]
 
@@ -19,14 +18,14 @@ __all__ = ["build_engine", "serve"]
 @compute
 def build_engine(settings: ServeSettings) -> Engine:
     """Load the configured model (local files only) into an engine."""
-    keep_freed_memory()
-    tuner = apply_threads(settings.torch_threads)
-    loaded = load_model(settings.model, settings.gguf_file, settings.device)
-    if settings.serve_dtype != "float32":
-        import torch
-
-        loaded.model.to(getattr(torch, settings.serve_dtype))
-    return Engine(loaded, threads=tuner)
+    runtime = start_runtime(
+        settings.model,
+        settings.gguf_file,
+        settings.device,
+        settings.torch_threads,
+        settings.serve_dtype,
+    )
+    return Engine(runtime.loaded, threads=runtime.threads)
 
 
 def serve(

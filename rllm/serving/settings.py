@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from rllm.threads import Threads, check_threads
+from rllm.models.threads import Threads, check_threads
 
 __all__ = ["ServeSettings"]
 

@@ -23,9 +23,9 @@ RANKS = {
     "agent_trainer": 5,
     "cli": 6,
 }
-ROOT_MODULES = {"settings", "errors", "tls", "threads"}
-KNOWN = {("serving", "consumers")}
-"""Arrows that still run sideways, each with an open issue (20: one model runtime)."""
+ROOT_MODULES = {"settings", "errors", "tls"}
+KNOWN: set[tuple[str, str]] = set()
+"""Arrows that still run sideways, each with an open issue."""
 
 
 def _area(module: str) -> str:
@@ -74,3 +74,15 @@ def test_the_known_exceptions_still_exist() -> None:
     """When one is fixed, take it off ``KNOWN`` so it cannot come back."""
     present = {(area, target) for _m, area, target in _imports()}
     assert present >= KNOWN
+
+
+def test_the_server_and_the_local_backend_share_the_model_runtime() -> None:
+    """``serving`` loads its model through ``models``, as the local backend does, and
+    takes nothing from ``consumers``."""
+    found = _imports()
+    arrows = {(area, target) for _m, area, target in found}
+    assert ("serving", "models") in arrows
+    sideways = sorted(m for m, area, target in found if (area, target) == ("serving", "consumers"))
+    assert sideways == []
+    local = {t for m, _a, t in found if m.startswith("rllm.consumers.backends.local.")}
+    assert "models" in local

@@ -66,7 +66,7 @@ def detokenize_with(tokenizer: str | None) -> Callable[[list[int]], str]:
     Raises:
         ConfigError: the path holds no tokenizer.
     """
-    from rllm.consumers.backends.local.model import load_tokenizer
+    from rllm.models.loading import load_tokenizer
 
     tok = load_tokenizer(tokenizer or "")
 

@@ -10,8 +10,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rllm.consumers.trainer.types import LossAgg, LossKind
 from rllm.errors import ConfigError
+from rllm.models.threads import Threads, check_threads
 from rllm.settings import default_home
-from rllm.threads import Threads, check_threads
 
 __all__ = [
     "LOSS_ESTIMATORS",

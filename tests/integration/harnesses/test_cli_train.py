@@ -36,7 +36,7 @@ def _model(directory: Path) -> Path:
     the bash harness's prompts."""
     import transformers
 
-    from rllm.consumers.backends.local.model import tiny_model_dir
+    from rllm.models.tiny import tiny_model_dir
 
     tf: Any = transformers  # untyped
     tiny_model_dir(directory)

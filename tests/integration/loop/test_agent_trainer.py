@@ -14,8 +14,8 @@ import pytest
 
 import rllm
 from rllm.agent_trainer import UpdateRecord
-from rllm.consumers.backends.local.model import load_model
 from rllm.kafka import EventPublisher
+from rllm.models.loading import load_model
 from rllm.producers.gateway import GatewaySettings
 from rllm.producers.gateway import create_app as gateway_app
 from rllm.producers.sdk import RolloutConfig, RolloutOutcome
@@ -55,7 +55,7 @@ def by_index(task: Task, outcome: RolloutOutcome) -> tuple[float, bool]:
 
 @pytest.fixture
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from rllm.consumers.backends.local.model import tiny_model_dir
+    from rllm.models.tiny import tiny_model_dir
 
     return tiny_model_dir(tmp_path_factory.mktemp("tiny"))
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rllm.consumers.backends.local.model import tiny_model_dir
+from rllm.models.tiny import tiny_model_dir
 
 
 @pytest.fixture(scope="session")

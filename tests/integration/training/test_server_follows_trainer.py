@@ -11,10 +11,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from rllm.consumers.backends.local.backend import LocalBackend
-from rllm.consumers.backends.local.model import load_model
 from rllm.consumers.trainer.loop import Trainer
 from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.kafka import EventPublisher, make_codec
+from rllm.models.loading import load_model
 from rllm.schemas.lineage import PolicyPointer
 from rllm.schemas.topics import DEAD_LETTERS, EPISODES, POLICY_UPDATES
 from rllm.schemas.types import DeadLetter, PolicyUpdated
@@ -181,7 +181,7 @@ def test_follower_never_adopts_a_checkpoint_it_cannot_load(
     """An earlier run's version 36 whose checkpoint is gone, then one of another model: the
     server keeps its weights and says so (version 0 on /health and in the header the gateway
     stamps steps with), and still loads the next good version."""
-    from rllm.consumers.backends.local.model import tiny_model_dir
+    from rllm.models.tiny import tiny_model_dir
 
     make_topics(partitions=1)
     engine = Engine(load_model(str(tiny_model)))

@@ -12,9 +12,9 @@ import pytest
 
 from rllm.consumers.history.batch import RowBuffer
 from rllm.consumers.history.rows import event_rows
-from rllm.consumers.history.synthetic import synthetic_events
 from rllm.consumers.history.types import HistoryStore
 from tests.unit.history.shared import fresh_chdb
+from tests.unit.history.synthetic import synthetic_events
 
 ENGINES = ["chdb"] + (["server"] if os.environ.get("RLLM_TEST_CLICKHOUSE_URL") else [])
 

@@ -9,7 +9,7 @@ import pytest
 
 from rllm.cli.eval import is_local_model
 from rllm.infra.stack import plan_services
-from rllm.models.config import ModelProfile, Provider, UserConfig, save_config
+from rllm.models.profiles import ModelProfile, Provider, UserConfig, save_config
 from rllm.settings import StackSettings
 
 

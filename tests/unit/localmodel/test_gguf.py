@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rllm.consumers.backends.local.model import load_model, stop_token_ids
+from rllm.models.loading import load_model, stop_token_ids
 from rllm.models.local import SMOLLM2_GGUF, gguf_dir, hf_copy_complete, hf_dir
 
 INSTALLED = gguf_dir() / SMOLLM2_GGUF

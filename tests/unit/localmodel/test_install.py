@@ -10,12 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rllm.consumers.backends.local.model import (
-    default_model_path,
-    load_model,
-    tiny_model_dir,
-)
 from rllm.errors import ConfigError
+from rllm.models.loading import default_model_path, load_model
 from rllm.models.local import (
     SMOLLM2_GGUF,
     LocalModelError,
@@ -26,6 +22,7 @@ from rllm.models.local import (
     local_model_installed,
     save_hf_copy,
 )
+from rllm.models.tiny import tiny_model_dir
 
 GGUF_BYTES = b"GGUF" + bytes(range(256)) * 64
 

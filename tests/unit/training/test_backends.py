@@ -249,7 +249,7 @@ def test_make_backend_gives_fireworks_a_detokenizer_from_the_tokenizer_setting(
 
 
 def test_allocator_keeps_freed_memory_on_glibc() -> None:
-    from rllm.consumers.backends.local.memory import keep_freed_memory
+    from rllm.models.memory import keep_freed_memory
 
     assert keep_freed_memory() is True  # this Linux machine runs glibc
     assert keep_freed_memory() is True  # once per process; a second call changes nothing
@@ -262,7 +262,7 @@ def test_engine_and_backend_compute_on_the_compute_thread(tiny_model: Path) -> N
     import uuid
     from concurrent.futures import ThreadPoolExecutor
 
-    from rllm.consumers.backends.local.model import load_model
+    from rllm.models.loading import load_model
     from rllm.serving.engine import Engine, SamplingParams
 
     seen: set[str] = set()

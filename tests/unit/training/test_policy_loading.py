@@ -9,7 +9,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from rllm.consumers.backends.local.model import load_model, tiny_model_dir
+from rllm.models.loading import load_model
+from rllm.models.tiny import tiny_model_dir
 from rllm.serving.engine import Engine, SamplingParams
 
 GREEDY = SamplingParams(temperature=0, max_tokens=6)

@@ -13,14 +13,15 @@ import pytest
 import torch
 
 from rllm.consumers.backends.local.backend import LOCAL_CAPABILITIES, LocalBackend
-from rllm.consumers.backends.local.model import load_model, tiny_model_dir
 from rllm.consumers.backends.local.tensors import to_tensors
 from rllm.consumers.trainer.batching import Batcher
 from rllm.consumers.trainer.errors import UnreproducibleSamplingError
 from rllm.consumers.trainer.masking import step_sampling, trajectory_sequences
 from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.consumers.trainer.types import StepSampling
+from rllm.models.loading import load_model
 from rllm.models.sampling import sampled_logprobs, truncation_mask
+from rllm.models.tiny import tiny_model_dir
 from rllm.schemas.types import StepCaptured, TrajectoryAssembled
 from rllm.serving.engine import Engine, SamplingParams
 from tests.unit.training.factory import episode, step, trajectory

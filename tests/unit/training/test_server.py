@@ -11,7 +11,7 @@ import pytest
 import torch
 from starlette.testclient import TestClient
 
-from rllm.consumers.backends.local.model import load_model
+from rllm.models.loading import load_model
 from rllm.serving.app import POLICY_HEADER, create_app
 from rllm.serving.engine import Engine
 

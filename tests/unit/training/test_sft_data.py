@@ -14,7 +14,6 @@ import pytest
 from click.testing import CliRunner
 
 from rllm.cli.main import cli
-from rllm.consumers.backends.local.model import load_model
 from rllm.consumers.replay import ReplayFilter, select_examples, write_dataset
 from rllm.consumers.replay.select import SessionRecord
 from rllm.consumers.replay.types import SftExample
@@ -23,6 +22,7 @@ from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.consumers.trainer.sft_data import SftDataError, load_sft_dataset, read_rows
 from rllm.consumers.trainer.sft_loop import epoch_order, train_sft
 from rllm.errors import ConfigError
+from rllm.models.loading import load_model
 from rllm.schemas.tokens import pack_tokens
 
 # step 0: prompt 3 tokens, answer 2; step 1 (delta-encoded): previous 5 tokens + 3 tool

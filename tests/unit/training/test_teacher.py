@@ -17,7 +17,6 @@ from starlette.responses import JSONResponse
 
 from rllm.cli.main import cli
 from rllm.consumers.backends.local.backend import LocalBackend
-from rllm.consumers.backends.local.model import load_model, tiny_model_dir
 from rllm.consumers.backends.local.tensors import to_tensors
 from rllm.consumers.trainer.batching import episode_sequences
 from rllm.consumers.trainer.losses import LossInputs, compute_loss
@@ -32,6 +31,8 @@ from rllm.consumers.trainer.teacher import (
     score_start,
 )
 from rllm.consumers.trainer.types import LossAgg, LossKind, TrainBatch, TrainSequence
+from rllm.models.loading import load_model
+from rllm.models.tiny import tiny_model_dir
 from rllm.serving.app import create_app
 from rllm.serving.engine import Engine
 from tests.fakes.server import ThreadedServer, free_port

@@ -13,8 +13,6 @@ from typing import Any
 
 import torch
 
-from rllm.consumers.backends.local.memory import keep_freed_memory
-from rllm.consumers.backends.local.model import LoadedModel, load_model
 from rllm.consumers.backends.local.tensors import (
     SequenceTensors,
     group_by_prefix,
@@ -34,8 +32,10 @@ from rllm.consumers.trainer.types import (
     TrainSequence,
     UpdateResult,
 )
+from rllm.models.loading import LoadedModel, load_model, read_weights
+from rllm.models.runtime import start_runtime
 from rllm.models.sampling import REPRODUCIBLE
-from rllm.threads import apply_threads, compute
+from rllm.models.threads import compute
 
 __all__ = ["LOCAL_CAPABILITIES", "LocalBackend"]
 
@@ -61,10 +61,16 @@ class LocalBackend:
     def __init__(self, settings: TrainerSettings, loaded: LoadedModel | None = None) -> None:
         self.settings = settings
         torch.manual_seed(settings.seed)
-        keep_freed_memory()
-        self.threads = apply_threads(settings.torch_threads)
+        runtime = start_runtime(
+            settings.model,
+            settings.gguf_file,
+            settings.device,
+            settings.torch_threads,
+            loaded=loaded,
+        )
+        self.threads = runtime.threads
         """Times the micro-batches to choose torch's thread count (fixed: left as set)."""
-        self.loaded = loaded or load_model(settings.model, settings.gguf_file, settings.device)
+        self.loaded = runtime.loaded
         self.model: Any = self.loaded.model
         self.tokenizer: Any = self.loaded.tokenizer
         self.model.train()
@@ -267,14 +273,10 @@ class LocalBackend:
     @compute
     def load(self, directory: Path, version: int) -> None:
         """Restore weights (and AdamW state when saved) from ``directory``."""
-        from safetensors.torch import load_file
-
-        files = sorted(directory.glob("*.safetensors"))
-        if not files:
-            raise CheckpointError(f"checkpoint {directory} has no *.safetensors weights")
-        state: dict[str, torch.Tensor] = {}
-        for f in files:
-            state.update(load_file(str(f), device=self.settings.device))
+        try:
+            state = read_weights(directory, self.settings.device)
+        except FileNotFoundError as exc:
+            raise CheckpointError(str(exc)) from exc
         missing, _ = self.model.load_state_dict(state, strict=False)
         if [m for m in missing if "lm_head" not in m]:
             raise CheckpointError(f"checkpoint {directory} lacks weights: {missing[:5]}")

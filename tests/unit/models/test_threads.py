@@ -7,8 +7,8 @@ import torch
 
 from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.errors import ConfigError
+from rllm.models.threads import ThreadTuner, check_threads
 from rllm.serving.settings import ServeSettings
-from rllm.threads import ThreadTuner, check_threads
 
 
 def run(tuner: ThreadTuner, cost: dict[int, float], steps: int, work: float = 32) -> list[int]:
@@ -101,7 +101,7 @@ def test_settings_read_auto_and_counts_from_the_environment(
 def test_compute_runs_on_one_thread_inline_when_nested_and_raises_through() -> None:
     import threading
 
-    from rllm.threads import compute, on_compute_thread
+    from rllm.models.threads import compute, on_compute_thread
 
     @compute
     def where() -> str:

@@ -21,7 +21,7 @@ from rllm.models import (
     resolve_api_key,
     save_config,
 )
-from rllm.models.config import PROVIDERS
+from rllm.models.profiles import PROVIDERS
 
 SECRET = "sk-proj-abcdefghijklmnop1234"
 

@@ -1,5 +1,6 @@
-"""Loading a causal LM and its tokenizer from local files only (HF directory or GGUF),
-and building tiny random models for tests. Nothing is downloaded at run time.
+"""Loading a causal LM and its tokenizer from local files only (HF directory or GGUF
+through transformers, offline), and the weights of a checkpoint directory. Nothing is
+downloaded at run time. The model server and the local training backend load through here.
 """
 
 from __future__ import annotations
@@ -8,19 +9,25 @@ import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
 
 from rllm.errors import ConfigError
 from rllm.models.local import SMOLLM2_GGUF, gguf_dir, hf_copy_complete, hf_dir, save_hf_copy
-from rllm.threads import compute
+from rllm.models.threads import compute
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "LoadedModel",
+    "check_weights",
+    "checkpoint_path",
     "default_model_path",
     "load_model",
     "load_tokenizer",
+    "read_weights",
     "stop_token_ids",
-    "tiny_model_dir",
 ]
 
 
@@ -152,54 +159,69 @@ def stop_token_ids(tokenizer: Any, model: Any) -> set[int]:
     return ids
 
 
-_CHAT_TEMPLATE = (
-    "{% for m in messages %}<{{ m['role'][0] }}>{{ m['content'] }}|{% endfor %}"
-    "{% if add_generation_prompt %}<a>{% endif %}"
-)
+# --- checkpoints -------------------------------------------------------------------------
 
 
-def tiny_model_dir(directory: Path, seed: int = 0, hidden: int = 32, layers: int = 2) -> Path:
-    """Write a tiny random Llama and a char-level tokenizer with a chat template to
-    ``directory`` (an HF model directory), for tests. Returns ``directory``."""
-    import torch
-    import transformers
-    from tokenizers import (  # type: ignore[import-untyped]  # no stubs
-        Tokenizer,
-        decoders,
-        models,
-        pre_tokenizers,
+def checkpoint_path(uri: str) -> Path:
+    """A local path from a ``file://`` URI or a plain path.
+
+    Raises:
+        ValueError: ``uri`` names another scheme (weights load from local disk only).
+    """
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file"):
+        return Path(unquote(parsed.path) if parsed.scheme else uri)
+    raise ValueError(
+        f"checkpoint {uri!r} is not a local file:// URI; the local server "
+        f"loads weights from local disk only"
     )
 
-    tf: Any = transformers
 
-    chars = list(
-        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,?!:;'\"-+*=<>|/\n"
-    )
-    specials = ["<pad>", "<eos>", "<unk>"]
-    vocab = {t: i for i, t in enumerate(specials + chars)}
-    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Split(pattern="", behavior="isolated")
-    core.decoder = decoders.Fuse()
-    tok = tf.PreTrainedTokenizerFast(
-        tokenizer_object=core, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>"
-    )
-    tok.chat_template = _CHAT_TEMPLATE
-    torch.manual_seed(seed)
-    config = tf.LlamaConfig(
-        vocab_size=len(vocab),
-        hidden_size=hidden,
-        intermediate_size=hidden * 2,
-        num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        eos_token_id=1,
-        pad_token_id=0,
-        bos_token_id=None,
-        tie_word_embeddings=True,
-    )
-    model = tf.LlamaForCausalLM(config)
-    directory.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(directory)
-    tok.save_pretrained(directory)
-    return directory
+def read_weights(directory: Path, device: str = "cpu") -> dict[str, torch.Tensor]:
+    """Every tensor of the ``*.safetensors`` files in a checkpoint directory (an HF
+    directory, as ``save_pretrained`` writes it), on ``device``.
+
+    Raises:
+        FileNotFoundError: the directory holds no ``*.safetensors`` file.
+    """
+    from safetensors.torch import load_file
+
+    files = sorted(directory.glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"checkpoint {directory} has no *.safetensors weights")
+    state: dict[str, torch.Tensor] = {}
+    for f in files:
+        state.update(load_file(str(f), device=device))
+    return state
+
+
+def check_weights(model: Any, state: dict[str, torch.Tensor], what: str) -> None:
+    """Refuse ``state`` unless it holds every weight of ``model`` with its shape. A tied
+    weight counts as present when one of its aliases is (``save_pretrained`` writes the
+    embedding once for ``lm_head`` and ``embed_tokens``).
+
+    Raises:
+        ValueError: naming the first missing, unknown or reshaped weights.
+    """
+    own = model.state_dict(keep_vars=True)
+    aliases: dict[int, list[str]] = {}
+    for name, tensor in own.items():
+        aliases.setdefault(id(tensor), []).append(name)
+    missing = [names[0] for names in aliases.values() if not any(n in state for n in names)]
+    unknown = [k for k in state if k not in own]
+    reshaped = [
+        f"{k} {tuple(v.shape)} != {tuple(own[k].shape)}"
+        for k, v in state.items()
+        if k in own and tuple(v.shape) != tuple(own[k].shape)
+    ]
+    problems = [
+        f"{label} {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}"
+        for label, names in (("missing", missing), ("unknown", unknown), ("reshaped", reshaped))
+        if names
+    ]
+    if problems:
+        raise ValueError(
+            f"{what} is not a checkpoint of the served model ({'; '.join(problems)}); "
+            f"it was not loaded and the server keeps serving its current weights: publish a "
+            f"checkpoint trained from the model the server was started with"
+        )
