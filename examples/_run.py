@@ -1,4 +1,9 @@
-"""Shared command line of the examples: run a rollout on two tasks and print the outcomes."""
+"""Shared command line of the examples: run a rollout on two tasks and print the outcomes.
+
+The tasks ask for a number, and a model's answer is a sentence as often as not ("7 times 8
+is 56."), so they are graded by ``last_number`` (the answer's last number against the
+ground truth), not ``exact_match``, which would score that correct answer 0.
+"""
 
 from __future__ import annotations
 
@@ -16,13 +21,13 @@ TASKS = [
         task_id="mul-7-8",
         instruction="What is 7 times 8? Answer with the number.",
         ground_truth_json="56",
-        reward_fn="exact_match",
+        reward_fn="last_number",
     ),
     Task(
         task_id="mul-6-9",
         instruction="What is 6 times 9? Answer with the number.",
         ground_truth_json="54",
-        reward_fn="exact_match",
+        reward_fn="last_number",
     ),
 ]
 

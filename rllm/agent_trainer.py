@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -25,15 +28,22 @@ from pydantic import BaseModel, ConfigDict, Field
 from rllm.benchmarks.types import RewardResult
 from rllm.errors import ConfigError, RllmError
 from rllm.producers.evaluation import EvalSummary, run_tasks, summarize
+from rllm.producers.evaluation.progress import ProgressLines, say
+from rllm.producers.evaluation.served import ServedPolicy
 from rllm.producers.sdk import Evaluator, GatewayClient, Rollout, RolloutOutcome
 from rllm.schemas.run import with_run_estimator
 from rllm.schemas.types import Task
 from rllm.settings import KafkaSettings
 from rllm.tls import shared_tls
 
-__all__ = ["AgentTrainer", "TrainConfig", "TrainReport", "UpdateRecord"]
+__all__ = ["AgentTrainer", "TrainConfig", "TrainReport", "UpdateRecord", "describe_drops"]
 
 log = logging.getLogger(__name__)
+
+
+DEFAULT_MAX_TOKENS = 64
+"""Completion budget per call of ``TrainConfig``'s default sampling (``rllm-cli train
+--max-tokens``' default)."""
 
 
 class TrainConfig(BaseModel):
@@ -43,8 +53,11 @@ class TrainConfig(BaseModel):
 
     run_id: str = Field(default_factory=lambda: f"train-{uuid.uuid4().hex[:10]}")
     """Run id of every rollout and of the policy updates."""
-    gateway_url: str = "http://127.0.0.1:8400"
-    """The gateway in front of the model server (``rllm-cli up`` starts both)."""
+    gateway_url: str = Field(
+        default_factory=lambda: os.environ.get("RLLM_GATEWAY_URL", "http://127.0.0.1:8400")
+    )
+    """The gateway in front of the model server (``rllm-cli up`` starts both); default
+    ``$RLLM_GATEWAY_URL``, as for ``rllm-cli eval`` and ``train``."""
     admin_key: str | None = None
     """The gateway's admin key, if it has one."""
     model: str = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -60,8 +73,12 @@ class TrainConfig(BaseModel):
     mode: str = "sync"
     """sync: each batch of rollouts waits for the previous update; async: bounded
     off-policy (the trainer's max_staleness)."""
-    sampling: dict[str, Any] = Field(default_factory=lambda: {"temperature": 1.0})
-    """Sampling parameters of the rollouts."""
+    sampling: dict[str, Any] = Field(
+        default_factory=lambda: {"temperature": 1.0, "max_tokens": DEFAULT_MAX_TOKENS}
+    )
+    """Sampling parameters of the rollouts. The default caps each call at
+    ``DEFAULT_MAX_TOKENS``, as ``rllm-cli train`` does: a small model's unbounded chat reply
+    can run to its context length, minutes per call on a CPU."""
     concurrency: int = Field(default=0, ge=0)
     """Rollouts in flight (0: a whole batch, ``batch_size * group_size``, at once, so the
     model server generates it as one batch)."""
@@ -107,6 +124,16 @@ class UpdateRecord:
     elapsed_s: float = 0.0
     """Wall time since train() started, at the end of this batch."""
 
+    def __str__(self) -> str:
+        """``rollouts of v0: reward 0.225 (22% correct) -> v1; rollouts 3.1s, ...``."""
+        then = f"v{self.version}" if self.version != self.rollout_version else "no update"
+        return (
+            f"rollouts of v{self.rollout_version}: reward {self.reward_mean:.3f} "
+            f"({self.accuracy:.0%} correct) -> {then}; rollouts {self.rollout_s:.1f}s, "
+            f"train {self.train_s:.1f}s, wait for the new version {self.update_s:.1f}s, "
+            f"t={self.elapsed_s / 60:.1f} min"
+        )
+
 
 @dataclass
 class TrainReport:
@@ -119,6 +146,38 @@ class TrainReport:
     """What the trainer refused, by reason."""
     messages: list[str] = field(default_factory=list)
     """The trainer's refusal messages (most recent last)."""
+
+    def __str__(self) -> str:
+        """A line for the run, one per batch, and what the trainer dropped."""
+        trained = sum(u.version != u.rollout_version for u in self.updates)
+        lines = [
+            f"run {self.run_id}: {len(self.updates)} batch{'' if len(self.updates) == 1 else 'es'}"
+            f", {trained} update{'' if trained == 1 else 's'}, policy version {self.version}"
+        ]
+        lines += [f"  batch {i}: {u}" for i, u in enumerate(self.updates, 1)]
+        lines.append(f"  {describe_drops(self.drops)}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        """One line: the run, its batches and its version."""
+        return (
+            f"TrainReport(run_id={self.run_id!r}, batches={len(self.updates)}, "
+            f"version={self.version}, drops={describe_drops(self.drops)!r})"
+        )
+
+
+def describe_drops(drops: Mapping[str, float]) -> str:
+    """The trainer's drop counters for people: ``12 uniform episodes dropped, 1 duplicate
+    episodes skipped``, or ``nothing dropped or refused``. A counter is named
+    ``<verb>_<what>_<unit>`` (``dropped_uniform_episodes``)."""
+    said = []
+    for key, value in drops.items():
+        if not value:
+            continue
+        verb, _, rest = key.partition("_")
+        count = int(value) if float(value).is_integer() else value
+        said.append(f"{count} {rest.replace('_', ' ')} {verb}")
+    return ", ".join(said) or "nothing dropped or refused"
 
 
 def _tasks(dataset: Sequence[Task] | str | None, what: str) -> list[Task]:
@@ -164,6 +223,8 @@ class AgentTrainer:
         self.evaluator = evaluator
         self.train_tasks = _tasks(train_dataset, "train_dataset")
         self.val_tasks = _tasks(val_dataset, "val_dataset")
+        self.val_name = val_dataset if isinstance(val_dataset, str) else "custom"
+        """The benchmark name ``evaluate()``'s summary carries."""
         self.backend = backend
         self.kafka = kafka or KafkaSettings()
         self.config = config if isinstance(config, TrainConfig) else TrainConfig(**(config or {}))
@@ -202,24 +263,66 @@ class AgentTrainer:
         }
         return TrainerSettings(**fields)
 
-    def evaluate(self, attempts: int = 1) -> EvalSummary:
-        """Run the validation set once through the gateway and summarise it."""
+    def evaluate(self, attempts: int = 1, progress: bool = True) -> EvalSummary:
+        """Run the validation set through the gateway and summarise it.
+
+        Args:
+            attempts: rollouts per task (pass@k).
+            progress: print a line on stderr when the run starts, about every tenth of its
+                attempts, and at the end.
+
+        Returns:
+            The summary; ``print()`` it for a few lines of figures.
+        """
         if not self.val_tasks:
             raise ConfigError("evaluate() needs a val_dataset")
+        served = self._served_policy()  # a stack that is down is one error naming rllm-cli up
+        run_id = f"{self.config.run_id}-val"
+        total = len(self.val_tasks) * attempts
+        lines = ProgressLines(f"evaluate {run_id}", total) if progress else None
+        if progress:
+            say(
+                f"evaluate {run_id}: {len(self.val_tasks)} tasks x {attempts} attempt(s) of "
+                f"{self.config.model} through {self.config.gateway_url}"
+            )
         started = time.perf_counter()
-        results = asyncio.run(self._run(self.val_tasks, attempts, f"{self.config.run_id}-val"))
-        return summarize(
-            f"{self.config.run_id}-val",
-            "custom",
+        results = asyncio.run(self._run(self.val_tasks, attempts, run_id, lines))
+        summary = summarize(
+            run_id,
+            self.val_name,
             self.config.model,
             results,
             attempts,
             time.perf_counter() - started,
         )
+        return replace(summary, policy_version=served.policy_version, policy_run=served.policy_run)
+
+    def _served_policy(self) -> ServedPolicy:
+        """What the gateway's upstream serves (its policy version).
+
+        Raises:
+            ConfigError: the gateway does not answer (naming ``rllm-cli up``).
+        """
+        from rllm.infra.admin_key import resolve_admin_key
+        from rllm.producers.evaluation.served import served_policy
+
+        key = resolve_admin_key(self.config.admin_key)
+        return asyncio.run(served_policy(self.config.gateway_url, key))
 
     async def _run(
-        self, tasks: list[Task], attempts: int, run_id: str
+        self,
+        tasks: list[Task],
+        attempts: int,
+        run_id: str,
+        progress: ProgressLines | None = None,
     ) -> list[tuple[RolloutOutcome, RewardResult | None]]:
+        concurrency = self.config.concurrency or len(tasks) * attempts
+        # A sync agent or evaluator runs in the loop's default executor, whose cpu + 4
+        # threads (6 on 2 cores) would hold a batch of 32 rollouts to 6 calls at once
+        # (the model server generating batches of 6) and queue the scoring behind the
+        # last rollout: this loop is ours, so give it a thread per rollout and scorer.
+        pool = ThreadPoolExecutor(max_workers=2 * concurrency, thread_name_prefix="rllm-agent")
+        asyncio.get_running_loop().set_default_executor(pool)
         gateway = GatewayClient(self.config.gateway_url, self.config.admin_key)
         try:
             return await run_tasks(
@@ -229,9 +332,10 @@ class AgentTrainer:
                 run_id=run_id,
                 model=self.config.model,
                 attempts=attempts,
-                concurrency=self.config.concurrency or len(tasks) * attempts,
+                concurrency=concurrency,
                 sampling=self.config.sampling,
                 evaluator=self.evaluator,
+                progress=progress,
             )
         finally:
             await gateway.aclose()
@@ -254,12 +358,17 @@ class AgentTrainer:
         check_sampling(self.config.sampling, settings.backend.value, caps)
         return settings
 
-    def train(self, on_update: Callable[[UpdateRecord], bool | None] | None = None) -> TrainReport:
+    def train(
+        self,
+        on_update: Callable[[UpdateRecord], bool | None] | None = None,
+        progress: bool = True,
+    ) -> TrainReport:
         """Run the RL loop; return the per-update record.
 
         Args:
             on_update: called with each batch's record as soon as it is known; returning
                 False stops training there (an early stop of the caller's own).
+            progress: print a line on stderr when the run starts and one per batch.
 
         Raises:
             ConfigError / CapabilityError: a setting is bad or the backend cannot honour it.
@@ -268,8 +377,19 @@ class AgentTrainer:
         """
         from rllm.consumers.backends import make_backend
         from rllm.consumers.trainer.loop import Trainer
+        from rllm.kafka import check_broker
 
         settings = self.check()
+        check_broker(self.kafka, timeout_s=5.0)  # the stack answers before a model loads
+        self._served_policy()
+        label = f"train {self.config.run_id}"
+        batches = self.planned_batches()
+        if progress:
+            say(
+                f"{label}: {len(self.train_tasks)} tasks x {self.config.group_size} rollouts, "
+                f"{self.config.batch_size} tasks per update, {batches} batch(es); loading "
+                f"the {settings.backend.value} backend"
+            )
         trainer = Trainer(settings, self.kafka, make_backend(settings))
         failure: list[BaseException] = []
 
@@ -292,6 +412,8 @@ class AgentTrainer:
                 record = self._one_batch(trainer, batch, report, failure)
                 report.updates.append(record)
                 log.info("update %d: %s", len(report.updates), record)
+                if progress:
+                    say(f"{label}: batch {len(report.updates)}/{batches}: {record}")
                 if on_update is not None and on_update(record) is False:
                     break
         finally:
@@ -305,7 +427,18 @@ class AgentTrainer:
         report.version = trainer.core.version
         report.drops = trainer.core.batcher.drops.as_metrics()
         report.messages = list(trainer.core.batcher.drops.messages)
+        if progress:
+            say(
+                f"{label}: done after {len(report.updates)} batch(es) at policy version "
+                f"{report.version}; {describe_drops(report.drops)}"
+            )
         return report
+
+    def planned_batches(self) -> int:
+        """Batches ``train()`` runs unless ``max_minutes`` or ``on_update`` stops it first:
+        every epoch's, at most ``max_updates``."""
+        every = math.ceil(len(self.train_tasks) / self.config.batch_size) * self.config.epochs
+        return min(every, self.config.max_updates) if self.config.max_updates else every
 
     def _batches(self, estimator: str | None = None) -> Iterator[list[Task]]:
         """Batches of every epoch, each task carrying the run's ``estimator`` (so the

@@ -7,7 +7,13 @@ from typing import Any
 
 import click
 
-from rllm.cli.common import console, history_store_options, reports_errors
+from rllm.cli.common import (
+    console,
+    err_console,
+    history_store_options,
+    is_terminal,
+    reports_errors,
+)
 
 __all__ = ["analytics"]
 
@@ -26,7 +32,13 @@ _NAMES = ("runs", "rewards", "passk", "tokens", "latency", "staleness", "failure
 @click.option("--k", default=None, help="k of pass@k [default: 1].")
 @click.option("--bucket-s", default=None, help="Time bucket in seconds [default: 3600].")
 @click.option("--limit", default=None, help="Most rows returned [default: 1000].")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "tsv", "json", "csv"]),
+    default="table",
+    help="table: a rich table on a terminal, tab-separated lines (as tsv) in a pipe or file.",
+)
 @click.option(
     "--plot",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -49,7 +61,7 @@ def analytics(
 
     \b
     runs       sessions, steps, tokens, reward and accuracy per run
-    rewards    reward and accuracy --by policy_version (default) or time
+    rewards    reward and accuracy per run --by policy_version (default) or time
     passk      pass@k per benchmark and model (--k)
     tokens     token usage by model and harness
     latency    p50/p95/p99 upstream and added latency --by model or time
@@ -59,7 +71,7 @@ def analytics(
     """
     from rllm.consumers.history import HistorySettings, QueryError, open_store, run_named, run_sql
     from rllm.consumers.history.queries import QUERIES
-    from rllm.consumers.history.render import plot_result, to_csv, to_json, to_rich
+    from rllm.consumers.history.render import to_csv, to_json, to_rich, to_tsv
 
     overrides: dict[str, Any] = {}
     if history_dir is not None:
@@ -87,19 +99,40 @@ def analytics(
     finally:
         store.close()
     if plot is not None:
-        series = QUERIES[query].plot if query != "sql" else {}
-        chosen = by or (next(iter(QUERIES[query].sql)) if query != "sql" else "")
-        if chosen not in series:
-            raise QueryError(
-                f"--plot: {query} --by {chosen} is not a time series; "
-                f"plottable: {', '.join(series) or 'none'}"
-            )
-        x, ys = series[chosen]
-        plot_result(result, x, ys, plot, f"{query} by {chosen}")
-        console.print(f"wrote {plot}")
+        _plot(query, by, result, plot)
     if fmt == "json":
         click.echo(to_json(result))
     elif fmt == "csv":
         click.echo(to_csv(result), nl=False)
+    elif fmt == "tsv" or not is_terminal():
+        click.echo(to_tsv(result), nl=False)
     else:
         console.print(to_rich(result, title=query))
+
+
+def _plottable() -> str:
+    """Every query and --by that --plot draws, as a user would type them."""
+    from rllm.consumers.history.queries import QUERIES
+
+    out = []
+    for name, q in QUERIES.items():
+        default = next(iter(q.sql))
+        out += [name if by == default else f"{name} --by {by}" for by in q.plot]
+    return ", ".join(out)
+
+
+def _plot(query: str, by: str | None, result: Any, path: Path) -> None:
+    """Draw ``result`` into ``path``, or say which queries draw (naming only what was typed)."""
+    from rllm.consumers.history import QueryError
+    from rllm.consumers.history.queries import QUERIES
+    from rllm.consumers.history.render import plot_result
+
+    named = QUERIES.get(query)
+    chosen = by or (next(iter(named.sql)) if named is not None else "")
+    if named is None or chosen not in named.plot:
+        what = f"{query} --by {by}" if by else query
+        raise QueryError(f"--plot: {what} is not a time series; --plot draws {_plottable()}")
+    x, ys = named.plot[chosen]
+    title = f"{query} by {chosen}" + (f" per {named.series_by}" if named.series_by else "")
+    plot_result(result, x, ys, path, title, group=named.series_by or None)
+    err_console.print(f"wrote {path}")

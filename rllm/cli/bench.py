@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 
 import click
+from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from rllm.cli.common import console, reports_errors
+from rllm.cli.common import console, print_table, reports_errors
 
 __all__ = ["bench"]
 
@@ -61,23 +62,29 @@ def list_(category: str | None, as_json: bool) -> None:
             )
         )
         return
-    table = Table(title=f"{len(specs)} benchmarks")
+    table = Table(title=f"{len(specs)} benchmarks", box=box.SIMPLE_HEAD)
     for column in ("name", "category", "dataset", "split", "reward", "agent", "needs"):
-        table.add_column(column, overflow="fold")
+        # a name stays whole on a narrow terminal; a dataset id folds, as it has no spaces
+        table.add_column(
+            column,
+            overflow="fold",
+            no_wrap=column == "name",
+            min_width=20 if column == "dataset" else None,
+        )
     for s in specs:
         dataset = s.hf_id or s.source
         if s.config:
             dataset += f" [{s.config}]"
         table.add_row(
-            s.name,
+            escape(s.name),
             s.category.value,
-            dataset,
+            escape(dataset),
             s.split,
             s.reward_fn,
             s.agent,
             ", ".join(sorted(n.value for n in s.needs)),
         )
-    console.print(table)
+    print_table(table)
 
 
 @bench.command()
@@ -116,7 +123,7 @@ def info(name: str, as_json: bool) -> None:
     table.add_column()
     for key, value in rows:
         table.add_row(key, value)
-    console.print(table)
+    print_table(table)
     console.print("[bold]prompt template[/bold]")
     console.print(spec.prompt.replace("{{", "{").replace("}}", "}"), markup=False)
 
@@ -173,7 +180,7 @@ def check(directory: Path, as_json: bool) -> None:
                 "[green]ok[/green]" if c.ok else "[red]invalid[/red]",
                 "\n".join(notes) or "-",
             )
-        console.print(table)
+        print_table(table)
     if not checks:
         click.echo(f"error: no task folders in {directory}", err=True)
     if invalid or not checks:

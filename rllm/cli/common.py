@@ -1,4 +1,5 @@
-"""What every command shares: the console, error reporting, Kafka and history-store options."""
+"""What every command shares: the console (and whether it is a terminal), tables for people
+and for scripts, error reporting, Kafka and history-store options."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any, TypeVar
 import click
 from pydantic import ValidationError
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 from rllm.errors import RllmError
 
@@ -18,14 +21,59 @@ __all__ = [
     "console",
     "err_console",
     "history_store_options",
+    "is_terminal",
     "kafka_options",
     "kafka_settings",
+    "print_table",
     "reports_errors",
+    "table_lines",
 ]
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def is_terminal() -> bool:
+    """Whether stdout is a terminal (a person reads it) rather than a pipe or a file (a
+    script does): the one place commands decide between wrapped tables with short values
+    and full-width tab-separated rows."""
+    return console.is_terminal
+
+
+def _plain(cell: Any) -> str:
+    """A table cell as plain text on one line: markup removed, tabs and newlines folded."""
+    if isinstance(cell, Text):
+        text = cell.plain
+    elif isinstance(cell, str):
+        text = Text.from_markup(cell).plain
+    else:
+        text = str(cell)
+    return text.replace("\t", " ").replace("\n", "; ")
+
+
+def table_lines(table: Table) -> list[str]:
+    """A rich table as tab-separated lines: the header (when the table shows one), then one
+    line per row, every cell whole (no wrapping, no folding, no borders)."""
+    columns = table.columns
+    lines = ["\t".join(_plain(c.header) for c in columns)] if table.show_header else []
+    cells = [list(c.cells) for c in columns]
+    lines += ["\t".join(_plain(col[i]) for col in cells) for i in range(table.row_count)]
+    return lines
+
+
+def print_table(table: Table) -> None:
+    """Print ``table`` for whoever reads stdout: the rich table on a terminal, else
+    tab-separated lines (``table_lines``), which ``cut``, ``sort`` and ``grep`` take whole
+    however wide they are; the title and caption then go to stderr, out of the data."""
+    if is_terminal():
+        console.print(table)
+        return
+    for note in (table.title, table.caption):
+        if note:
+            click.echo(_plain(note), err=True)
+    for line in table_lines(table):
+        click.echo(line)
 
 
 def reports_errors(func: F) -> F:

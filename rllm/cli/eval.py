@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.markup import escape
 
-from rllm.cli.common import console, reports_errors
+from rllm.cli.common import console, err_console, print_table, reports_errors
 
 __all__ = [
     "HARNESS_CONCURRENCY",
@@ -225,25 +226,37 @@ def eval_command(
     if run_id:
         fields["run_id"] = run_id
     config = EvalConfig(**fields)
-    console.print(f"eval {benchmark} · model {config.model} · run {config.run_id}")
-    with Progress(
+    err_console.print(
+        f"eval {benchmark} · model {config.model} · run {config.run_id}", markup=False
+    )
+    # on stderr, and only once the tasks loaded and the gateway answered: a refusal is one
+    # line, and stdout holds only the summary
+    bar = Progress(
         "[progress.description]{task.description}",
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=console,
+        console=err_console,
         disable=as_json,
-    ) as bar:
-        job = bar.add_task("attempts", total=None)
-        correct = [0]
+    )
+    job = bar.add_task("attempts", total=None, start=False)
+    correct, started = [0], [False]
 
-        def tick(outcome: Any, reward: Any) -> None:
-            correct[0] += bool(reward is not None and reward.is_correct)
-            bar.update(job, advance=1, description=f"attempts · {correct[0]} correct")
+    def begin(total: int) -> None:
+        bar.update(job, total=total)
+        bar.start_task(job)
+        bar.start()
+        started[0] = True
 
-        summary = asyncio.run(
-            run_eval(config, progress=tick, on_tasks=lambda n: bar.update(job, total=n))
-        )
+    def tick(outcome: Any, reward: Any) -> None:
+        correct[0] += bool(reward is not None and reward.is_correct)
+        bar.update(job, advance=1, description=f"attempts · {correct[0]} correct")
+
+    try:
+        summary = asyncio.run(run_eval(config, progress=tick, on_tasks=begin))
+    finally:
+        if started[0]:
+            bar.stop()
     if as_json:
         click.echo(json.dumps(asdict(summary)))
         return
@@ -271,6 +284,8 @@ def _table(summary: Any) -> None:
     ]
     for name, value in rows:
         table.add_row(name, value)
-    console.print(table)
-    for failure in summary.failures:
-        console.print(f"[red]error[/red] {failure['task']}: {failure['error']}", markup=True)
+    print_table(table)
+    for failure in summary.failures:  # after the table, as before (--json for scripts)
+        console.print(
+            f"[red]error[/red] {escape(failure['task'])}: {escape(failure['error'])}", markup=True
+        )

@@ -12,7 +12,7 @@ import click
 from pydantic import SecretStr
 from rich.table import Table
 
-from rllm.cli.common import console, reports_errors
+from rllm.cli.common import console, print_table, reports_errors
 
 __all__ = ["model"]
 
@@ -163,7 +163,7 @@ def show(as_json: bool) -> None:
                 for c in ("name", "provider", "model", "base_url", "api_key", "key_source")
             ),
         )
-    console.print(table)
+    print_table(table)
 
 
 @model.command()

@@ -40,9 +40,14 @@ _port = click.option(
 
 
 def _print(statuses: Any) -> None:
+    """One aligned row per component: up/down, name, address, detail (names and addresses
+    padded to the longest, so ``processors`` lines up with ``kafka``)."""
+    statuses = list(statuses)
+    name_w = max((len(s.name) for s in statuses), default=0)
+    addr_w = max((len(s.address) for s in statuses), default=0)
     for s in statuses:
         mark = "[green]up[/green]  " if s.running else "[red]down[/red]"
-        console.print(f"{mark} {s.name:<8} {s.address:<22} {s.detail}")
+        console.print(f"{mark} {s.name:<{name_w}} {s.address:<{addr_w}} {s.detail}".rstrip())
 
 
 @click.command()

@@ -9,7 +9,14 @@ from typing import Any
 
 import click
 
-from rllm.cli.common import console, err_console, kafka_options, kafka_settings, reports_errors
+from rllm.cli.common import (
+    console,
+    err_console,
+    kafka_options,
+    kafka_settings,
+    print_table,
+    reports_errors,
+)
 
 __all__ = ["train"]
 
@@ -157,6 +164,7 @@ def train(bootstrap_servers: str | None, topic_prefix: str | None, **flags: Any)
     --benchmark, run the whole loop (rollouts through the gateway, episodes from the
     processors, updates picked up by the model server); with --loss sft --data-file FILE,
     SFT on a dataset from rllm-cli replay (publishing PolicyUpdated only when -b is given)."""
+    from rllm.agent_trainer import describe_drops
     from rllm.consumers.trainer.loop import run_trainer
     from rllm.consumers.trainer.settings import TrainerSettings
 
@@ -179,7 +187,7 @@ def train(bootstrap_servers: str | None, topic_prefix: str | None, **flags: Any)
     report = run_trainer(settings, kafka)
     console.print(
         f"trained {report.updates} update(s); policy version {report.version}; "
-        f"episodes consumed {report.episodes_consumed}; dropped {report.drops}"
+        f"episodes consumed {report.episodes_consumed}; {describe_drops(report.drops)}"
     )
 
 
@@ -231,7 +239,7 @@ def _loop(loop: dict[str, Any], fields: dict[str, Any], kafka: Any) -> None:
     task folders (the flags in ``loop``)."""
     from rich.table import Table
 
-    from rllm.agent_trainer import TrainConfig
+    from rllm.agent_trainer import TrainConfig, describe_drops
     from rllm.cli.eval import resolve_model
 
     backend = str(fields.pop("backend", "local"))
@@ -257,7 +265,7 @@ def _loop(loop: dict[str, Any], fields: dict[str, Any], kafka: Any) -> None:
     try:
         trainer.check()  # bad settings first, then the stack, then the model loads
         preflight(kafka, loop["gateway_url"])
-        report = trainer.train(on_update=_progress)
+        report = trainer.train(on_update=_progress, progress=False)  # its own lines, on stdout
     finally:
         close()
     table = Table(title=f"run {report.run_id}")
@@ -273,8 +281,8 @@ def _loop(loop: dict[str, Any], fields: dict[str, Any], kafka: Any) -> None:
             f"{u.seconds:.1f}",
             f"v{u.version}" if u.version != u.rollout_version else "no update",
         )
-    console.print(table)
-    console.print(f"policy version {report.version}; dropped {report.drops}")
+    print_table(table)
+    console.print(f"policy version {report.version}; {describe_drops(report.drops)}")
 
 
 def _benchmark_trainer(
@@ -362,13 +370,32 @@ def _sft(settings: Any, loop: dict[str, Any], kafka: Any) -> None:
     unused = [k for k in ("max_examples", "agent", "served_model") if loop[k] is not None]
     if unused:
         raise ConfigError(f"--{unused[0].replace('_', '-')} applies only with --benchmark")
-    report = train_sft(settings, Path(loop["data_file"]), kafka=kafka, epochs=loop["epochs"])
+    err_console.print(
+        f"sft {settings.run_id} on {loop['data_file']}: loading the {settings.backend.value} "
+        f"backend ...",
+        markup=False,
+    )
+    report = train_sft(
+        settings,
+        Path(loop["data_file"]),
+        kafka=kafka,
+        epochs=loop["epochs"],
+        on_update=lambda p: err_console.print(f"sft {settings.run_id}: {p}", markup=False),
+    )
     losses = report.losses
     console.print(
         f"sft on {report.data_file}: {report.rows} rows -> {report.sequences} sequences "
         f"({report.tokens_per_epoch} loss tokens per epoch; {report.text_rows} tokenized "
         f"from text; {report.duplicates_skipped} duplicate rows skipped)"
     )
+    if report.already_complete:
+        console.print(
+            f"run {settings.run_id} is already complete: its checkpoint v{report.version} "
+            f"trained all {report.epochs} epoch(s) of this file, so nothing was trained; use "
+            f"another --run-id for a new run, or a larger --epochs to train on",
+            markup=False,
+        )
+        return
     console.print(
         f"trained {report.updates} update(s), {report.tokens} tokens; policy version "
         f"{report.version}"
@@ -379,10 +406,5 @@ def _sft(settings: Any, loop: dict[str, Any], kafka: Any) -> None:
 
 
 def _progress(u: Any) -> None:
-    """One line per batch while the loop runs."""
-    console.print(
-        f"rollouts of v{u.rollout_version}: reward {u.reward_mean:.3f} "
-        f"({u.accuracy:.0%} correct) -> v{u.version}; "
-        f"rollouts {u.rollout_s:.1f}s, train {u.train_s:.1f}s, "
-        f"wait for the new version {u.update_s:.1f}s, t={u.elapsed_s / 60:.1f} min"
-    )
+    """One line per batch while the loop runs (``UpdateRecord``'s own line)."""
+    console.print(str(u), markup=False)

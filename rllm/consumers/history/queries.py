@@ -50,6 +50,8 @@ class NamedQuery:
     """Own parameters: converter and default."""
     plot: dict[str, tuple[str, tuple[str, ...]]]
     """Per ``by`` value that is a series: x column and y columns."""
+    series_by: str = ""
+    """Column whose values each get their own line in a plot ('' : one line)."""
 
 
 _COMMON: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
@@ -69,10 +71,11 @@ QUERIES: dict[str, NamedQuery] = {
         ),
         NamedQuery(
             "rewards",
-            "reward and accuracy by policy version or by time",
+            "reward and accuracy per run, by policy version or by time",
             {"policy_version": sql.REWARDS_BY_VERSION, "time": sql.REWARDS_BY_TIME},
             _BUCKET,
             {"policy_version": ("policy_version", _XY), "time": ("bucket", _XY)},
+            series_by="run_id",
         ),
         NamedQuery(
             "passk",

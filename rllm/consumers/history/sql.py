@@ -63,17 +63,18 @@ SELECT r.run_id AS run_id, kinds, first_seen, last_seen, s.sessions AS sessions,
 FROM r INNER JOIN s ON s.run_id = r.run_id LEFT JOIN st ON st.run_id = r.run_id
 ORDER BY first_seen DESC LIMIT {{limit:UInt32}}"""
 
+# per run: version 3 of one training run has nothing to do with version 3 of another
 REWARDS_BY_VERSION = f"""
-SELECT policy_version, count() AS sessions, round(avg(reward), 4) AS mean_reward,
+SELECT run_id, policy_version, count() AS sessions, round(avg(reward), 4) AS mean_reward,
        round(avgOrNull(is_correct), 4) AS accuracy
 FROM ({_SCORED})
-GROUP BY policy_version ORDER BY policy_version LIMIT {{limit:UInt32}}"""
+GROUP BY run_id, policy_version ORDER BY run_id, policy_version LIMIT {{limit:UInt32}}"""
 
 REWARDS_BY_TIME = f"""
-SELECT {_BUCKET.format(col="rewarded_at")} AS bucket, count() AS sessions,
+SELECT run_id, {_BUCKET.format(col="rewarded_at")} AS bucket, count() AS sessions,
        round(avg(reward), 4) AS mean_reward, round(avgOrNull(is_correct), 4) AS accuracy
 FROM ({_SCORED})
-GROUP BY bucket ORDER BY bucket LIMIT {{limit:UInt32}}"""
+GROUP BY run_id, bucket ORDER BY run_id, bucket LIMIT {{limit:UInt32}}"""
 
 # unbiased pass@k per task (Chen et al. 2021): 1 - C(n-c, k) / C(n, k), as a product
 PASSK = f"""

@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import math
 import random
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
     from rllm.kafka import EventPublisher
     from rllm.settings import KafkaSettings
 
-__all__ = ["SftReport", "epoch_order", "train_sft"]
+__all__ = ["SftProgress", "SftReport", "epoch_order", "train_sft"]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,37 @@ class SftReport:
     """URI of the last checkpoint written."""
     published: int = 0
     """PolicyUpdated events published."""
+    epochs: int = 0
+    """Epochs asked for (counted across resumes)."""
+    already_complete: bool = False
+    """The run's checkpoint had already trained every epoch asked for: nothing to do."""
+
+
+@dataclass(frozen=True)
+class SftProgress:
+    """One update of a running SFT run, as ``train_sft``'s ``on_update`` sees it."""
+
+    update: int
+    """Updates this run has made, this one included (1 for the first)."""
+    total: int
+    """Updates this run will make (fewer epochs left after a resume, ``max_updates``)."""
+    epoch: int
+    """Epoch of the update, from 1."""
+    version: int
+    """Policy version after the update."""
+    loss: float
+    """The update's loss, as the backend reports it."""
+    tokens: int
+    """Loss tokens of the update."""
+    seconds: float
+    """Wall time since the first update started."""
+
+    def __str__(self) -> str:
+        """``update 3/12 · epoch 1 · loss 1.2345 · 40 tokens · v3 · 4.1s``."""
+        return (
+            f"update {self.update}/{self.total} · epoch {self.epoch} · loss {self.loss:.4f} · "
+            f"{self.tokens} tokens · v{self.version} · {self.seconds:.1f}s"
+        )
 
 
 def epoch_order(n: int, epoch: int, seed: int, shuffle: bool) -> list[int]:
@@ -99,6 +132,7 @@ def train_sft(
     batch_size: int | None = None,
     shuffle: bool = True,
     tokenizer: Any | None = None,
+    on_update: Callable[[SftProgress], None] | None = None,
 ) -> SftReport:
     """Train ``epochs`` passes over ``data_file`` with cross-entropy on its sampled tokens.
 
@@ -112,6 +146,7 @@ def train_sft(
         batch_size: Sequences per update (None: ``settings.batch_size``).
         shuffle: Shuffle each epoch (seeded by ``settings.seed`` and the epoch).
         tokenizer: Tokenizer for text-only rows (None: the backend's ``tokenizer``).
+        on_update: Called after each update's checkpoint (and publish) with its progress.
 
     Raises:
         SftDataError: for a bad file or row, before the backend is built.
@@ -151,6 +186,7 @@ def train_sft(
         duplicates_skipped=data.duplicates,
         sequences=len(data.sequences),
         tokens_per_epoch=data.num_tokens,
+        epochs=epochs,
     )
     store = CheckpointStore(settings.checkpoint_dir, settings.run_id, settings.keep_checkpoints)
     state = CheckpointState(run_id=settings.run_id, base_model=backend.base_model)
@@ -170,6 +206,10 @@ def train_sft(
         )
     per_epoch = math.ceil(len(data.sequences) / size)
     position = saved.get("position", 0)
+    left = max(0, epochs * per_epoch - position)
+    report.already_complete = found is not None and left == 0
+    total = min(left, settings.max_updates) if settings.max_updates else left
+    began = time.perf_counter()
     publisher: EventPublisher | None = None
     if kafka is not None:
         from rllm.kafka import EventPublisher
@@ -211,6 +251,18 @@ def train_sft(
             if publisher is not None:
                 publisher.publish_sync(POLICY_UPDATES, settings.run_id, event)
                 report.published += 1
+            if on_update is not None:
+                on_update(
+                    SftProgress(
+                        update=report.updates,
+                        total=total,
+                        epoch=epoch + 1,
+                        version=result.version,
+                        loss=report.losses[-1],
+                        tokens=batch.num_tokens,
+                        seconds=time.perf_counter() - began,
+                    )
+                )
             log.info(
                 "sft epoch %d batch %d: version %d loss %.4f",
                 epoch,

@@ -71,8 +71,9 @@ async def _get(http: httpx.AsyncClient, url: str, path: str) -> dict[str, Any]:
         resp = await http.get(path)
     except httpx.HTTPError as exc:
         raise ConfigError(
-            f"cannot ask the gateway at {url} which model it serves ({type(exc).__name__}: "
-            f"{exc}); is it running (rllm-cli up, or --gateway-url)?"
+            f"the gateway at {url} does not answer ({type(exc).__name__}: {exc}), so the "
+            f"model it serves cannot be checked; start the stack with `rllm-cli up`, or "
+            f"point --gateway-url (RLLM_GATEWAY_URL) at a running gateway"
         ) from exc
     try:
         body = resp.json() if resp.status_code == 200 else None

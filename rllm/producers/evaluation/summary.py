@@ -67,6 +67,34 @@ class EvalSummary:
         of = f"run {self.policy_run}" if self.policy_run else "base weights"
         return f"{self.policy_version} ({of})"
 
+    def __str__(self) -> str:
+        """The figures for people, a few lines (``print(trainer.evaluate())``)."""
+        passes = "".join(f" · pass@{k} {v:.1%}" for k, v in self.pass_at.items() if k != 1)
+        lines = [
+            f"{self.benchmark} · {self.model} · run {self.run_id}",
+            f"  {self.tasks} tasks x {self.attempts} attempt{'' if self.attempts == 1 else 's'}"
+            f" · accuracy {self.accuracy:.1%}{passes} · mean reward {self.mean_reward:.3f}",
+            f"  tokens in/out {self.prompt_tokens:,}/{self.completion_tokens:,} · "
+            f"{self.steps} model calls · latency p50/p95 {self.latency_p50_s:.2f}s/"
+            f"{self.latency_p95_s:.2f}s · {self.seconds:.1f}s",
+            f"  {self.errors} error{'' if self.errors == 1 else 's'} · policy version "
+            f"{self.policy_label}",
+        ]
+        shown = 5
+        lines += [f"  error {f['task']}: {f['error']}" for f in self.failures[:shown]]
+        if len(self.failures) > shown:
+            lines.append(f"  ... and {len(self.failures) - shown} more errors")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        """One line: what ran and how it scored (every field: ``dataclasses.asdict``)."""
+        return (
+            f"EvalSummary(run_id={self.run_id!r}, benchmark={self.benchmark!r}, "
+            f"model={self.model!r}, tasks={self.tasks}, attempts={self.attempts}, "
+            f"accuracy={self.accuracy:.4g}, mean_reward={self.mean_reward:.4g}, "
+            f"errors={self.errors}, seconds={self.seconds:.1f})"
+        )
+
 
 def summarize(
     run_id: str,

@@ -65,5 +65,7 @@ async def test_an_unreachable_gateway_is_an_error_naming_it() -> None:
     def refuse(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("connection refused", request=request)
 
-    with pytest.raises(ConfigError, match=r"cannot ask the gateway at http://127.0.0.1:8400"):
+    with pytest.raises(
+        ConfigError, match=r"the gateway at http://127.0.0.1:8400 does not answer .*`rllm-cli up`"
+    ):
         await served_policy(URL, None, httpx.MockTransport(refuse))

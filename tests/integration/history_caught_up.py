@@ -1,0 +1,54 @@
+"""``python -m tests.integration.history_caught_up``: wait until the history sink has
+committed every record of the session log, so that an ``rllm-cli analytics`` run next sees
+what the commands before it did (as it would for a person typing the next line).
+
+The broker, topic prefix and the sink's consumer group come from the ``RLLM_*``
+environment, as the services read them. Only the session log is awaited: the processors
+write the other topics in transactions, whose commit markers take offsets that no record
+consumed ever reaches.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from confluent_kafka import Consumer, TopicPartition
+
+from rllm.consumers.history.settings import HistorySettings
+from rllm.kafka import make_consumer
+from rllm.schemas.topics import SESSION_EVENTS
+from rllm.settings import KafkaSettings
+
+
+def lag(consumer: Consumer, parts: list[TopicPartition]) -> dict[int, int]:
+    """Records of each partition that the sink has not committed yet (none: caught up)."""
+    done = {tp.partition: max(tp.offset, 0) for tp in consumer.committed(parts, timeout=10)}
+    ends = {p.partition: consumer.get_watermark_offsets(p, timeout=10)[1] for p in parts}
+    return {p: end - done.get(p, 0) for p, end in ends.items() if end > done.get(p, 0)}
+
+
+def main(timeout_s: float = 60.0) -> int:
+    """Exit 0 once the sink is caught up, 1 (naming the lag) after ``timeout_s``."""
+    kafka = KafkaSettings()
+    group = HistorySettings().history_group_id
+    topic = kafka.topic(SESSION_EVENTS)
+    consumer = make_consumer(kafka, group)
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics[topic]
+        parts = [TopicPartition(topic, p) for p in sorted(meta.partitions)]
+        deadline = time.monotonic() + timeout_s
+        behind = lag(consumer, parts)
+        while behind:
+            if time.monotonic() > deadline:
+                print(f"history group {group} still behind on {topic}: {behind}", file=sys.stderr)
+                return 1
+            time.sleep(0.2)  # polls the committed offsets, the sink's own signal
+            behind = lag(consumer, parts)
+        return 0
+    finally:
+        consumer.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
