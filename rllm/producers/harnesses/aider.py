@@ -4,49 +4,34 @@ confirmation answered yes, edits applied in aider's own text edit formats (``who
 ``diff``: file listings in the reply, no tool calls).
 
 Installed on the host into a venv under ``<home>/aider/<version>`` made by the host's
-base interpreter, bound read-only into the sandbox with that interpreter (as
-``mini-swe-agent`` is) and run as ``python -S -m aider.main``. Its config file names the
-session's model and URL and a model-metadata file (so it fetches no price list); version
-checks, analytics, release notes, URL scraping and commits are off, and its chat and LLM
-histories go to ``/logs/agent``, not into the task's workdir. It runs with git only when
-the workdir is already a git repository and the image has git (its repo map then lists
-the tracked files; nothing is committed, and the map's tag cache is removed after the run),
-else ``--no-git``.
+base interpreter, bound read-only into the sandbox with that interpreter
+(``rllm.producers.harnesses.pypi``) and run as ``python -S -m aider.main``. Its config
+file names the session's model and URL and a model-metadata file (so it fetches no price
+list); version checks, analytics, release notes, URL scraping and commits are off, and
+its chat and LLM histories go to ``/logs/agent``, not into the task's workdir. It runs with
+git only when the workdir is already a git repository and the image has git (its repo map
+then lists the tracked files; nothing is committed, and the map's tag cache is removed
+after the run), else ``--no-git``.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
-import sys
-from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
 
-from rllm.benchmarks.harbor.task import HarborTask
-from rllm.producers.harnesses.host import HostInstalled, copy_python_libraries, run_install_command
-from rllm.producers.harnesses.loop import PYTHON_PREFIX, host_python
+from rllm.producers.harnesses.pypi import VenvInstalled
 from rllm.producers.harnesses.types import AGENT_LOG_DIR, HarnessApi
-from rllm.sandboxes.types import Mount
 
-__all__ = ["AIDER_CONFIG_PATH", "AIDER_HOME", "AIDER_METADATA_PATH", "AiderHarness"]
+__all__ = ["AIDER_CONFIG_PATH", "AIDER_METADATA_PATH", "AiderHarness"]
 
 VERSION = "0.86.2"
 """The pinned PyPI version."""
-
-PACKAGE = "aider-chat"
-
-AIDER_HOME = PurePosixPath("/opt/rllm/aider")
-"""Where its install folder (``venv/``, ``lib/``: the interpreter's system libraries) is
-bound in."""
 
 AIDER_CONFIG_PATH = "/rllm/aider.conf.yml"
 """The run's config (``--config``): the session's model and URL and every switch."""
 
 AIDER_METADATA_PATH = "/rllm/aider.model.metadata.json"
 """The session's model's context window and (zero) prices, so aider asks no one."""
-
-STATE_DIR = "/tmp/rllm-aider"
-"""``HOME`` of the run inside the sandbox (aider keeps ``~/.aider`` there)."""
 
 CONTEXT_TOKENS = 131072
 """The context window aider is told the model has (its warnings and history summaries
@@ -58,11 +43,8 @@ OUTPUT_TOKENS = 8192
 TAGS_CACHE_GLOB = ".aider.tags.cache.v*"
 """The repo map's cache aider leaves in a git workdir's root (removed after the run)."""
 
-SITE_PACKAGES = f"venv/lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
-"""The venv's ``site-packages`` in the install folder (the interpreter is this one)."""
 
-
-class AiderHarness(HostInstalled):
+class AiderHarness(VenvInstalled):
     """aider in ``--message-file`` mode: one request, the edits of its reply applied (and
     a lint reflection when an edited file fails its linter), then it exits.
 
@@ -74,6 +56,8 @@ class AiderHarness(HostInstalled):
     name = "aider"
     version = VERSION
     api = HarnessApi.OPENAI_CHAT
+    package = "aider-chat"
+    version_command = ("python", "-m", "aider.main", "--version")
 
     def __init__(self, edit_format: str | None = None) -> None:
         self.edit_format = edit_format
@@ -88,51 +72,13 @@ class AiderHarness(HostInstalled):
         """Every message it sent to and got from the model (an artifact)."""
         return f"{AGENT_LOG_DIR}/aider.llm.history"
 
-    async def _install_into(self, target: Path) -> None:
-        """A venv from the host's base interpreter, the pinned package, and the system
-        libraries the interpreter's ``ssl`` and ``ctypes`` need; then ``--version`` must
-        run."""
-        python, prefix = host_python()
-        await copy_python_libraries(prefix, target / "lib")
-        venv = target / "venv"
-        await run_install_command([str(python), "-m", "venv", str(venv)], name=self.name,
-                                  cwd=target)  # fmt: skip
-        await run_install_command(
-            [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-             "--disable-pip-version-check", f"{PACKAGE}=={self.version}"],
-            name=self.name, cwd=target,
-        )  # fmt: skip
-        await run_install_command(
-            [str(venv / "bin" / "python"), "-m", "aider.main", "--version"], name=self.name,
-            cwd=target, timeout_s=120,
-        )  # fmt: skip
-
-    def install_script(self) -> str:
-        """Nothing in the snapshot: it is bound in from the host."""
-        return ""
-
-    def mounts(self) -> tuple[Mount, ...]:
-        """The host's base interpreter at ``/opt/rllm/python`` and the install folder at
-        ``/opt/rllm/aider``, read-only.
-
-        Raises:
-            HarnessError: it is not installed, or the host's Python lives under ``/usr``.
-        """
-        _, prefix = host_python()
-        return (Mount(source=prefix, target=str(PYTHON_PREFIX)),
-                Mount(source=self.installed_dir(), target=str(AIDER_HOME)))  # fmt: skip
-
-    def uploads(self, task: HarborTask) -> Mapping[str, Path]:
-        """Nothing."""
-        return {}
-
     def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """The bound interpreter's paths, the key litellm reads, and the switches that keep
-        litellm and GitPython off the network and quiet."""
+        """The bound interpreter's paths, a writable home (aider keeps ``~/.aider`` there),
+        the key litellm reads, and the switches that keep litellm and GitPython off the
+        network and quiet."""
         return {
-            "PYTHONPATH": f"{AIDER_HOME}/{SITE_PACKAGES}",
-            "LD_LIBRARY_PATH": f"{PYTHON_PREFIX}/lib:{AIDER_HOME}/lib",
-            "HOME": STATE_DIR,
+            **self.python_environment(),
+            "HOME": self.state_dir,
             "OPENAI_API_KEY": api_key,
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
             "LITELLM_LOG": "ERROR",
@@ -166,7 +112,7 @@ class AiderHarness(HostInstalled):
             "restore-chat-history": False,
             "chat-history-file": self.chat_history_path,
             "llm-history-file": self.llm_history_path,
-            "input-history-file": f"{STATE_DIR}/input.history",
+            "input-history-file": f"{self.state_dir}/input.history",
         }
         if self.edit_format is not None:
             settings["edit-format"] = self.edit_format
@@ -189,13 +135,11 @@ class AiderHarness(HostInstalled):
         """``aider --message-file`` from the workdir (git only in a git repository), stdin
         closed; then its repo map's tag cache is removed from the workdir, its exit status
         kept."""
-        python, prefix = host_python()
-        inside = PYTHON_PREFIX / python.relative_to(prefix)
-        argv = [str(inside), "-S", "-B", "-m", "aider.main", "--config", AIDER_CONFIG_PATH,
-                "--message-file", instruction_path]  # fmt: skip
+        argv = [self.sandbox_python(), "-S", "-B", "-m", "aider.main", "--config",
+                AIDER_CONFIG_PATH, "--message-file", instruction_path]  # fmt: skip
         git = ("if command -v git >/dev/null 2>&1 && git rev-parse --git-dir >/dev/null 2>&1; "
                "then git=--git; else git=--no-git; fi")  # fmt: skip
-        return (f"mkdir -p {STATE_DIR} && cd {shlex.quote(workdir)} && {git} && "
+        return (f"mkdir -p {self.state_dir} && cd {shlex.quote(workdir)} && {git} && "
                 f'{shlex.join(argv)} "$git" </dev/null; rc=$?; '
                 f"rm -rf {TAGS_CACHE_GLOB}; exit $rc")  # fmt: skip
 

@@ -2,7 +2,7 @@
 ``cn -p --auto`` (headless, every tool allowed) on the instruction read from stdin.
 
 A Node program: installed on the host with the pinned runtime
-(``rllm.producers.harnesses.node``), bound read-only at ``/opt/rllm/continue``. Fully
+(``rllm.producers.harnesses.npm``), bound read-only at ``/opt/rllm/continue``. Fully
 local, no Continue account: ``--config`` names a local ``config.yaml`` whose one model is
 the session (provider ``openai``, ``apiBase`` its URL, its key), so no hub slug is
 resolved and no login is asked for; metrics are off (``CONTINUE_METRICS_ENABLED=0``, and
@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 import shlex
 
-from rllm.producers.harnesses.node import NodeInstalled
+from rllm.producers.harnesses.host import logged_command
+from rllm.producers.harnesses.npm import NodeInstalled
 from rllm.producers.harnesses.types import AGENT_LOG_DIR, HarnessApi
 
 __all__ = ["CONTINUE_CONFIG_PATH", "ContinueHarness"]
@@ -30,12 +31,6 @@ VERSION = "1.5.47"
 
 CONTINUE_CONFIG_PATH = "/rllm/continue.yaml"
 """The run's ``config.yaml``: the session as its one model."""
-
-STATE_DIR = "/tmp/rllm-continue"
-"""``HOME`` of the run inside the sandbox; ``CONTINUE_GLOBAL_DIR`` is its ``.continue``."""
-
-GLOBAL_DIR = f"{STATE_DIR}/.continue"
-"""``CONTINUE_GLOBAL_DIR``: its sessions (``sessions/<uuid>.json``, one a run) and logs."""
 
 
 class ContinueHarness(NodeInstalled):
@@ -53,6 +48,12 @@ class ContinueHarness(NodeInstalled):
         return f"{AGENT_LOG_DIR}/continue.log"
 
     @property
+    def global_dir(self) -> str:
+        """``CONTINUE_GLOBAL_DIR``, in its home: its sessions (``sessions/<uuid>.json``,
+        one a run) and logs."""
+        return f"{self.state_dir}/.continue"
+
+    @property
     def session_path(self) -> str:
         """Its session file, copied out after the run (an artifact)."""
         return f"{AGENT_LOG_DIR}/continue-session.json"
@@ -60,8 +61,8 @@ class ContinueHarness(NodeInstalled):
     def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
         """Its home and global folder, metrics off, no proxy."""
         return {
-            "HOME": STATE_DIR,
-            "CONTINUE_GLOBAL_DIR": GLOBAL_DIR,
+            "HOME": self.state_dir,
+            "CONTINUE_GLOBAL_DIR": self.global_dir,
             "CONTINUE_METRICS_ENABLED": "0",
             "CONTINUE_CLI_ENABLE_TELEMETRY": "0",
             "NO_PROXY": "*",
@@ -91,12 +92,11 @@ class ContinueHarness(NodeInstalled):
         """``cn -p --auto`` with the instruction on stdin, its output to the log; then its
         session and ``cn.log`` copied out, the log's end on stdout, its exit status kept."""
         argv = [self.node, self.script, "-p", "--auto", "--config", CONTINUE_CONFIG_PATH]
-        log = shlex.quote(self.log_path)
-        keep = (f"cp {GLOBAL_DIR}/sessions/*-*.json {self.session_path} 2>/dev/null; "
-                f"cp {GLOBAL_DIR}/logs/cn.log {AGENT_LOG_DIR}/ 2>/dev/null")  # fmt: skip
-        return (f"mkdir -p {STATE_DIR} && cd {shlex.quote(workdir)} && "
-                f"{shlex.join(argv)} <{shlex.quote(instruction_path)} >{log} 2>&1; rc=$?; "
-                f"{keep}; tail -c 4000 {log}; exit $rc")  # fmt: skip
+        keep = (f"cp {self.global_dir}/sessions/*-*.json {self.session_path} 2>/dev/null; "
+                f"cp {self.global_dir}/logs/cn.log {AGENT_LOG_DIR}/ 2>/dev/null")  # fmt: skip
+        run = f"{shlex.join(argv)} <{shlex.quote(instruction_path)}"
+        return logged_command(run, workdir=workdir, state_dir=self.state_dir, log=self.log_path,
+                              then=keep)  # fmt: skip
 
     def log_paths(self) -> tuple[str, ...]:
         """Its output, its session and its ``cn.log``."""

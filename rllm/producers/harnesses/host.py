@@ -1,6 +1,8 @@
 """Harnesses installed on the host and bound read-only into the sandbox: where they live
-(``$RLLM_HARNESS_HOME``, else ``$RLLM_HOME/harnesses``), and the one install routine they
-share (a lock, a fresh folder, the harness's commands, a marker written last).
+(``$RLLM_HARNESS_HOME``, else ``$RLLM_HOME/harnesses``), the one install routine they
+share (a lock, a fresh folder, the harness's commands, a marker written last), and the
+shape of their command lines (``logged_command``). How a package gets in is ``npm``'s or
+``pypi``'s.
 
 The agent's run reaches only the gateway, so nothing is installed at run time: the host
 installs with its network (npm, PyPI), once per version, and every sandbox binds that
@@ -12,19 +14,22 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
+import shlex
 import shutil
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from rllm.benchmarks.harbor.task import HarborTask
 from rllm.producers.harnesses.errors import HarnessError
 from rllm.settings import default_home
 
 __all__ = [
     "INSTALLED_MARKER",
     "HostInstalled",
-    "copy_python_libraries",
     "harnesses_home",
+    "instruction_argument",
+    "logged_command",
     "run_install_command",
 ]
 
@@ -34,13 +39,12 @@ INSTALLED_MARKER = ".rllm-installed"
 OUTPUT_CHARS = 2000
 """How much of a failed install command's output its error keeps."""
 
-PYTHON_MODULES = ("_ssl", "_hashlib", "_ctypes", "_lzma", "_bz2", "_sqlite3", "_uuid", "zlib",
-                  "pyexpat", "_decimal")  # fmt: skip
-"""The host interpreter's extension modules whose system libraries (libssl, libffi, ...) a
-task image may lack: ``copy_python_libraries`` copies them next to the install."""
+LOG_TAIL_BYTES = 4000
+"""How much of its log a ``logged_command`` prints when the agent is done (the runner
+keeps the end of the agent's output)."""
 
-_GLIBC = ("libc.so", "libm.so", "libpthread.so", "libdl.so", "librt.so", "ld-linux", "linux-vdso")
-"""Libraries every image has (its own glibc wins)."""
+BOUND_ROOT = PurePosixPath("/opt/rllm")
+"""Where host installs are bound in the sandbox, one folder a harness."""
 
 
 def harnesses_home() -> Path:
@@ -87,41 +91,52 @@ async def run_install_command(
         )
 
 
-async def copy_python_libraries(prefix: Path, dest: Path) -> list[str]:
-    """Copy the system libraries that the host interpreter's ``PYTHON_MODULES`` link to
-    (not glibc's) into ``dest``, so that the interpreter bound into an image without them
-    (no libssl3 in plain Debian) still imports ``ssl``; their names, sorted."""
-    dynload = next(prefix.glob("lib/python3*/lib-dynload"), None)
-    if dynload is None:
-        return []
-    found = [f for m in PYTHON_MODULES for f in dynload.glob(f"{m}.*.so")]
-    if not found:
-        return []
-    proc = await asyncio.create_subprocess_exec(
-        "ldd", *map(str, found), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
-    )
-    out, _ = await proc.communicate()
-    dest.mkdir(parents=True, exist_ok=True)
-    copied: set[str] = set()
-    for line in out.decode(errors="replace").splitlines():
-        name, arrow, rest = line.strip().partition(" => ")
-        path = rest.split(" (")[0].strip()
-        if not arrow or not path.startswith("/") or name.startswith(_GLIBC):
-            continue
-        if Path(path).is_relative_to(prefix):
-            continue  # the bound prefix brings its own (libpython)
-        shutil.copy2(path, dest / name)
-        copied.add(name)
-    return sorted(copied)
+def instruction_argument(instruction_path: str) -> str:
+    """The instruction's text as one shell word (``"$(cat PATH)"``), for a CLI that takes
+    its prompt as an argument."""
+    return f'"$(cat {shlex.quote(instruction_path)})"'
+
+
+def logged_command(
+    run: str, *, workdir: str, state_dir: str, log: str, stderr: bool = True, then: str = ""
+) -> str:
+    """``run`` from ``workdir`` (``state_dir``, the run's writable home, made first), its
+    stdout, and its stderr unless ``stderr`` is False, to ``log``; then ``then``; then the
+    log's end on stdout; the exit status is ``run``'s.
+
+    Args:
+        run: the agent's command line with its stdin redirection.
+        workdir: the task's working directory.
+        state_dir: the folder made before the run.
+        log: where its output goes (an artifact).
+        stderr: whether its stderr goes to the log too (else to the runner).
+        then: a command run after it, whatever its status (copying logs out).
+    """
+    kept = shlex.quote(log)
+    redirect = f">{kept} 2>&1" if stderr else f">{kept}"
+    after = f"{then}; " if then else ""
+    return (f"mkdir -p {state_dir} && cd {shlex.quote(workdir)} && {run} {redirect}; rc=$?; "
+            f"{after}tail -c {LOG_TAIL_BYTES} {kept}; exit $rc")  # fmt: skip
 
 
 class HostInstalled:
     """A harness installed on the host under ``<home>/<name>/<version>``: ``_install_into``
     fills a fresh folder; ``is_installed`` and ``install`` are shared. Nothing goes into
-    the sandbox snapshot."""
+    the sandbox snapshot: the install (or part of it) is bound in at ``bound_dir``, and the
+    run's writable home is ``state_dir``."""
 
     name = "host"
     version = "0"
+
+    @property
+    def bound_dir(self) -> PurePosixPath:
+        """Where it is bound in the sandbox: ``/opt/rllm/<name>``."""
+        return BOUND_ROOT / self.name
+
+    @property
+    def state_dir(self) -> str:
+        """The run's writable ``HOME`` in the sandbox: ``/tmp/rllm-<name>``."""
+        return f"/tmp/rllm-{self.name}"
 
     def install_dir(self, home: Path) -> Path:
         """Its install folder under ``home``."""
@@ -170,6 +185,14 @@ class HostInstalled:
                 f"`rllm-cli harness install {self.name}` (the runner installs it before a run)"
             )
         return self.install_dir(home)
+
+    def install_script(self) -> str:
+        """Nothing in the snapshot: it is bound in from the host."""
+        return ""
+
+    def uploads(self, task: HarborTask) -> Mapping[str, Path]:
+        """Nothing."""
+        return {}
 
     async def _install_into(self, target: Path) -> None:
         raise NotImplementedError

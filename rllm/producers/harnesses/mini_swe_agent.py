@@ -3,9 +3,8 @@ OpenAI chat through litellm, run non-interactively (``--yolo --exit-immediately`
 
 It is installed on the host into a venv under ``<home>/mini-swe-agent/<version>`` made by
 the host's base interpreter; the venv's ``site-packages`` and that interpreter are bound
-read-only into the sandbox (as the ``bash`` harness binds its interpreter), and the agent
-runs as ``python -S -m minisweagent.run.mini`` with ``PYTHONPATH`` on the venv, so neither
-the host's ``/usr`` nor its global ``site-packages`` shadow anything. litellm makes no
+read-only into the sandbox (``rllm.producers.harnesses.pypi``), and the agent runs as
+``python -S -m minisweagent.run.mini`` with ``PYTHONPATH`` on the venv. litellm makes no
 network call at start: the local cost map, no telemetry, cost tracking errors ignored.
 """
 
@@ -13,37 +12,21 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
-from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
 
-from rllm.benchmarks.harbor.task import HarborTask
-from rllm.producers.harnesses.host import HostInstalled, copy_python_libraries, run_install_command
-from rllm.producers.harnesses.loop import PYTHON_PREFIX, host_python
+from rllm.producers.harnesses.host import instruction_argument
+from rllm.producers.harnesses.pypi import VenvInstalled
 from rllm.producers.harnesses.types import AGENT_LOG_DIR, HarnessApi
-from rllm.sandboxes.types import Mount
 
-__all__ = ["MINI_CONFIG_PATH", "MINI_HOME", "MiniSweAgentHarness"]
+__all__ = ["MINI_CONFIG_PATH", "MiniSweAgentHarness"]
 
 VERSION = "2.4.6"
 """The pinned PyPI version."""
 
-MINI_HOME = PurePosixPath("/opt/rllm/mini-swe-agent")
-"""Where its install folder (``venv/``, ``lib/``: the interpreter's system libraries) is
-bound in."""
-
 MINI_CONFIG_PATH = "/rllm/mini-swe-agent.yaml"
 """The run's config (the session's model, URL and key), merged over ``mini_textbased``."""
 
-STATE_DIR = "/tmp/rllm-mini-swe-agent"
-"""A writable home for its global config (``.env``) inside the sandbox."""
 
-
-SITE_PACKAGES = f"venv/lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
-"""The venv's ``site-packages`` in the install folder (the interpreter is this one)."""
-
-
-class MiniSweAgentHarness(HostInstalled):
+class MiniSweAgentHarness(VenvInstalled):
     """mini-swe-agent's text-based agent (``litellm_textbased``): a ```mswea_bash_command```
     block a reply, ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` to finish.
 
@@ -54,6 +37,7 @@ class MiniSweAgentHarness(HostInstalled):
     name = "mini-swe-agent"
     version = VERSION
     api = HarnessApi.OPENAI_CHAT
+    package = "mini-swe-agent"
 
     def __init__(self, step_limit: int = 50) -> None:
         self.step_limit = step_limit
@@ -63,53 +47,20 @@ class MiniSweAgentHarness(HostInstalled):
         """Its trajectory file (an artifact)."""
         return f"{AGENT_LOG_DIR}/mini-swe-agent.traj.json"
 
-    async def _install_into(self, target: Path) -> None:
-        """A venv from the host's base interpreter, the pinned package, and the system
-        libraries the interpreter's ``ssl`` and ``ctypes`` need."""
-        python, prefix = host_python()
-        await copy_python_libraries(prefix, target / "lib")
-        venv = target / "venv"
-        await run_install_command([str(python), "-m", "venv", str(venv)], name=self.name,
-                                  cwd=target)  # fmt: skip
-        await run_install_command(
-            [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-             "--disable-pip-version-check", f"mini-swe-agent=={self.version}"],
-            name=self.name, cwd=target,
-        )  # fmt: skip
-
-    def install_script(self) -> str:
-        """Nothing in the snapshot: it is bound in from the host."""
-        return ""
-
-    def mounts(self) -> tuple[Mount, ...]:
-        """The host's base interpreter at ``/opt/rllm/python`` and the install folder at
-        ``/opt/rllm/mini-swe-agent``, read-only.
-
-        Raises:
-            HarnessError: it is not installed, or the host's Python lives under ``/usr``.
-        """
-        _, prefix = host_python()
-        return (Mount(source=prefix, target=str(PYTHON_PREFIX)),
-                Mount(source=self.installed_dir(), target=str(MINI_HOME)))  # fmt: skip
-
-    def uploads(self, task: HarborTask) -> Mapping[str, Path]:
-        """Nothing."""
-        return {}
-
     def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """The bound interpreter's paths, the key and URL litellm reads, and every switch
-        that keeps litellm and mini-swe-agent off the network and quiet."""
+        """The bound interpreter's paths, a writable home for its global config (``.env``),
+        the key and URL litellm reads, and every switch that keeps litellm and
+        mini-swe-agent off the network and quiet."""
         return {
-            "PYTHONPATH": f"{MINI_HOME}/{SITE_PACKAGES}",
-            "LD_LIBRARY_PATH": f"{PYTHON_PREFIX}/lib:{MINI_HOME}/lib",
-            "HOME": STATE_DIR,
+            **self.python_environment(),
+            "HOME": self.state_dir,
             "OPENAI_API_KEY": api_key,
             "OPENAI_API_BASE": gateway_base_url,
             "OPENAI_BASE_URL": gateway_base_url,
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
             "LITELLM_TELEMETRY": "False",
             "LITELLM_LOG": "ERROR",
-            "MSWEA_GLOBAL_CONFIG_DIR": STATE_DIR,
+            "MSWEA_GLOBAL_CONFIG_DIR": self.state_dir,
             "MSWEA_SILENT_STARTUP": "1",
             "MSWEA_COST_TRACKING": "ignore_errors",
             "MSWEA_CONFIGURED": "true",
@@ -135,15 +86,13 @@ class MiniSweAgentHarness(HostInstalled):
 
     def command(self, instruction_path: str, workdir: str) -> str:
         """``mini`` on the instruction, no confirmation, exiting when it submits."""
-        python, prefix = host_python()
-        inside = PYTHON_PREFIX / python.relative_to(prefix)
         argv = [
-            str(inside), "-S", "-B", "-m", "minisweagent.run.mini",
+            self.sandbox_python(), "-S", "-B", "-m", "minisweagent.run.mini",
             "--model-class", "litellm_textbased", "-c", "mini_textbased.yaml",
             "-c", MINI_CONFIG_PATH, "--yolo", "--exit-immediately", "-o", self.log_path,
         ]  # fmt: skip
-        task = f'"$(cat {shlex.quote(instruction_path)})"'
-        return (f"mkdir -p {STATE_DIR} && cd {shlex.quote(workdir)} && "
+        task = instruction_argument(instruction_path)
+        return (f"mkdir -p {self.state_dir} && cd {shlex.quote(workdir)} && "
                 f"{shlex.join(argv)} -t {task} </dev/null")  # fmt: skip
 
     def log_paths(self) -> tuple[str, ...]:

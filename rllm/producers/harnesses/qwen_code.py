@@ -2,7 +2,7 @@
 --output-format stream-json`` on the instruction read from stdin.
 
 A Node program (it needs Node 22): installed on the host with the pinned runtime
-(``rllm.producers.harnesses.node``), bound read-only at ``/opt/rllm/qwen-code``. The
+(``rllm.producers.harnesses.npm``), bound read-only at ``/opt/rllm/qwen-code``. The
 session's URL, key and model are the ``OPENAI_*`` variables with the ``openai`` auth
 type; its system settings file (``QWEN_CODE_SYSTEM_SETTINGS_PATH``, over every other
 scope) turns off auto-update checks, usage statistics (sent to Aliyun RUM by default) and
@@ -17,7 +17,8 @@ import json
 import shlex
 from pathlib import Path
 
-from rllm.producers.harnesses.node import NodeInstalled, node_arch
+from rllm.producers.harnesses.host import logged_command
+from rllm.producers.harnesses.npm import NodeInstalled, npm_arch
 from rllm.producers.harnesses.types import AGENT_LOG_DIR, HarnessApi
 
 __all__ = ["QWEN_SETTINGS_PATH", "QwenCodeHarness"]
@@ -27,9 +28,6 @@ VERSION = "0.24.4"
 
 QWEN_SETTINGS_PATH = "/rllm/qwen-code.json"
 """The run's system settings: auth type, model, and everything that reaches out off."""
-
-STATE_DIR = "/tmp/rllm-qwen-code"
-"""``HOME`` of the run inside the sandbox (its ``.qwen`` folder: chats, usage, ids)."""
 
 
 class QwenCodeHarness(NodeInstalled):
@@ -60,19 +58,20 @@ class QwenCodeHarness(NodeInstalled):
         it cannot fix the mode itself on a read-only mount)."""
         await super()._install_into(target)
         rg = (target / "node_modules" / self.package / "vendor" / "ripgrep"
-              / f"{node_arch(self.name)}-linux" / "rg")  # fmt: skip
+              / f"{npm_arch(self.name)}-linux" / "rg")  # fmt: skip
         if rg.is_file():
             rg.chmod(0o755)
 
     def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """The session's URL, key and model, its settings and home, and every switch that
-        keeps it off the network but for the gateway."""
+        """The session's URL, key and model, its settings and home (its ``.qwen`` folder:
+        chats, usage, ids), and every switch that keeps it off the network but for the
+        gateway."""
         return {
             "OPENAI_BASE_URL": gateway_base_url,
             "OPENAI_API_KEY": api_key,
             "OPENAI_MODEL": model,
             "QWEN_CODE_SYSTEM_SETTINGS_PATH": QWEN_SETTINGS_PATH,
-            "HOME": STATE_DIR,
+            "HOME": self.state_dir,
             "QWEN_USAGE_STATISTICS_ENABLED": "false",
             "QWEN_CODE_NO_RELAUNCH": "true",
             "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
@@ -100,10 +99,8 @@ class QwenCodeHarness(NodeInstalled):
         argv = [self.node, self.script, "--yolo", "--auth-type", "openai",
                 "--output-format", "stream-json", "--max-session-turns",
                 str(self.max_turns)]  # fmt: skip
-        log = shlex.quote(self.log_path)
-        return (f"mkdir -p {STATE_DIR} && cd {shlex.quote(workdir)} && "
-                f"{shlex.join(argv)} <{shlex.quote(instruction_path)} >{log} 2>&1; rc=$?; "
-                f"tail -c 4000 {log}; exit $rc")  # fmt: skip
+        run = f"{shlex.join(argv)} <{shlex.quote(instruction_path)}"
+        return logged_command(run, workdir=workdir, state_dir=self.state_dir, log=self.log_path)
 
     def log_paths(self) -> tuple[str, ...]:
         """Its stream-json events."""

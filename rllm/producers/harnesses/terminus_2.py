@@ -28,23 +28,17 @@ import json
 import os
 import shlex
 import shutil
-from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from rllm.benchmarks.harbor.task import HarborTask
 from rllm.producers.harnesses.errors import HarnessError
-from rllm.producers.harnesses.host import HostInstalled, copy_python_libraries, run_install_command
-from rllm.producers.harnesses.loop import pyenv_python
+from rllm.producers.harnesses.host import harnesses_home
+from rllm.producers.harnesses.pypi import VenvInstalled
 from rllm.producers.harnesses.types import AGENT_LOG_DIR, HarnessApi
-from rllm.sandboxes.types import Mount
 
-__all__ = ["HARBOR_PYTHON_PREFIX", "TERMINUS_HOME", "Terminus2Harness", "vendor_tmux"]
+__all__ = ["HARBOR_PYTHON_PREFIX", "Terminus2Harness", "vendor_tmux"]
 
 VERSION = "0.26.0"
 """The pinned PyPI version of ``harbor``."""
-
-TERMINUS_HOME = PurePosixPath("/opt/rllm/terminus-2")
-"""Where its install folder (``venv/``, ``lib/``, ``tmux/``, ``bin/tmux``) is bound in."""
 
 HARBOR_PYTHON_PREFIX = PurePosixPath("/opt/rllm/harbor-python")
 """Where the Python >= 3.12 prefix that made the venv is bound in."""
@@ -56,11 +50,8 @@ CONFIG_PATH = "/rllm/terminus-2.json"
 """The run's config (model, URL, log folder, tmux's folder, turns) the driver reads."""
 
 INSTALL_RECORD = "install.json"
-"""In the install folder: the interpreter that made the venv and the venv's
-``site-packages``, relative."""
-
-HARBOR_PYTHON = "3.12"
-"""The Python Harbor runs on (it needs >= 3.12; rllm's is 3.11)."""
+"""In the install folder: the interpreter that made the venv (pyenv may have a newer
+3.12 later)."""
 
 _GLIBC = ("libc.so", "libm.so", "libpthread.so", "libdl.so", "librt.so", "libresolv.so",
           "ld-linux", "linux-vdso")  # fmt: skip
@@ -103,8 +94,9 @@ async def vendor_tmux(dest: Path) -> str:
     return loader
 
 
-class Terminus2Harness(HostInstalled):
-    """Harbor's Terminus-2, run by the driver on the sandbox itself.
+class Terminus2Harness(VenvInstalled):
+    """Harbor's Terminus-2, run by the driver on the sandbox itself; its install folder
+    (``venv/``, ``lib/``, ``tmux/``, ``bin/tmux``) is bound in at ``/opt/rllm/terminus-2``.
 
     Args:
         max_turns: the most model calls of one run (0: Harbor's, no practical limit).
@@ -113,74 +105,47 @@ class Terminus2Harness(HostInstalled):
     name = "terminus-2"
     version = VERSION
     api = HarnessApi.OPENAI_CHAT
+    package = "harbor"
+    python = "3.12"  # Harbor needs >= 3.12; rllm's is 3.11
+    python_prefix_dir = HARBOR_PYTHON_PREFIX
 
     def __init__(self, max_turns: int = 50) -> None:
         self.max_turns = max_turns
 
-    async def _install_into(self, target: Path) -> None:
-        """A venv from a Python >= 3.12 with the pinned ``harbor``, that interpreter's
-        system libraries, the vendored tmux and its wrapper, and the install record."""
-        python, prefix = pyenv_python(HARBOR_PYTHON)
-        await copy_python_libraries(prefix, target / "lib")
-        venv = target / "venv"
-        await run_install_command([str(python), "-m", "venv", str(venv)], name=self.name,
-                                  cwd=target)  # fmt: skip
-        await run_install_command(
-            [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-             "--disable-pip-version-check", f"harbor=={self.version}"],
-            name=self.name, cwd=target,
-        )  # fmt: skip
+    def interpreter(self) -> tuple[Path, Path]:
+        """The interpreter that made the venv, as the install recorded it; before the
+        install, pyenv's newest 3.12.
+
+        Raises:
+            HarnessError: not installed, and no Python 3.12 on the host.
+        """
+        home = harnesses_home()
+        if not self.is_installed(home):
+            return super().interpreter()
+        record = json.loads((self.install_dir(home) / INSTALL_RECORD).read_text())
+        python = Path(record["python"])
+        return python, python.parents[1]
+
+    async def _complete(self, target: Path) -> None:
+        """The vendored tmux and its wrapper, and the install record."""
         loader = await vendor_tmux(target / "tmux")
         wrapper = target / "bin" / "tmux"
         wrapper.parent.mkdir()
-        home = TERMINUS_HOME
+        home = self.bound_dir
         wrapper.write_text(
             f"#!/bin/sh\n# tmux with its own libraries, loaded by the image's {loader}\n"
             f'exec {loader} --library-path {home}/tmux/lib {home}/tmux/tmux "$@"\n'
         )
         wrapper.chmod(0o755)
-        site = next(venv.glob("lib/python3.*/site-packages"))
-        record = {"python": str(python), "site_packages": str(site.relative_to(target))}
-        (target / INSTALL_RECORD).write_text(json.dumps(record) + "\n")
-
-    def _record(self) -> tuple[Path, Path, str]:
-        """The installed folder, the interpreter that made its venv, and the venv's
-        ``site-packages`` relative to the folder.
-
-        Raises:
-            HarnessError: it is not installed.
-        """
-        folder = self.installed_dir()
-        record = json.loads((folder / INSTALL_RECORD).read_text())
-        return folder, Path(record["python"]), record["site_packages"]
-
-    def install_script(self) -> str:
-        """Nothing in the snapshot: it is bound in from the host."""
-        return ""
-
-    def mounts(self) -> tuple[Mount, ...]:
-        """The interpreter's prefix at ``/opt/rllm/harbor-python`` and the install folder
-        at ``/opt/rllm/terminus-2``, read-only.
-
-        Raises:
-            HarnessError: it is not installed.
-        """
-        folder, python, _ = self._record()
-        return (Mount(source=python.parents[1], target=str(HARBOR_PYTHON_PREFIX)),
-                Mount(source=folder, target=str(TERMINUS_HOME)))  # fmt: skip
-
-    def uploads(self, task: HarborTask) -> Mapping[str, Path]:
-        """Nothing."""
-        return {}
+        python, _ = self.interpreter()
+        (target / INSTALL_RECORD).write_text(json.dumps({"python": str(python)}) + "\n")
 
     def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
         """The bound interpreter's paths, the key and URL litellm reads, and the switches
         that keep litellm off the network (the driver keeps all of them, and the key, from
         the agent's shell)."""
-        _, _, site_packages = self._record()
         return {
-            "PYTHONPATH": f"{TERMINUS_HOME}/{site_packages}",
-            "LD_LIBRARY_PATH": f"{HARBOR_PYTHON_PREFIX}/lib:{TERMINUS_HOME}/lib",
+            **self.python_environment(),
             "OPENAI_API_KEY": api_key,
             "OPENAI_BASE_URL": gateway_base_url,
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
@@ -200,7 +165,7 @@ class Terminus2Harness(HostInstalled):
             "model": model,
             "base_url": gateway_base_url,
             "logs_dir": AGENT_LOG_DIR,
-            "bin_dirs": [f"{TERMINUS_HOME}/bin"],
+            "bin_dirs": [f"{self.bound_dir}/bin"],
             "max_turns": self.max_turns,
         }
         return {DRIVER_PATH: driver, CONFIG_PATH: json.dumps(config, indent=2) + "\n"}
@@ -208,10 +173,8 @@ class Terminus2Harness(HostInstalled):
     def command(self, instruction_path: str, workdir: str) -> str:
         """The driver, run by the bound interpreter without ``site`` and the script's
         folder on the path, stdin closed."""
-        _, python, _ = self._record()
-        inside = HARBOR_PYTHON_PREFIX / "bin" / python.name
         argv = [
-            str(inside), "-S", "-P", "-B", DRIVER_PATH, "--config", CONFIG_PATH,
+            self.sandbox_python(), "-S", "-P", "-B", DRIVER_PATH, "--config", CONFIG_PATH,
             "--instruction", instruction_path, "--workdir", workdir,
         ]  # fmt: skip
         return f"cd {shlex.quote(workdir)} && {shlex.join(argv)} </dev/null"

@@ -72,14 +72,16 @@ KILOCODE_SOLVE = [
 TERMINUS_SOLVE = [
     '{"analysis": "The file does not exist yet.", "plan": "Write it with printf.", '
     '"commands": [{"keystrokes": "printf \'Hello, Harbor!\\\\n\' > /app/hello.txt\\n", '
-    '"duration": 0.1}], "task_complete": false}',
+    '"duration": 1.0}], "task_complete": false}',
     '{"analysis": "The file is written.", "plan": "Mark the task complete.", '
     '"commands": [], "task_complete": true}',
     '{"analysis": "The file is written.", "plan": "Confirm completion.", '
     '"commands": [], "task_complete": true}',
 ]
 """Terminus-2 (JSON parser): one keystroke batch that writes the file, then
-``task_complete``, then ``task_complete`` again when it asks to confirm."""
+``task_complete``, then ``task_complete`` again when it asks to confirm. Terminus reads the
+pane ``duration`` seconds after typing: 1 s (Harbor's default), not 0.1, so that a loaded
+machine has echoed the command by then (two runs at once, on two shared cores)."""
 
 QWEN_SOLVE = [
     'tool:write_file {"file_path": "/app/hello.txt", "content": "Hello, Harbor!\\n"}',
