@@ -54,6 +54,12 @@ _UNAVAILABLE = {
     _KE._TIMED_OUT,
     _KE._MSG_TIMED_OUT,
     _KE._RESOLVE,
+    # a commit while the broker is down waits ~46 s for the group coordinator, then fails
+    # with these: the broker is away, not the request wrong
+    _KE._WAIT_COORD,
+    _KE.COORDINATOR_NOT_AVAILABLE,
+    _KE.NOT_COORDINATOR,
+    _KE.COORDINATOR_LOAD_IN_PROGRESS,
 }
 _TOO_LARGE = {_KE.MSG_SIZE_TOO_LARGE, _KE.RECORD_LIST_TOO_LARGE, _KE.INVALID_MSG_SIZE}
 

@@ -22,7 +22,7 @@ from rllm.consumers.trainer.batching import Batcher
 from rllm.consumers.trainer.checkpoint import CheckpointState, CheckpointStore
 from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.consumers.trainer.types import TrainingBackend, UpdateResult
-from rllm.errors import SchemaError, TopicError
+from rllm.errors import KafkaUnavailableError, SchemaError, TopicError
 from rllm.kafka import EventPublisher, dead_letter_for, kafka_errors, make_codec, make_consumer
 from rllm.schemas.topics import DEAD_LETTERS, EPISODES, POLICY_UPDATES
 from rllm.schemas.types import EpisodeAssembled, PolicyUpdated
@@ -31,6 +31,9 @@ from rllm.settings import KafkaSettings
 __all__ = ["FaultHook", "Trainer", "TrainerCore", "TrainerReport", "run_trainer"]
 
 log = logging.getLogger(__name__)
+
+RETRY_S = 1.0
+"""Seconds between attempts to publish or commit an update while Kafka is unreachable."""
 
 FaultHook = Callable[[str, int], None]
 """Called as ``hook(point, version)`` at after_update, after_checkpoint, after_publish,
@@ -233,13 +236,33 @@ class Trainer:
             return
         self.core.batcher.add(record, self.core.version)
 
+    def _until_taken(self, what: str, call: Callable[[], object]) -> None:
+        """Run ``call`` until Kafka takes it. The update is checkpointed already, so while
+        the broker is away the trainer waits for it instead of dying with the update done
+        (a PolicyUpdated sent again keeps its event id). ``stop()`` ends the wait."""
+        while True:
+            try:
+                call()
+                return
+            except KafkaUnavailableError as exc:
+                if self._stop:
+                    raise
+                log.warning("%s: %s; trying again in %.0f s", what, exc, RETRY_S)
+                time.sleep(RETRY_S)
+
     def _update(self, consumer: Consumer, publisher: EventPublisher) -> None:
         offsets = {t: dict(p) for t, p in self._offsets.items()}
         result, event = self.core.train_pending(offsets, self.fault)
-        publisher.publish_sync(POLICY_UPDATES, self.settings.run_id, event)
+        self._until_taken(
+            f"announcing policy version {result.version}",
+            lambda: publisher.publish_sync(POLICY_UPDATES, self.settings.run_id, event),
+        )
         if self.fault:
             self.fault("after_publish", result.version)
-        self._commit(consumer)
+        self._until_taken(
+            f"committing the offsets of policy version {result.version}",
+            lambda: self._commit(consumer),
+        )
         if self.fault:
             self.fault("after_commit", result.version)
         self.report.updates += 1

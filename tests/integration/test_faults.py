@@ -1,0 +1,51 @@
+"""The fault table, shortened, in CI: ``perf/faults.py --short`` for the faults that fit in
+about three minutes on two cores (one of three brokers SIGKILLed and restarted, a
+processors worker SIGKILLed, the trainer SIGKILLed between update and commit, the gateway
+SIGKILLed with steps in its spool), each on a fresh broker with every stage running. Every
+row must lose nothing, duplicate nothing after dedup by ``event_id`` and yield the
+episodes of the fault-free run of the same input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FAULTS = ("broker-kill", "processors-kill", "trainer-kill", "gateway-kill")
+SESSIONS, GROUP, STEPS = 64, 4, 3  # --short
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_each_fault_loses_nothing_and_duplicates_nothing(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [
+            *(sys.executable, "perf/faults.py", "--short", "--faults", ",".join(FAULTS)),
+            *("--workdir", str(tmp_path)),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=580,
+    )
+    table = proc.stdout + proc.stderr[-3000:]
+    assert proc.returncode == 0, table
+    rows = json.loads(proc.stdout.strip().splitlines()[-1])["faults"]
+    assert [r["fault"] for r in rows] == list(FAULTS), table
+    for row in rows:
+        assert row["injected"], table
+        got = (row["steps_sent"], row["lost"], row["duplicated"], row["episodes_equal"])
+        assert got == (SESSIONS * STEPS, 0, 0, True), f"{row['fault']}: {got}\n{table}"
+        assert row["stages"] == {
+            "history_steps": SESSIONS * STEPS,
+            "trajectories": SESSIONS,
+            "episodes": SESSIONS // GROUP,
+            "history_trajectories": SESSIONS,
+            "history_episodes": SESSIONS // GROUP,
+            "trained": SESSIONS // GROUP,
+            "partial": 0,
+        }, table
