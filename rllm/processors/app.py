@@ -9,9 +9,9 @@ Throughput: agents take records in batches (``batch_max`` / ``batch_within_s``),
 the batch's table writes, publish its outputs through librdkafka and await their acks
 once, then write the changelog (also through librdkafka, to explicit partitions) and
 await those acks before the batch's records are acknowledged to faust (committable).
-Records stay Avro dicts end to end (no pydantic model per hop), and the internal hops
-(scoring topic, group members table) carry prompts delta-encoded; full prompts are
-restored for rllm.trajectories and rllm.episodes only.
+Records stay Avro dicts end to end (no pydantic model per hop), and every hop (scoring
+topic, rllm.trajectories, group members table, rllm.episodes) carries steps delta-encoded
+(``rllm.schemas.delta``): a session's tokens and requests once.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from typing import Any
 import faust
 
 from rllm.kafka import ensure_topics, make_admin, make_codec
-from rllm.processors.assemble import restore_prompt_dicts
 from rllm.processors.deadletter import MessageView, refused
 from rllm.processors.group import GroupBook
 from rllm.processors.publish import Outputs, Sink
@@ -123,7 +122,7 @@ class Processors:
             processing_guarantee="at_least_once",
             autodiscover=False,
             web_enabled=False,
-            topic_replication_factor=1,
+            topic_replication_factor=kafka.replication_factor,
             topic_partitions=n_src,
             consumer_auto_offset_reset="earliest" if settings.from_beginning else "latest",
             broker_commit_interval=settings.commit_interval_s,
@@ -286,14 +285,11 @@ class Processors:
             return [refused(view, exc, "assemble")]
 
     async def on_scoring(self, value: bytes) -> list[Emit]:
-        """Score one assembled trajectory, restore its prompts and route it to
-        rllm.trajectories (Avro dicts all the way: no pydantic model per hop)."""
+        """Score one assembled trajectory and route it to rllm.trajectories (Avro dicts
+        all the way: no pydantic model per hop; its steps stay delta-encoded)."""
         name, traj = self.codec.decode_dict(value)
         if name != _TRAJ:
             raise ValueError(f"expected a TrajectoryAssembled on the scoring topic, got {name}")
-        flags = restore_prompt_dicts(traj["steps"])
-        if flags:
-            traj["flags"] = sorted(set(traj["flags"]) | set(flags))
         await self.runner.score_dict(traj)
         key = f"{traj['run_id']}/{traj['task']['task_id']}".encode()
         return [
