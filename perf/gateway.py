@@ -1,17 +1,24 @@
-"""Latency the gateway adds over calling the same upstream directly, and its memory.
+"""Latency the gateway adds over calling the same upstream directly, its CPU per request
+(split by part), LiteLLM's beside it, time to first token, and the gateway's memory.
 
 Starts (each as its own process): the fake vLLM-style upstream (``tests.fakes.upstream``),
-the gateway (``rllm-cli gateway``) with ``capture=async`` and then ``capture=ack``, and the
-LiteLLM proxy when ``/tmp/litellm-venv/bin/litellm`` exists (``--litellm-venv``). A Kafka
-broker comes from ``--bootstrap`` or is started in a temporary directory.
+two gateways (``rllm-cli gateway``, ``capture=async`` and ``capture=ack``), and the LiteLLM
+proxy when ``/tmp/litellm-venv/bin/litellm`` exists (``--litellm-venv``; its own venv, as
+its pins conflict with ours). A Kafka broker comes from ``--bootstrap`` or is started in a
+temporary directory.
 
-Load: open loop at ``--rate`` requests/s for ``--seconds``, spread over ``--sessions``
-sessions (each its own ``/sessions/{id}/v1`` URL). Added latency = percentile through the
-proxy minus the same percentile direct. Then ``--rss-sessions`` sessions with long
-multi-turn contexts go through a fresh gateway and its RSS is read.
-
-CPU time per request of the gateway (and of LiteLLM) is printed too: on a shared machine
-it is steadier than latency.
+Load: open loop at ``--rate`` requests/s over ``--sessions`` sessions (each its own
+``/sessions/{id}/v1`` URL), sent with aiohttp. Every target (direct, async, ack, LiteLLM)
+gets the same load in ``--rounds`` interleaved rounds of ``--seconds / --rounds`` each, so
+a machine shared with other work loads them alike. Added latency = percentile through the
+proxy minus the same percentile direct; CPU per request = the process's CPU time over the
+requests it served (by thread: the event loop's, librdkafka's, the others), and, when
+py-spy is installed (``--py-spy``), split by part (upstream client, server, Kafka produce,
+gateway logic, JSON, pydantic, event encoding, event loop) from ``py-spy record --gil``
+samples. Then whether the targets are met (added p50 <= 1 ms async, <= 3 ms ack, p99 <= 5
+ms, the whole rate served), and ``--rss-sessions`` sessions with long multi-turn contexts
+go through a fresh gateway and its RSS is read. The gateways run uvloop and httptools when
+they are importable (the gateway extra).
 
 Time to first token: a second fake upstream streams one token a chunk, ``--ttft-chunk-delay-ms``
 apart; ``--ttft-requests`` sequential streamed calls of each API (chat, completions,
@@ -26,8 +33,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -37,9 +46,11 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
 import numpy as np
 import psutil
@@ -121,14 +132,17 @@ async def _load(
     sessions: int,
     model: str = "m",
     max_inflight: int = 256,
-) -> dict[str, float]:
-    """Open-loop load (at most ``max_inflight`` requests in flight; queueing time counts);
-    return latency percentiles (ms), the achieved rate, and errors (unfinished ones too)."""
+) -> dict[str, Any]:
+    """Open-loop load (at most ``max_inflight`` requests in flight; queueing time counts),
+    sent with aiohttp (a cheaper client than httpx, so the load takes less of the machine
+    it measures); return every latency (ms), the errors (unfinished ones too) and the
+    seconds it took."""
     total = int(rate * seconds)
     lat_ms: list[float] = []
     errors = 0
-    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=1000)
-    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+    connector = aiohttp.TCPConnector(limit=1000)
+    timeout = aiohttp.ClientTimeout(total=60)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
         inflight = asyncio.Semaphore(max_inflight)
 
         async def one(k: int) -> None:
@@ -140,14 +154,17 @@ async def _load(
             }
             t0 = time.perf_counter()
             try:
-                async with inflight:
-                    resp = await client.post(
+                async with (
+                    inflight,
+                    client.post(
                         url_of(k % sessions) + "/chat/completions",
                         json=body,
                         headers={"authorization": "Bearer sk-perf"},
-                    )
-                ok = resp.status_code == 200
-            except httpx.HTTPError:
+                    ) as resp,
+                ):
+                    await resp.read()
+                    ok = resp.status == 200
+            except (aiohttp.ClientError, TimeoutError):
                 ok = False
             if ok:
                 lat_ms.append((time.perf_counter() - t0) * 1000)
@@ -166,13 +183,12 @@ async def _load(
             task.cancel()
         errors += len(pending)
         elapsed = time.perf_counter() - start
+    return {"lat_ms": lat_ms, "errors": errors, "seconds": elapsed}
+
+
+def _percentiles(lat_ms: list[float]) -> tuple[float, float]:
     arr = np.asarray(lat_ms or [float("nan")])
-    return {
-        "p50_ms": float(np.percentile(arr, 50)),
-        "p99_ms": float(np.percentile(arr, 99)),
-        "requests_per_s": len(lat_ms) / elapsed,
-        "errors": float(errors),
-    }
+    return float(np.percentile(arr, 50)), float(np.percentile(arr, 99))
 
 
 TTFT_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -290,6 +306,181 @@ def _cpu_s(pid: int, children: bool = False) -> float:
     return total
 
 
+def _sessions_at(base: str, name: str) -> Callable[[int], str]:
+    """The base URL of session ``i`` of a load named ``name`` at the gateway ``base``."""
+    return lambda i: f"{base}/sessions/{name}{i}/v1"
+
+
+@dataclass
+class Target:
+    """One thing the load is sent to: the upstream itself, a gateway or LiteLLM."""
+
+    url_of: Callable[[int], str]
+    """The base URL (``.../v1``) of session ``i``."""
+    pid: int | None = None
+    """Its process, whose CPU time is counted (None: the upstream, counted apart)."""
+    children: bool = False
+    """Count its child processes' CPU too (LiteLLM's workers)."""
+    lat_ms: list[float] = field(default_factory=list)
+    errors: int = 0
+    sent: int = 0
+    seconds: float = 0.0
+    cpu_s: float = 0.0
+    threads_s: dict[str, float] = field(default_factory=dict)
+    """CPU seconds by thread: the event loop's (``main``), Kafka's and the others."""
+
+
+def _threads_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds of each thread of ``pid`` so far, by kind: ``main`` (the event loop),
+    ``kafka`` (librdkafka's threads), ``other`` (Python's threads: the producer's poll,
+    the policy follower)."""
+    out: dict[str, float] = {"main": 0.0, "kafka": 0.0, "other": 0.0}
+    for thread in psutil.Process(pid).threads():
+        try:
+            name = Path(f"/proc/{pid}/task/{thread.id}/comm").read_text().strip()
+        except OSError:
+            name = ""
+        kind = "main" if thread.id == pid else "kafka" if name.startswith("rdk:") else "other"
+        out[kind] += thread.user_time + thread.system_time
+    return out
+
+
+PARTS = (
+    ("kafka produce", ("rllm/kafka.py", "confluent_kafka", "gateway/sink.py", "gateway/spool")),
+    ("event encoding", ("fastavro", "rllm/schemas/", "numpy")),
+    ("pydantic", ("pydantic",)),
+    ("json", ("json/", "orjson")),
+    ("upstream client", ("httpx", "httpcore", "aiohttp", "aiohappyeyeballs", "yarl", "multidict")),
+    ("server (uvicorn, starlette)", ("uvicorn", "starlette", "httptools")),
+    ("gateway logic", ("rllm/",)),
+    ("event loop", ("asyncio/", "uvloop", "selectors")),
+)
+"""The parts a gateway's CPU is split into: a py-spy sample counts for the first part one
+of whose patterns names its innermost frame that names any (h11 and stdlib helpers are
+passed over upward, so they count for whoever called them)."""
+
+
+def _parts(raw: Path) -> dict[str, float]:
+    """Shares of ``py-spy record --gil --format raw`` samples by part (summing to 1)."""
+    counts: dict[str, int] = {}
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not n.isdigit():
+            continue
+        part = "other"
+        for frame in reversed(stack.split(";")):
+            hit = next((name for name, pats in PARTS if any(p in frame for p in pats)), None)
+            if hit is not None:
+                part = hit
+                break
+        counts[part] = counts.get(part, 0) + int(n)
+        total += int(n)
+    return {k: v / total for k, v in sorted(counts.items(), key=lambda kv: -kv[1])} if total else {}
+
+
+def _side_by_side(args: argparse.Namespace, targets: dict[str, Target]) -> dict[str, Any]:
+    """The load of every target in ``args.rounds`` interleaved rounds (a round sends
+    ``rate`` requests/s for ``seconds / rounds`` to each, in a rotating order), so a machine
+    shared with other work loads them alike; then each one's latency, rate, errors and CPU
+    per request, and each gateway's CPU split by part (py-spy, when installed)."""
+    for target in targets.values():  # warm-up: connections, imports, first sessions
+        asyncio.run(_load(target.url_of, 50, 2, args.sessions))
+    spies: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
+    spy = args.py_spy or shutil.which("py-spy")
+    per_round = args.seconds / args.rounds
+    if spy:
+        for name in ("async", "ack"):
+            raw = Path(tempfile.mkdtemp()) / f"{name}.txt"
+            duration = int(per_round * args.rounds * len(targets) * 1.5) + 30
+            cmd = [spy, "record", "--pid", str(targets[name].pid), "--gil", "--nonblocking"]
+            cmd += ["--format", "raw", "--rate", "100", "--duration", str(duration), "-o", str(raw)]
+            spies[name] = (
+                subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+                raw,
+            )
+    names = list(targets)
+    for r in range(args.rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            t = targets[name]
+            cpu0 = _cpu_s(t.pid, t.children) if t.pid else 0.0
+            th0 = _threads_cpu(t.pid) if t.pid and not t.children else {}
+            res = asyncio.run(_load(t.url_of, args.rate, per_round, args.sessions))
+            if t.pid:
+                t.cpu_s += _cpu_s(t.pid, t.children) - cpu0
+            for kind, v in (_threads_cpu(t.pid) if th0 and t.pid else {}).items():
+                t.threads_s[kind] = t.threads_s.get(kind, 0.0) + v - th0[kind]
+            t.lat_ms += res["lat_ms"]
+            t.errors += res["errors"]
+            t.sent += int(args.rate * per_round)
+            t.seconds += res["seconds"]
+    parts: dict[str, dict[str, float]] = {}
+    for name, (proc, raw) in spies.items():
+        proc.send_signal(signal.SIGINT)  # py-spy writes what it has on SIGINT
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        parts[name] = _parts(raw) if raw.exists() else {}
+    out: dict[str, Any] = {}
+    d50, d99 = _percentiles(targets["direct"].lat_ms)
+    print(f"direct: p50 {d50:.2f} ms p99 {d99:.2f} ms", flush=True)
+    out["direct_p50_ms"], out["direct_p99_ms"] = d50, d99
+    for name, t in targets.items():
+        if name == "direct":
+            continue
+        p50, p99 = _percentiles(t.lat_ms)
+        served = max(t.sent - t.errors, 1)
+        cpu_ms = t.cpu_s * 1000 / served
+        key = name if name == "litellm" else f"gateway_{name}"
+        out[f"{key}_added_p50_ms"], out[f"{key}_added_p99_ms"] = p50 - d50, p99 - d99
+        out[f"{key}_requests_per_s"] = len(t.lat_ms) / max(t.seconds, 1e-9)
+        out[f"{key}_errors"] = t.errors
+        out[f"{key}_cpu_ms_per_request"] = cpu_ms
+        threads = {k: v * 1000 / served for k, v in t.threads_s.items()}
+        print(
+            f"{key}: added p50 {p50 - d50:.2f} ms p99 {p99 - d99:.2f} ms, "
+            f"{out[f'{key}_requests_per_s']:.0f} req/s, {t.errors} errors, "
+            f"CPU {cpu_ms:.2f} ms/request"
+            + (
+                " (" + ", ".join(f"{k} {v:.2f}" for k, v in threads.items()) + ")"
+                if threads
+                else ""
+            ),
+            flush=True,
+        )
+        if threads:
+            out[f"{key}_cpu_ms_per_request_by_thread"] = threads
+        if parts.get(name):
+            split = {part: share * cpu_ms for part, share in parts[name].items()}
+            out[f"{key}_cpu_ms_per_request_by_part"] = split
+            print(
+                f"  {key} CPU ms/request by part: "
+                + ", ".join(f"{part} {ms:.3f}" for part, ms in split.items()),
+                flush=True,
+            )
+    if "litellm" in targets:
+        for mode in ("async", "ack"):
+            ratio = out["litellm_cpu_ms_per_request"] / max(
+                out[f"gateway_{mode}_cpu_ms_per_request"], 1e-9
+            )
+            out[f"litellm_cpu_over_gateway_{mode}"] = ratio
+            print(f"LiteLLM spends {ratio:.1f}x the CPU per request of capture={mode}", flush=True)
+    checks = {
+        "async added p50 <= 1 ms": out["gateway_async_added_p50_ms"] <= 1.0,
+        "ack added p50 <= 3 ms": out["gateway_ack_added_p50_ms"] <= 3.0,
+        "async added p99 <= 5 ms": out["gateway_async_added_p99_ms"] <= 5.0,
+        "ack added p99 <= 5 ms": out["gateway_ack_added_p99_ms"] <= 5.0,
+        "100% of the rate served (async, ack)": all(
+            out[f"gateway_{m}_requests_per_s"] >= 0.97 * args.rate for m in ("async", "ack")
+        ),
+    }
+    for what, met in checks.items():
+        print(f"target {what}: {'met' if met else 'NOT met'}", flush=True)
+    out["targets_met"] = checks
+    return out
+
+
 def _gateway_cmd(
     port: int, upstream: str, capture: str, bootstrap: str, prefix: str, spool: Path
 ) -> list[str]:
@@ -370,7 +561,11 @@ def _litellm(venv: Path, upstream: str, port: int, tmp: Path) -> Any:
         "--num_workers",
         "1",
     ]
-    return _process(cmd, f"http://127.0.0.1:{port}/health/liveliness", log=tmp / "litellm.log")
+    # its own venv: none of ours on its path (PYTHONPATH may name our extras)
+    env = {"PYTHONPATH": ""}
+    return _process(
+        cmd, f"http://127.0.0.1:{port}/health/liveliness", env=env, log=tmp / "litellm.log"
+    )
 
 
 def main() -> None:
@@ -378,7 +573,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanups on SIGTERM
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--rate", type=float, default=500.0)
-    p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--seconds", type=float, default=20.0, help="load seconds per target")
     p.add_argument("--sessions", type=int, default=100)
     p.add_argument("--rss-sessions", type=int, default=1000)
     p.add_argument("--rss-turns", type=int, default=4)
@@ -388,6 +583,8 @@ def main() -> None:
     p.add_argument("--ttft-requests", type=int, default=20, help="streamed calls per API")
     p.add_argument("--ttft-chunk-delay-ms", type=float, default=20.0)
     p.add_argument("--ttft-only", action="store_true", help="measure time to first token only")
+    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the load")
+    p.add_argument("--py-spy", default=None, help="py-spy binary (default: on PATH)")
     args = p.parse_args()
     result: dict[str, Any] = {"rate_target": args.rate, "sessions": args.sessions}
     with tempfile.TemporaryDirectory() as tmp_s, _broker(args.bootstrap) as bootstrap:
@@ -403,70 +600,33 @@ def main() -> None:
             return
         up_port = _free_port()
         upstream = f"http://127.0.0.1:{up_port}"
-        with _process(
-            [sys.executable, "-m", "tests.fakes.upstream", "--port", str(up_port)],
-            f"{upstream}/v1/models",
-        ):
-            asyncio.run(_load(lambda i: f"{upstream}/v1", 100, 2, args.sessions))  # warm-up
-            direct = asyncio.run(
-                _load(lambda i: f"{upstream}/v1", args.rate, args.seconds, args.sessions)
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(
+                _process(
+                    [sys.executable, "-m", "tests.fakes.upstream", "--port", str(up_port)],
+                    f"{upstream}/v1/models",
+                )
             )
-            print(f"direct: {direct}", flush=True)
+            targets = {"direct": Target(lambda i: f"{upstream}/v1")}
             for capture in ("async", "ack"):
                 port = _free_port()
                 gw = f"http://127.0.0.1:{port}"
                 cmd = _gateway_cmd(port, upstream, capture, bootstrap, prefix, tmp / capture)
-                with _process(cmd, f"{gw}/health", log=tmp / f"gw-{capture}.log") as gp:
-                    asyncio.run(
-                        _load(lambda i, gw=gw: f"{gw}/sessions/w{i}/v1", 100, 2, args.sessions)
-                    )
-                    cpu0 = _cpu_s(gp.pid)
-                    res = asyncio.run(
-                        _load(
-                            lambda i, gw=gw, c=capture: f"{gw}/sessions/{c}{i}/v1",
-                            args.rate,
-                            args.seconds,
-                            args.sessions,
-                        )
-                    )
-                    res["cpu_ms_per_request"] = (
-                        (_cpu_s(gp.pid) - cpu0)
-                        * 1000
-                        / max(args.rate * args.seconds - res["errors"], 1)
-                    )
-                print(f"gateway capture={capture}: {res}", flush=True)
-                result[f"gateway_cpu_ms_per_request_{capture}"] = res["cpu_ms_per_request"]
-                result[f"overhead_p50_ms_{capture}"] = res["p50_ms"] - direct["p50_ms"]
-                result[f"overhead_p99_ms_{capture}"] = res["p99_ms"] - direct["p99_ms"]
-                result[f"requests_per_s_{capture}"] = res["requests_per_s"]
-                result[f"errors_{capture}"] = res["errors"]
-            result["requests_per_s"] = result["requests_per_s_async"]
-            result["direct_p50_ms"], result["direct_p99_ms"] = direct["p50_ms"], direct["p99_ms"]
-            result["litellm_overhead_p50_ms"] = result["litellm_overhead_p99_ms"] = None
+                proc = stack.enter_context(
+                    _process(cmd, f"{gw}/health", log=tmp / f"gw-{capture}.log")
+                )
+                targets[capture] = Target(_sessions_at(gw, capture), proc.pid)
             if (args.litellm_venv / "bin" / "litellm").exists():
                 port = _free_port()
                 try:
-                    with _litellm(args.litellm_venv, upstream, port, tmp) as lp:
-                        lurl = f"http://127.0.0.1:{port}/v1"
-                        asyncio.run(_load(lambda i: lurl, 50, 2, args.sessions))
-                        cpu0 = _cpu_s(lp.pid, children=True)
-                        lit = asyncio.run(
-                            _load(lambda i: lurl, args.rate, args.seconds, args.sessions)
-                        )
-                        lit["cpu_ms_per_request"] = (
-                            (_cpu_s(lp.pid, children=True) - cpu0)
-                            * 1000
-                            / max(args.rate * args.seconds - lit["errors"], 1)
-                        )
-                    result["litellm_cpu_ms_per_request"] = lit["cpu_ms_per_request"]
-                    print(f"litellm: {lit}", flush=True)
-                    result["litellm_overhead_p50_ms"] = lit["p50_ms"] - direct["p50_ms"]
-                    result["litellm_overhead_p99_ms"] = lit["p99_ms"] - direct["p99_ms"]
-                    result["litellm_requests_per_s"] = lit["requests_per_s"]
+                    lp = stack.enter_context(_litellm(args.litellm_venv, upstream, port, tmp))
+                    lurl = f"http://127.0.0.1:{port}/v1"
+                    targets["litellm"] = Target(lambda i: lurl, lp.pid, children=True)
                 except RuntimeError as exc:
                     print(f"litellm did not run: {exc}", flush=True)
             else:
                 print(f"litellm: not installed in {args.litellm_venv}; skipped", flush=True)
+            result.update(_side_by_side(args, targets))
             port = _free_port()
             gw = f"http://127.0.0.1:{port}"
             cmd = _gateway_cmd(port, upstream, "async", bootstrap, prefix, tmp / "rss")

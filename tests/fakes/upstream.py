@@ -16,6 +16,10 @@ Streams send ``tokens_per_chunk`` tokens a chunk (chat, completions), wait ``chu
 between chunks, and note when each sent its last token (``stream_ends``) or lost its client
 first (``cancelled``).
 
+With ``max_model_len`` set, ``/v1/models`` reports it, ``POST /tokenize`` counts a chat's
+(``messages``) or a completion's (``prompt``) tokens as vLLM does, and a request whose
+prompt and ``max_tokens`` are over it is refused with vLLM's 400.
+
 Special models: ``error-500`` answers 500, ``error-400`` answers 400, ``slow-N`` sleeps N
 seconds first; streamed, ``error-midstream`` sends two chunks then an error chunk and
 ``drop-midstream`` two chunks then drops the connection. A request with ``tools`` whose last
@@ -103,8 +107,13 @@ class FakeUpstream:
         chunk_delay_s: float = 0.0,
         tokens_per_chunk: int = 3,
         generate_incremental: bool = False,
+        max_model_len: int | None = None,
     ) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.max_model_len = max_model_len
+        """The context it reports and enforces (None: it says nothing, enforces nothing)."""
+        self.tokenized = 0
+        """``POST /tokenize`` requests answered."""
         self.served_version: int | None = None
         """When set, answers carry the local model server's policy header with it."""
         self.chunk_delay_s = chunk_delay_s
@@ -155,7 +164,33 @@ def create_fake_app(state: FakeUpstream | None = None) -> Starlette:
     state = state or FakeUpstream()
 
     async def models(request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+        model: dict[str, Any] = {"id": "fake-model", "object": "model"}
+        if state.max_model_len is not None:
+            model["max_model_len"] = state.max_model_len
+        return JSONResponse({"object": "list", "data": [model]})
+
+    async def tokenize_route(request: Request) -> Response:
+        body = await request.json()
+        if state.max_model_len is None:
+            return _error(404, "no /tokenize")
+        text = chat_prompt_text(body["messages"]) if "messages" in body else str(body["prompt"])
+        state.tokenized += 1
+        ids = tokenize(text)
+        return JSONResponse(
+            {"count": len(ids), "max_model_len": state.max_model_len, "tokens": ids}
+        )
+
+    def over_context(body: dict[str, Any], prompt: str) -> Response | None:
+        """vLLM's refusal of a prompt and ``max_tokens`` over its context."""
+        limit, asked = state.max_model_len, body.get("max_tokens") or 0
+        if limit is None or len(tokenize(prompt)) + asked <= limit:
+            return None
+        return _error(
+            400,
+            f"This model's maximum context length is {limit} tokens. However, you requested "
+            f"{len(tokenize(prompt)) + asked} tokens ({len(tokenize(prompt))} in the messages, "
+            f"{asked} in the completion).",
+        )
 
     async def chat(request: Request) -> Response:
         body = await request.json()
@@ -166,6 +201,9 @@ def create_fake_app(state: FakeUpstream | None = None) -> Starlette:
             return special
         messages = body.get("messages") or []
         prompt = chat_prompt_text(messages)
+        refused = over_context(body, prompt)
+        if refused is not None:
+            return refused
         tools = body.get("tools") or []
         tool_call = None
         last_role = messages[-1].get("role") if messages else None
@@ -215,6 +253,7 @@ def create_fake_app(state: FakeUpstream | None = None) -> Starlette:
         routes=[
             Route("/generate", generate, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
+            Route("/tokenize", tokenize_route, methods=["POST"]),
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/v1/completions", completions, methods=["POST"]),
         ]

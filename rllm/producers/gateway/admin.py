@@ -7,18 +7,16 @@ import hmac
 import logging
 from typing import Any
 
-import httpx
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from rllm.errors import MessageTooLargeError, RllmError
-from rllm.schemas.lineage import PolicyPointer, advance
-from rllm.schemas.types import PolicyUpdated
+from rllm.schemas.lineage import PolicyPointer
 
 from .errors import GatewayError, anthropic_error
+from .policy import upstream_policy
 from .routing import request_key
 from .sessions import Session
-from .settings import UpstreamKind
 from .state import GatewayState
 from .validation import TOO_DEEP, read_json
 
@@ -33,7 +31,6 @@ __all__ = [
     "pause",
     "policy",
     "require_admin",
-    "set_policy",
     "state_of",
 ]
 
@@ -77,14 +74,6 @@ def may_use(state: GatewayState, session: Session, key: str | None) -> bool:
     if is_admin(state, key):
         return True
     return key is not None and hmac.compare_digest(session.key.encode(), key.encode())
-
-
-def set_policy(state: GatewayState, record: PolicyUpdated) -> None:
-    """Take a PolicyUpdated read from the log (``rllm.schemas.lineage``'s rule: a new run
-    takes over from version 0, the current run only moves forward)."""
-    moved = advance(state.policy, record)
-    if moved != state.policy:
-        state.policy, state.policy_version = moved, moved.version
 
 
 def state_of(request: Request) -> GatewayState:
@@ -148,25 +137,10 @@ async def metrics(request: Request) -> Response:
     )
 
 
-async def upstream_policy(state: GatewayState) -> tuple[int | None, str | None]:
-    """The policy version and run the upstream reports on ``/health`` (the local model
-    server does; vLLM and SGLang do not), or Nones."""
-    if state.upstream.kind is UpstreamKind.HOSTED:
-        return None, None
-    try:
-        resp = await state.upstream.client.get("/health", timeout=2.0)
-        info = resp.json() if resp.status_code == 200 else {}
-        version, run = info.get("policy_version"), info.get("policy_run")
-    except (httpx.HTTPError, ValueError, AttributeError):
-        return None, None
-    if not isinstance(version, int) or isinstance(version, bool):
-        return None, None
-    return version, run if isinstance(run, str) else None
-
-
 @guarded
 async def policy(request: Request) -> Response:
-    """GET: the version steps are stamped with, its run, and the upstream's own version.
+    """GET: the version steps are stamped with and its run, the upstream's own (when it
+    reports one), and the one ``rllm.policy-updates`` names (adopted once served).
     POST ``{"version": N[, "run_id": R]}``: set it by hand (a trainer without Kafka)."""
     st = state_of(request)
     if request.method == "POST":
@@ -183,14 +157,17 @@ async def policy(request: Request) -> Response:
             raise GatewayError(
                 409, f"policy version {version} is older than the current {st.policy_version}"
             )
-        st.policy, st.policy_version = PolicyPointer(run, version), version
-    upstream_version, upstream_run = await upstream_policy(st)
+        st.policy = st.announced = PolicyPointer(run, version)
+        st.policy_version = version
+    _, served = await upstream_policy(st)
     return JSONResponse(
         {
             "policy_version": st.policy_version,
             "policy_run": st.policy.run_id if st.policy else None,
-            "upstream_policy_version": upstream_version,
-            "upstream_policy_run": upstream_run,
+            "upstream_policy_version": served.version if served else None,
+            "upstream_policy_run": served.run_id if served else None,
+            "announced_policy_version": st.announced.version if st.announced else None,
+            "announced_policy_run": st.announced.run_id if st.announced else None,
         }
     )
 

@@ -175,7 +175,8 @@ def too_large(cap: Capture, reason: str) -> Capture:
 
 
 def step_event(session: Session, cap: Capture, step_index: int, producer: str) -> SessionEvent:
-    """The ``StepCaptured`` event of a call; updates the session's parent for the next delta."""
+    """The ``StepCaptured`` event of a call; updates the session's parent for the next
+    delta, its step count and its token totals."""
     step_id = uuid.uuid4().hex
     has_tokens = cap.prompt_ids is not None and cap.response_ids is not None and cap.error is None
     prefix_len, parent = 0, None
@@ -192,6 +193,8 @@ def step_event(session: Session, cap: Capture, step_index: int, producer: str) -
         session.last_step_id = step_id
         session.last_full_ids = np.concatenate([prompt, response])
     session.num_steps += 1
+    session.prompt_tokens += cap.usage.prompt_tokens
+    session.completion_tokens += cap.usage.completion_tokens
     step = StepCaptured(
         step_id=step_id,
         step_index=step_index,

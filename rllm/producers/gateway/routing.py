@@ -1,11 +1,16 @@
 """Parse gateway paths: ``/sessions/{id}/v1/{api}`` (ids may hold ``/`` and ``:``),
-``/sessions/{id}/close``, and keys from ``Authorization`` or ``x-api-key``."""
+``/sessions/{id}/close``, keys from ``Authorization`` or ``x-api-key``, and a URL's query
+as a step may record it."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode
 
-__all__ = ["Route", "parse_session_path", "request_key"]
+__all__ = ["Route", "parse_session_path", "redacted_query", "request_key"]
+
+_SECRET = re.compile(r"key|token|secret|auth|sig", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -39,3 +44,12 @@ def request_key(headers: dict[str, str]) -> str | None:
     if auth[:7].lower() == "bearer " and auth[7:].strip():
         return auth[7:].strip()
     return headers.get("x-api-key") or None
+
+
+def redacted_query(query: str) -> str:
+    """A URL's query with the values of parameters that may hold a secret (``api-key``,
+    ``token``, ...) replaced by ``***``."""
+    if not query:
+        return ""
+    pairs = parse_qsl(query, keep_blank_values=True)
+    return urlencode([(k, "***" if _SECRET.search(k) else v) for k, v in pairs], safe="*")

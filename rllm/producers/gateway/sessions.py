@@ -40,6 +40,10 @@ class Session:
     """step_index of the next call."""
     num_steps: int = 0
     """Steps captured so far (failed ones included)."""
+    prompt_tokens: int = 0
+    """Prompt tokens of every captured step, as the upstream reported them."""
+    completion_tokens: int = 0
+    """Completion tokens of every captured step, as the upstream reported them."""
     last_step_id: str | None = None
     """The last captured step with token IDs: the parent of the next delta."""
     last_full_ids: npt.NDArray[np.int32] = field(default_factory=lambda: _EMPTY)
@@ -48,6 +52,8 @@ class Session:
     """``time.monotonic()`` of the last call's start or end (for the idle timeout)."""
     in_flight: int = 0
     """Calls being served now; a session with one is never idle."""
+    noted: set[str] = field(default_factory=set)
+    """Request fields the gateway did not send upstream that were logged already."""
 
     def take_index(self, count: int = 1) -> int:
         """Reserve the step_index of a call at dispatch (``count`` consecutive ones for a

@@ -163,11 +163,17 @@ class SglangGenerate:
         }
 
     async def complete(
-        self, upstream: Upstream, body: dict[str, Any], chat: bool, headers: dict[str, str]
+        self,
+        upstream: Upstream,
+        body: dict[str, Any],
+        chat: bool,
+        headers: dict[str, str],
+        prompt_ids: list[int] | None = None,
     ) -> dict[str, Any]:
-        """Call ``/generate``; return a vLLM-shaped chat completion or completion (``n``
-        samples come back as a list: one choice each, in order)."""
-        prompt_ids = self.prompt_ids(body, chat)
+        """Call ``/generate`` (with ``prompt_ids`` when the caller tokenized already);
+        return a vLLM-shaped chat completion or completion (``n`` samples come back as a
+        list: one choice each, in order)."""
+        prompt_ids = self.prompt_ids(body, chat) if prompt_ids is None else prompt_ids
         data = await upstream.post_json("/generate", self.request(body, prompt_ids, False), headers)
         outs = data if isinstance(data, list) else [data]
         choices = [choice_of(out, k, chat) for k, out in enumerate(outs)]
@@ -182,14 +188,19 @@ class SglangGenerate:
         }
 
     async def open_stream(
-        self, upstream: Upstream, body: dict[str, Any], chat: bool, headers: dict[str, str]
+        self,
+        upstream: Upstream,
+        body: dict[str, Any],
+        chat: bool,
+        headers: dict[str, str],
+        prompt_ids: list[int] | None = None,
     ) -> tuple[httpx.Response, list[int]]:
         """Open a streamed ``/generate`` call; return the open response and the prompt IDs.
 
         Raises:
             UpstreamFailure: non-2xx status, timeout or unreachable.
         """
-        prompt_ids = self.prompt_ids(body, chat)
+        prompt_ids = self.prompt_ids(body, chat) if prompt_ids is None else prompt_ids
         resp = await upstream.open_stream(
             "/generate", self.request(body, prompt_ids, True), headers
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -29,8 +30,12 @@ class GatewayState:
     metrics: Metrics
     sessions: SessionRegistry = field(default_factory=SessionRegistry)
     policy_version: int = 0
+    """The version steps and sessions are stamped with: what the upstream serves."""
     policy: PolicyPointer | None = None
-    """The run and version ``rllm.policy-updates`` points at (None: none published yet)."""
+    """The run and version the upstream serves (None: not known; run "": its own weights)."""
+    announced: PolicyPointer | None = None
+    """The run and version ``rllm.policy-updates`` points at (None: none published yet);
+    adopted once the upstream serves it (``policy.PolicySync``)."""
     paused: bool = False
 
     @property
@@ -59,11 +64,15 @@ class GatewayState:
             producer=self.settings.producer_name,
             payload=opened,
         )
+        session.in_flight += 1  # not idle while its SessionOpened waits for the broker
         try:
             await self.publish(session, event, wait=True)
         except BaseException:
             self.sessions.close(session_id)
             raise
+        finally:
+            session.in_flight -= 1
+            session.last_seen = time.monotonic()
         return session
 
     async def reap_idle(self) -> int:

@@ -20,7 +20,7 @@ from .adapters.stream import StreamEncoder
 from .upstreams import UpstreamFailure
 
 if TYPE_CHECKING:
-    from .calls import Call
+    from .call import Call
 
 __all__ = ["each", "relay", "sse_json"]
 

@@ -11,6 +11,7 @@ import httpx
 
 from rllm.schemas.types import StepError
 
+from .context import ContextWindow
 from .settings import GatewaySettings, UpstreamKind
 from .sglang import SglangGenerate, load_tokenizer
 
@@ -80,6 +81,8 @@ class Upstream:
             timeout=httpx.Timeout(settings.upstream_timeout_s, connect=10.0),
             limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
         )
+        self.context = ContextWindow(self)
+        """Its context length, and prompt lengths when a call needs them."""
 
     @property
     def captures_tokens(self) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 
 from rllm.errors import RllmError
+from rllm.producers.sdk.types import SessionTotals
 from rllm.schemas.convert import to_json_dict
 from rllm.schemas.types import SessionEvent, SessionStatus, Task
 from rllm.tls import shared_tls
@@ -215,14 +216,32 @@ class GatewayClient:
     ) -> int:
         """Close a session (publishes ``events``, then SessionClosed); return the steps it
         captured (0 when a retry found it already closed by an attempt whose answer was
-        lost)."""
+        lost). ``close_session_totals`` also returns its token totals."""
+        totals = await self.close_session_totals(handle, status, output, error, events)
+        return totals.num_steps
+
+    async def close_session_totals(
+        self,
+        handle: SessionHandle,
+        status: SessionStatus,
+        output: Any = None,
+        error: str | None = None,
+        events: list[SessionEvent] | None = None,
+    ) -> SessionTotals:
+        """Close a session as ``close_session`` does; return what the gateway counted: its
+        steps and the upstream's token usage summed over them (zeros when a retry found it
+        already closed by an attempt whose answer was lost)."""
         body: dict[str, Any] = {"status": status.value, "output": output, "error": error}
         body = json.loads(json.dumps(body, default=str))
         if events:
             body["events"] = [to_json_dict(e) for e in events]
         item = {"session_id": handle.session_id, "api_key": handle.api_key, **body}
         result = _checked("POST /sessions/close", await self._closes(item))
-        return int(result.get("num_steps", 0))
+        return SessionTotals(
+            num_steps=int(result.get("num_steps", 0)),
+            prompt_tokens=int(result.get("prompt_tokens", 0)),
+            completion_tokens=int(result.get("completion_tokens", 0)),
+        )
 
     async def publish(self, events: list[SessionEvent], key: str | None = None) -> None:
         """Publish events through ``POST /v1/events``; any refusal raises."""

@@ -94,7 +94,8 @@ class Rollout:
 
         ``before_close`` sees the outcome (``num_steps`` not yet known) before the session
         closes; the events it returns go with the close request, so a reward precedes
-        ``SessionClosed`` on the partition and costs no request of its own.
+        ``SessionClosed`` on the partition and costs no request of its own. An agent that
+        reports no token usage gets the gateway's totals for the session.
         """
         handle = await gateway.open_session(
             task,
@@ -142,8 +143,15 @@ class Rollout:
             if before_close is not None:
                 events = await before_close(outcome)
         finally:
-            num_steps = await gateway.close_session(handle, status, output, error, events)
-        return replace(outcome, num_steps=num_steps)
+            totals = await gateway.close_session_totals(handle, status, output, error, events)
+        if outcome.prompt_tokens or outcome.completion_tokens:  # the agent reported its usage
+            return replace(outcome, num_steps=totals.num_steps)
+        return replace(
+            outcome,
+            num_steps=totals.num_steps,
+            prompt_tokens=totals.prompt_tokens,
+            completion_tokens=totals.completion_tokens,
+        )
 
 
 @overload

@@ -7,7 +7,7 @@ from typing import Any
 
 from rllm.schemas.types import SessionStatus, Task
 
-__all__ = ["AgentAnswer", "RolloutConfig", "RolloutOutcome"]
+__all__ = ["AgentAnswer", "RolloutConfig", "RolloutOutcome", "SessionTotals"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,19 @@ class RolloutOutcome:
     seconds: float
     """Wall time of the run."""
     prompt_tokens: int = 0
-    """Prompt tokens the agent reported."""
+    """Prompt tokens over its calls: what the agent reported, else (an agent that reported
+    none) the sum of the upstream's usage the gateway captured."""
     completion_tokens: int = 0
-    """Completion tokens the agent reported."""
+    """Completion tokens over its calls, likewise."""
+
+
+@dataclass(frozen=True)
+class SessionTotals:
+    """What the gateway counted for a session it closed."""
+
+    num_steps: int = 0
+    """Steps it captured (failed ones included)."""
+    prompt_tokens: int = 0
+    """Prompt tokens of those steps, as the upstream reported them."""
+    completion_tokens: int = 0
+    """Completion tokens of those steps, as the upstream reported them."""

@@ -30,6 +30,16 @@ class _Tokenizer:
         return "x" * len(ids)
 
 
+class _Weights:
+    """What the model server's ``/health`` reads of a model: its parameters' dtype."""
+
+    class _Param:
+        dtype = "torch.float32"
+
+    def parameters(self) -> Iterator[Any]:
+        yield self._Param()
+
+
 class SlowEngine:
     """Takes ``seconds`` per batch unless every row's stop event is set first."""
 
@@ -37,6 +47,12 @@ class SlowEngine:
     max_model_len = 4096
     vocab_size = 1000
     version = 0
+    policy_run = ""
+    source = "test-double"
+    model = _Weights()
+
+    def threads_report(self) -> dict[str, int]:
+        return {}
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -93,6 +109,16 @@ def _wait(what: str, check: Callable[[], bool], timeout_s: float = 8.0) -> None:
         time.sleep(0.05)
 
 
+def _closed_on_topic(session_events: Events) -> None:
+    """Wait for a SessionClosed on the topic: the gateway forgets a session (so /health no
+    longer counts it) before its SessionClosed is acknowledged."""
+    _wait(
+        "no SessionClosed on the topic",
+        lambda: any(isinstance(e.payload, SessionClosed) for _, e in session_events()),
+        timeout_s=30,
+    )
+
+
 def test_a_client_that_goes_away_cancels_the_upstream_and_its_session_times_out(
     start_gateway: Callable[..., ThreadedServer],
     session_events: Events,
@@ -111,6 +137,7 @@ def test_a_client_that_goes_away_cancels_the_upstream_and_its_session_times_out(
         "the abandoned session was never closed",
         lambda: httpx.get(f"{gw.url}/health").json()["open_sessions"] == 0,
     )
+    _closed_on_topic(session_events)
     events = [e.payload for _, e in session_events() if e.session_id == "gone"]
     steps = [p for p in events if isinstance(p, StepCaptured)]
     assert len(steps) == 1 and steps[0].error is not None
@@ -136,6 +163,7 @@ def test_a_session_is_not_closed_under_a_call_in_flight(
         "the idle session was never closed",
         lambda: httpx.get(f"{gw.url}/health").json()["open_sessions"] == 0,
     )
+    _closed_on_topic(session_events)
     events = [e.payload for _, e in session_events() if e.session_id == "long"]
     kinds = [type(p).__name__ for p in events]
     assert kinds == ["SessionOpened", "StepCaptured", "SessionClosed"], kinds

@@ -211,8 +211,10 @@ def test_anthropic_errors_are_anthropic_shaped(
     assert r.status_code == 401 and "type" not in r.json() and "message" in r.json()["error"]
 
 
-def test_dropped_responses_tools_are_logged_once_by_name(
-    start_gateway: Callable[..., ThreadedServer], caplog: pytest.LogCaptureFixture
+def test_dropped_responses_tools_are_recorded_and_logged_once_per_session(
+    start_gateway: Callable[..., ThreadedServer],
+    caplog: pytest.LogCaptureFixture,
+    session_events: Events,
 ) -> None:
     gw = start_gateway()
     name = f"ns_{uuid.uuid4().hex[:8]}"
@@ -222,14 +224,15 @@ def test_dropped_responses_tools_are_logged_once_by_name(
         {"type": "function", "name": "f", "parameters": {"type": "object"}},
     ]
     body = {"model": "m", "input": "hi", "tools": tools}
-    with caplog.at_level(logging.WARNING, logger="rllm.gateway"):
-        for _ in range(2):
-            assert (
-                httpx.post(
-                    f"{gw.url}/sessions/tools/v1/responses", json=body, headers=ADMIN
-                ).status_code
-                == 200
-            )
+    with caplog.at_level(logging.INFO, logger="rllm.gateway"):
+        for sid in ("tools", "tools", "other"):
+            r = httpx.post(f"{gw.url}/sessions/{sid}/v1/responses", json=body, headers=ADMIN)
+            assert r.status_code == 200, r.text
     notes = [r.getMessage() for r in caplog.records if f"namespace:{name}" in r.getMessage()]
-    assert len(notes) == 1, notes
-    assert "not function tools" in notes[0]
+    assert len(notes) == 2, notes
+    assert "session tools: responses ['tools:namespace:" in notes[0]
+    assert "not sent to the chat-completions upstream" in notes[0]
+    assert "session other" in notes[1]
+    steps = [e.payload for _, e in session_events() if isinstance(e.payload, StepCaptured)]
+    dropped = [json.loads(s.sampling_params_json)["dropped"] for s in steps]
+    assert dropped == [[f"tools:namespace:{name}", "tools:web_search"]] * 3

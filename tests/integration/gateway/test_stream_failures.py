@@ -166,6 +166,16 @@ class _Tokenizer:
         return "".join(chr(ord("a") + i % 26) for i in ids)
 
 
+class _Weights:
+    """What the model server's ``/health`` reads of a model: its parameters' dtype."""
+
+    class _Param:
+        dtype = "torch.float32"
+
+    def parameters(self) -> Iterator[Any]:
+        yield self._Param()
+
+
 class _Model:
     """A test double of the local model server's engine: three tokens per prompt."""
 
@@ -173,6 +183,12 @@ class _Model:
     max_model_len = 4096
     vocab_size = 1000
     version = 0
+    policy_run = ""
+    source = "test-double"
+    model = _Weights()
+
+    def threads_report(self) -> dict[str, int]:
+        return {}
 
     def generate(
         self, prompts: list[list[int]], params: list[SamplingParams], stop: Sequence[Any] = ()

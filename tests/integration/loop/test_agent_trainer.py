@@ -124,6 +124,7 @@ def test_agent_trainer_closes_the_loop(
         assert [u.version for u in report.updates] == [1, 2], report
         # each batch's rollouts carry the version they ran on, as their steps (and analytics) do
         assert [u.rollout_version for u in report.updates] == [0, 1], report
+        assert all(u.prompt_tokens > 0 and u.completion_tokens > 0 for u in report.updates)
         assert [u.rollouts for u in report.updates] == [4, 4]
         assert [u.reward_mean for u in report.updates] == [0.5, 0.5]
         assert report.version == 2

@@ -12,10 +12,11 @@ import pytest
 import rllm
 from rllm.errors import ConfigError
 from rllm.producers.evaluation import EvalConfig, run_eval, run_tasks
+from rllm.producers.evaluation.summary import summarize
 from rllm.producers.sdk import GatewayClient, RolloutConfig, RolloutOutcome
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.topics import SESSION_EVENTS
-from rllm.schemas.types import SessionStatus, Task
+from rllm.schemas.types import SessionStatus, StepCaptured, Task
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
 from tests.integration.helpers import read_all
@@ -101,6 +102,13 @@ async def test_rollouts_and_rewards_form_whole_sessions_on_the_broker(
         else:
             assert closed.status is SessionStatus.OK
             assert json.loads(closed.output_json or "null").startswith("ok:")
+    # the agent reports no usage (it returns a string): the summary counts the gateway's
+    steps = [e.payload for evs in sessions.values() for e in evs]
+    usage = [s.usage for s in steps if isinstance(s, StepCaptured)]
+    summary = summarize("run-sdk", "tasks", "m", results, attempts=2, seconds=1.0)
+    assert len(usage) == 4
+    assert summary.prompt_tokens == sum(u.prompt_tokens for u in usage) > 0
+    assert summary.completion_tokens == sum(u.completion_tokens for u in usage) > 0
 
 
 async def test_run_eval_on_a_benchmark_fixture_scores_writes_and_summarises(

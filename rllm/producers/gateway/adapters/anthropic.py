@@ -9,9 +9,41 @@ from typing import Any
 
 from .base import Parsed
 
-__all__ = ["from_chat", "to_chat"]
+__all__ = ["dropped", "from_chat", "to_chat"]
 
 _STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
+_SENT = frozenset(
+    {
+        "model",
+        "messages",
+        "system",
+        "tools",
+        "tool_choice",
+        "max_tokens",
+        "temperature",
+        "top_p",
+        "top_k",
+        "stop_sequences",
+        "stream",
+    }
+)
+"""The request fields the chat-completions request carries (translated)."""
+
+
+def dropped(body: dict[str, Any]) -> list[str]:
+    """The request's fields a chat-completions upstream is not sent, sorted (Claude Code
+    sends ``thinking``, ``context_management``, ``output_config`` and ``metadata``)."""
+    return sorted(k for k in body if k not in _SENT)
+
+
+def _tool_choice(choice: Any) -> Any:
+    """The chat ``tool_choice`` of an Anthropic one (``auto``, ``any``, ``tool``, ``none``)."""
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if kind == "tool":
+        return {"type": "function", "function": {"name": choice["name"]}}
+    if kind in ("auto", "any", "none"):
+        return {"auto": "auto", "any": "required", "none": "none"}[kind]
+    raise ValueError(f"tool_choice must be auto, any, tool or none, got {choice!r:.80}")
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -86,6 +118,10 @@ def to_chat(body: dict[str, Any]) -> dict[str, Any]:
             }
             for t in body["tools"]
         ]
+    if body.get("tool_choice") is not None:
+        chat["tool_choice"] = _tool_choice(body["tool_choice"])
+        if body["tool_choice"].get("disable_parallel_tool_use"):
+            chat["parallel_tool_calls"] = False
     for src, dst in (
         ("max_tokens", "max_tokens"),
         ("temperature", "temperature"),

@@ -4,19 +4,13 @@ answer back (text and function calls); ``responses_stream`` translates streams."
 from __future__ import annotations
 
 import json
-import logging
 import time
 import uuid
 from typing import Any
 
 from .base import Parsed
 
-__all__ = ["from_chat", "to_chat"]
-
-log = logging.getLogger("rllm.gateway")
-
-_DROPPED: set[str] = set()
-"""Labels (``type`` or ``type:name``) of dropped tools already logged."""
+__all__ = ["dropped", "from_chat", "to_chat"]
 
 
 def _text(content: Any) -> str:
@@ -32,17 +26,11 @@ def _tool_label(tool: dict[str, Any]) -> str:
     return f"{tool.get('type')}:{name}" if isinstance(name, str) else str(tool.get("type"))
 
 
-def _note_dropped(tools: list[dict[str, Any]]) -> None:
-    """Log, once per kind and name for the process, tools a chat upstream cannot take
-    (Codex sends ``namespace`` and ``web_search`` tools)."""
-    new = sorted({_tool_label(t) for t in tools} - _DROPPED)
-    if new:
-        _DROPPED.update(new)
-        log.warning(
-            "Responses tools %s are not function tools; a chat-completions upstream cannot "
-            "run them, so they are left out of the request (logged once per tool)",
-            new,
-        )
+def dropped(body: dict[str, Any]) -> list[str]:
+    """The request's tools a chat-completions upstream cannot run, as ``tools:TYPE`` or
+    ``tools:TYPE:NAME`` (Codex sends ``namespace`` and ``web_search`` tools), sorted."""
+    given = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    return sorted({f"tools:{_tool_label(t)}" for t in given if t.get("type") != "function"})
 
 
 def to_chat(body: dict[str, Any]) -> dict[str, Any]:
@@ -82,7 +70,6 @@ def to_chat(body: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(f"input item type {kind!r} is not supported")
     chat: dict[str, Any] = {"model": body["model"], "messages": messages}
     given = [t for t in body.get("tools") or [] if isinstance(t, dict)]
-    _note_dropped([t for t in given if t.get("type") != "function"])
     tools = [
         {
             "type": "function",

@@ -1,0 +1,201 @@
+"""One call's timing and capture, published as its step (one per choice of ``n > 1``):
+what ``dispatch`` fills while it serves the call."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Mapping
+from concurrent.futures import Future
+from typing import Any
+
+from starlette.responses import JSONResponse, Response
+
+from rllm.errors import MessageTooLargeError
+from rllm.schemas.lineage import POLICY_HEADER
+from rllm.schemas.topics import SESSION_EVENTS
+from rllm.schemas.types import ApiKind, utcnow
+
+from .adapters.base import Parsed
+from .capture import (
+    Capture,
+    choice_capture,
+    choices_asked,
+    missing_choice,
+    sampling_params,
+    step_event,
+    too_large,
+)
+from .clock import Timing
+from .context import Clamp
+from .errors import anthropic_error
+from .sessions import Session
+from .settings import UpstreamKind
+from .state import GatewayState
+from .upstreams import UpstreamFailure
+
+__all__ = ["Call"]
+
+log = logging.getLogger("rllm.gateway")
+
+_ADVANCED = ("last_step_id", "last_full_ids", "num_steps", "prompt_tokens", "completion_tokens")
+"""The session fields ``step_event`` advances (restored when its event is not taken)."""
+
+
+class Call:
+    """Timing and capture of one call."""
+
+    def __init__(
+        self,
+        state: GatewayState,
+        session: Session,
+        api: ApiKind,
+        body: dict[str, Any],
+        timing: Timing | None = None,
+    ) -> None:
+        self.state, self.session, self.api, self.body = state, session, api, body
+        self.timing = timing or Timing(arrived=time.perf_counter())
+        self.timing.call = True
+        self.t0 = self.timing.arrived
+        self.asked = choices_asked(body)
+        self.index = session.take_index(self.asked)
+        self.cap = Capture(
+            api=api,
+            model=str(body.get("model", "")),
+            request=body,
+            started_at=utcnow(),
+            upstream=state.upstream.url,
+            policy_version=state.policy_version,
+            sampling=sampling_params(body),
+        )
+        self.t_up = 0.0
+        self.recorded = False
+
+    def dropped(self, labels: list[str]) -> None:
+        """Record in the step (``dropped`` in its sampling parameters) what of the request
+        the upstream is not sent; log it once per session."""
+        if not labels:
+            return
+        self.cap.sampling["dropped"] = labels
+        new = [label for label in labels if label not in self.session.noted]
+        if new:
+            self.session.noted.update(new)
+            log.info(
+                "session %s: %s %s not sent to the chat-completions upstream (each step "
+                "records them: sampling_params_json 'dropped'; logged once per session)",
+                self.session.session_id,
+                self.api.value,
+                new,
+            )
+
+    def clamped(self, clamp: Clamp) -> None:
+        """Record in the step that ``max_tokens`` was cut to what the context leaves."""
+        for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+            if key in self.cap.sampling:
+                self.cap.sampling[key] = clamp.sent
+        self.cap.sampling["max_tokens_clamped"] = clamp.note()
+
+    def sent(self) -> None:
+        self.t_up = time.perf_counter()
+
+    def received(self, headers: Mapping[str, str] | None = None) -> None:
+        """The upstream answered; a local model server names the version that generated
+        the answer, which replaces the one stamped at dispatch (a reload may have come
+        between the policy update the gateway saw and the server's)."""
+        self.cap.latency_ms = (time.perf_counter() - self.t_up) * 1000
+        self.timing.upstream_s = self.cap.latency_ms / 1000
+        served = (headers or {}).get(POLICY_HEADER)
+        if served is not None and served.isdigit():
+            self.cap.policy_version = int(served)
+
+    def take(self, parsed: Parsed, response: Any) -> None:
+        c = self.cap
+        c.response = response
+        c.prompt_ids, c.response_ids, c.logprobs = (
+            parsed.prompt_ids,
+            parsed.response_ids,
+            parsed.logprobs,
+        )
+        c.finish_reason, c.usage = parsed.finish_reason, parsed.usage
+        c.more = list(parsed.more)
+
+    async def record(self, wait: bool | None = None) -> None:
+        """Publish the step (once); with ack capture this returns after Kafka's ack, with
+        async capture (or ``wait`` False) the step is built and submitted once the handler
+        has let the loop go, so after the answer is sent.
+
+        The step's ``overhead_ms`` is the time from the request's arrival to here, less the
+        upstream's: reading, parsing, checking, translating and capturing (the Kafka wait
+        and the sending come after the event is built; ``rllm_gateway_added_latency_seconds``
+        covers them, to the answer's last byte).
+
+        A step whose event is over the event limit (``RLLM_MAX_MESSAGE_BYTES``) is published
+        as a failed step (kind ``too_large``) without its payloads, so the agent still gets
+        its answer and the session's published steps stay contiguous and counted.
+        """
+        if self.recorded:
+            return
+        self.recorded = True
+        total = (time.perf_counter() - self.t0) * 1000
+        self.cap.overhead_ms = max(total - self.cap.latency_ms, 0.0)
+        m = self.state.metrics
+        m.observe("rllm_gateway_upstream_latency_seconds", self.cap.latency_ms / 1000)
+        if self.cap.error is not None:
+            m.inc("rllm_gateway_errors_total", kind=self.cap.error.kind)
+        if self.state.wait_for_ack if wait is None else wait:
+            settled = self._submit_choices()
+            await asyncio.gather(*(asyncio.wrap_future(f) for f in settled))
+        else:  # after the answer is written (the loop runs callbacks in order, so before
+            # anything a later request of the session does, its close included)
+            asyncio.get_running_loop().call_soon(self._submit_choices)
+
+    def _submit_choices(self) -> list[Future[None]]:
+        """Submit one step per choice, at consecutive step indices from the call's: the
+        first choice as the call's step, each other one delta-encoded against it (its
+        parent, by key), then the session continues from the first choice. Reserved
+        indices the call did not use are given back, or filled with failed steps when a
+        later call already took an index after them."""
+        s = self.session
+        more = self.cap.more[: self.asked - 1] if self.cap.error is None else []
+        settled = [self._submit(self.cap, self.index)]
+        first = (s.last_step_id, s.last_full_ids)
+        for k, sample in enumerate(more, start=1):
+            settled.append(self._submit(choice_capture(self.cap, sample), self.index + k))
+            s.last_step_id, s.last_full_ids = first
+        used = 1 + len(more)
+        if not s.give_back(self.index, self.asked, used):
+            for k in range(used, self.asked):
+                gap = missing_choice(self.cap, k, self.asked)
+                settled.append(self._submit(gap, self.index + k))
+        return settled
+
+    def _submit(self, cap: Capture, index: int) -> Future[None]:
+        """Build and submit one step event (no await between: the session's delta state
+        and step count change only for an event that was taken)."""
+        s, producer = self.session, self.state.settings.producer_name
+        before = {name: getattr(s, name) for name in _ADVANCED}
+        event = step_event(s, cap, index, producer)
+        try:
+            return self.state.sink.submit(SESSION_EVENTS, s.session_id, event)
+        except MessageTooLargeError as exc:
+            for name, value in before.items():
+                setattr(s, name, value)
+            self.state.metrics.inc("rllm_gateway_errors_total", kind="too_large")
+            event = step_event(s, too_large(cap, str(exc)), index, producer)
+            return self.state.sink.submit(SESSION_EVENTS, s.session_id, event)
+
+    async def failed(self, failure: UpstreamFailure) -> Response:
+        self.received()
+        self.cap.error = failure.error
+        try:
+            self.cap.response = json.loads(failure.body)
+        except ValueError:
+            self.cap.response = {"raw": failure.body[:2000].decode("utf-8", "replace")}
+        await self.record()
+        translated = self.state.upstream.kind is not UpstreamKind.HOSTED
+        if translated and self.api is ApiKind.ANTHROPIC_MESSAGES:  # an Anthropic client reads it
+            body = anthropic_error(failure.status, failure.error.message)
+            return JSONResponse(body, status_code=failure.status)
+        return Response(failure.body, status_code=failure.status, media_type=failure.content_type)
