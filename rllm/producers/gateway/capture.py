@@ -14,8 +14,8 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
+from rllm.schemas.delta import common_prefix_len, delta_prompt  # the one delta rule
 from rllm.schemas.tokens import pack_logprobs, pack_tokens
 from rllm.schemas.types import (
     ApiKind,
@@ -65,23 +65,6 @@ SAMPLING_KEYS = (
 def sampling_params(body: dict[str, Any]) -> dict[str, Any]:
     """The sampling parameters of a request body."""
     return {k: body[k] for k in SAMPLING_KEYS if k in body}
-
-
-def common_prefix_len(a: npt.NDArray[np.int32], b: npt.NDArray[np.int32]) -> int:
-    """Length of the longest common prefix of two token arrays."""
-    n = min(len(a), len(b))
-    if n == 0:
-        return 0
-    diff = np.flatnonzero(a[:n] != b[:n])
-    return int(diff[0]) if diff.size else n
-
-
-def delta_prompt(
-    previous_full: npt.NDArray[np.int32], prompt: npt.NDArray[np.int32]
-) -> tuple[int, npt.NDArray[np.int32]]:
-    """``(prefix_len, suffix)``: the prompt as reused tokens of the parent plus a suffix."""
-    k = common_prefix_len(previous_full, prompt)
-    return k, prompt[k:]
 
 
 @dataclass
