@@ -12,6 +12,7 @@ from ..errors import anthropic_error
 from .anthropic import from_chat
 from .base import Parsed, sse
 from .chat import ChatStream
+from .stream import first_choice_deltas
 
 __all__ = ["AnthropicStream"]
 
@@ -63,13 +64,10 @@ class AnthropicStream:
     def feed(self, chunk: dict[str, Any]) -> list[bytes]:
         """Text and tool call deltas of choice 0 as content block events."""
         out = self._start()
-        for choice in chunk.get("choices") or []:
-            if choice.get("index", 0) != 0:
-                continue
-            delta = choice.get("delta") or {}
-            if delta.get("content"):
-                out += self._text(str(delta["content"]))
-            for call in delta.get("tool_calls") or []:
+        for text, calls in first_choice_deltas(chunk):
+            if text:
+                out += self._text(text)
+            for call in calls:
                 out += self._call(call)
         return out
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from .base import Parsed, sse
 from .responses import from_chat
+from .stream import first_choice_deltas
 
 __all__ = ["ResponsesStream"]
 
@@ -63,13 +64,10 @@ class ResponsesStream:
     def feed(self, chunk: dict[str, Any]) -> list[bytes]:
         """Text and tool call deltas of choice 0 as Responses events."""
         out = self._start()
-        for choice in chunk.get("choices") or []:
-            if choice.get("index", 0) != 0:
-                continue
-            delta = choice.get("delta") or {}
-            if delta.get("content"):
-                out += self._text(str(delta["content"]))
-            for call in delta.get("tool_calls") or []:
+        for text, calls in first_choice_deltas(chunk):
+            if text:
+                out += self._text(text)
+            for call in calls:
                 out += self._call(call)
         return out
 

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from .base import Parsed, sse
 
-__all__ = ["DONE", "OpenAIStream", "StreamEncoder", "as_chunks"]
+__all__ = ["DONE", "OpenAIStream", "StreamEncoder", "as_chunks", "first_choice_deltas"]
 
 DONE = b"data: [DONE]\n\n"
 """The OpenAI stream's last event."""
@@ -61,6 +61,18 @@ class OpenAIStream:
     def fail(self, status: int, kind: str, message: str) -> list[bytes]:
         """An OpenAI error object as an event (the ``openai`` client raises ``APIError``)."""
         return [sse({"error": {"message": message, "type": kind, "code": status}})]
+
+
+def first_choice_deltas(chunk: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Choice 0's ``(text, tool call deltas)`` in a chat-completions chunk (the other
+    choices' deltas are captured as their own steps, not translated)."""
+    out = []
+    for choice in chunk.get("choices") or []:
+        if choice.get("index", 0) != 0:
+            continue
+        delta = choice.get("delta") or {}
+        out.append((str(delta.get("content") or ""), list(delta.get("tool_calls") or [])))
+    return out
 
 
 def as_chunks(data: dict[str, Any], chat: bool) -> list[dict[str, Any]]:
