@@ -24,6 +24,7 @@ from typing import Any
 import faust
 
 from rllm.kafka import ensure_topics, make_admin, make_codec
+from rllm.processors.consumer import GuardedApp
 from rllm.processors.deadletter import MessageView, refused
 from rllm.processors.group import GroupBook
 from rllm.processors.publish import Outputs, Sink
@@ -115,7 +116,7 @@ class Processors:
             )
         n_src, n_traj = partitions
         big = str(kafka.max_message_bytes + 65536)
-        self.app = faust.App(
+        self.app = GuardedApp(
             app_id,
             broker=f"kafka://{kafka.bootstrap_servers}",
             store="memory://",

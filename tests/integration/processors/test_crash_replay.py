@@ -12,8 +12,6 @@ import time
 from collections import Counter
 from typing import Any
 
-import pytest
-
 from rllm.processors.dedup import dedup_by_event_id
 from rllm.schemas.convert import to_json_dict
 from rllm.schemas.topics import EPISODES, TRAJECTORIES
@@ -36,14 +34,10 @@ def _content(record: Any) -> dict[str, Any]:
     return data
 
 
-# Known bug, not fixed yet: after the SIGKILL and restart a few groups never complete
-# (9 of 500 in CI; 25 of 500, 12 sessions without a trajectory, here). Timing-dependent:
-# 0 failures in 36 runs while the machine was busy, several in the next dozen once it was
-# idle. The same symptom without any kill comes from faust's rebalance handling
-# (tests/integration/processors/test_rebalance.py: records fetched before a rebalance are
-# dropped as already seen after it). Rerun at most twice so CI still fails on a
-# deterministic regression.
-@pytest.mark.flaky(reruns=2)
+# After the SIGKILL the restarted worker waits out the dead member, is assigned every
+# partition, restores the tables and reads on from the committed offsets. Before
+# rllm.processors.consumer corrected faust's consumer a few groups (9 to 25 of 500) never
+# completed in about one run of three (see test_rebalance.py for the two holes).
 def test_sigkill_mid_stream_then_restart_equals_uninterrupted_replay(
     kafka: KafkaSettings, make_topics: Any, workers: Workers
 ) -> None:
@@ -95,6 +89,7 @@ def test_sigkill_mid_stream_then_restart_equals_uninterrupted_replay(
     assert len(eps) == SESSIONS // GROUP
     assert Counter(len(e.trajectories) for e in eps) == {GROUP: SESSIONS // GROUP}
     assert all(len(t.steps) == 2 and t.flags == () for t in trajs)
+    assert "as a gap" not in workers.log(1), workers.log(1)[-3000:]
 
     # an uninterrupted run over the same log: a replay into its own topics
     replay = workers.start("--replay", "--output-prefix", "ref.", "--idle-exit", "4")
