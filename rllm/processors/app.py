@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import time
 from typing import Any
 
@@ -40,7 +41,7 @@ from rllm.schemas.topics import (
     TRAJECTORIES,
     TopicSpec,
 )
-from rllm.settings import KafkaSettings
+from rllm.settings import KafkaSettings, default_home
 
 __all__ = ["TICK", "Processors", "Sink", "topic_partitions"]
 
@@ -120,6 +121,9 @@ class Processors:
             app_id,
             broker=f"kafka://{kafka.bootstrap_servers}",
             store="memory://",
+            # faust's data directory (empty with memory tables: their state is in the
+            # changelogs) under $RLLM_HOME, not ./<app_id>-data in the working directory
+            datadir=str(default_home() / "processors" / app_id),
             processing_guarantee="at_least_once",
             autodiscover=False,
             web_enabled=False,
@@ -224,9 +228,12 @@ class Processors:
         await self.outputs.emit_then_apply(emits, stores)
 
     def close(self) -> None:
-        """Flush and stop the producers and the reward threads."""
+        """Flush and stop the producers and the reward threads; a replay's own data
+        directory (its app id is unique) goes too."""
         self.outputs.close()
         self.runner.close()
+        if self.settings.replay:
+            shutil.rmtree(self.app.conf.datadir, ignore_errors=True)
 
     # agents --------------------------------------------------------------------------
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from rllm.processors.app import Processors
 from rllm.processors.settings import ProcessorSettings
 from rllm.settings import KafkaSettings
@@ -28,3 +31,9 @@ def test_at_least_once_with_memory_tables() -> None:
     conf = _app_conf()
     assert conf.processing_guarantee.value == "at_least_once"  # type: ignore[attr-defined]
     assert str(conf.store) == "memory:"  # type: ignore[attr-defined]
+
+
+def test_faust_data_directory_is_under_rllm_home(tmp_path: Path, monkeypatch: Any) -> None:
+    # not ./<app_id>-data in whatever directory the worker was started from
+    monkeypatch.setenv("RLLM_HOME", str(tmp_path))
+    assert Path(_app_conf().datadir) == tmp_path / "processors" / "unit-conf"  # type: ignore[attr-defined]
