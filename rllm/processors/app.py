@@ -20,6 +20,7 @@ import asyncio
 import logging
 import shutil
 import time
+from pathlib import Path
 from typing import Any
 
 import faust
@@ -41,7 +42,7 @@ from rllm.schemas.topics import (
     TRAJECTORIES,
     TopicSpec,
 )
-from rllm.settings import KafkaSettings, default_home
+from rllm.settings import KafkaSettings, private_home
 
 __all__ = ["TICK", "Processors", "Sink", "topic_partitions"]
 
@@ -123,7 +124,7 @@ class Processors:
             store="memory://",
             # faust's data directory (empty with memory tables: their state is in the
             # changelogs) under $RLLM_HOME, not ./<app_id>-data in the working directory
-            datadir=str(default_home() / "processors" / app_id),
+            datadir=str(_data_dir(app_id)),
             processing_guarantee="at_least_once",
             autodiscover=False,
             web_enabled=False,
@@ -338,6 +339,14 @@ class Processors:
         if sent:
             await asyncio.sleep(0)
         return sent
+
+
+def _data_dir(app_id: str) -> Path:
+    """faust's data directory for ``app_id`` under ``$RLLM_HOME/processors`` (made here:
+    faust makes only the last level)."""
+    parent = private_home() / "processors"
+    parent.mkdir(exist_ok=True)
+    return parent / app_id
 
 
 def _enter(store: StagedStore, partition: int) -> int:
