@@ -10,13 +10,13 @@ from rllm.processors.advantages import (
     rloo_advantages,
 )
 from rllm.processors.app import Processors
-from rllm.processors.assemble import assemble_trajectory, restore_prompts, trajectory_id
-from rllm.processors.dedup import dedup_by_event_id
-from rllm.processors.group import build_episode, episode_id
+from rllm.processors.assemble import assemble_trajectory
+from rllm.processors.group import build_episode
 from rllm.processors.score import RewardRunner, extract_answer
 from rllm.processors.settings import ProcessorSettings
 from rllm.processors.types import AssemblyError, ProcessorError
 from rllm.processors.worker import run_processors
+from rllm.schemas.ids import dedup_by_event_id, episode_id, trajectory_id
 
 __all__ = [
     "AssemblyError",
@@ -33,7 +33,6 @@ __all__ = [
     "grpo_advantages",
     "is_uniform",
     "reinforce_advantages",
-    "restore_prompts",
     "rloo_advantages",
     "run_processors",
     "trajectory_id",

@@ -35,6 +35,7 @@ from rllm.processors.sessions import SessionBook
 from rllm.processors.settings import ProcessorSettings
 from rllm.processors.staged import StagedStore
 from rllm.processors.types import Emit, Output
+from rllm.schemas.ids import group_key
 from rllm.schemas.topics import (
     DEAD_LETTERS,
     EPISODES,
@@ -42,6 +43,7 @@ from rllm.schemas.topics import (
     TRAJECTORIES,
     TopicSpec,
 )
+from rllm.schemas.types import SessionEvent, TrajectoryAssembled
 from rllm.settings import KafkaSettings, private_home
 
 __all__ = ["TICK", "Processors", "Sink", "topic_partitions"]
@@ -51,8 +53,6 @@ log = logging.getLogger(__name__)
 TICK = b"rllm-tick"
 """Value of a timer's tick message (internal topics only)."""
 
-_TRAJ = "rllm.events.TrajectoryAssembled"
-_EVENT = "rllm.events.SessionEvent"
 
 _RAW: dict[str, Any] = {
     "key_type": bytes,
@@ -276,7 +276,7 @@ class Processors:
             return self.sessions.on_tick((view.key_ or b"").decode(), time.time())
         try:
             name, event = self.codec.decode_dict(view.value_ or b"")
-            if name != _EVENT:
+            if name != SessionEvent.avro_name:
                 raise ValueError(
                     f"expected a SessionEvent on {view.topic_}, got {name.rpartition('.')[2]}"
                 )
@@ -297,15 +297,17 @@ class Processors:
         """Score one assembled trajectory and route it to rllm.trajectories (Avro dicts
         all the way: no pydantic model per hop; its steps stay delta-encoded)."""
         name, traj = self.codec.decode_dict(value)
-        if name != _TRAJ:
+        if name != TrajectoryAssembled.avro_name:
             raise ValueError(f"expected a TrajectoryAssembled on the scoring topic, got {name}")
         await self.runner.score_dict(traj)
-        key = f"{traj['run_id']}/{traj['task']['task_id']}".encode()
+        key = group_key(traj["run_id"], traj["task"]["task_id"]).encode()
         return [
             Emit(
                 Output.TRAJECTORIES,
                 key,
-                value=self.codec.encode_dict(_TRAJ, traj, topic=self.names[Output.TRAJECTORIES]),
+                value=self.codec.encode_dict(
+                    TrajectoryAssembled.avro_name, traj, topic=self.names[Output.TRAJECTORIES]
+                ),
             )
         ]
 
@@ -317,7 +319,7 @@ class Processors:
             return self.groups.on_tick((view.key_ or b"").decode(), time.time())
         try:
             name, traj = self.codec.decode_dict(view.value_ or b"")
-            if name != _TRAJ:
+            if name != TrajectoryAssembled.avro_name:
                 raise ValueError(f"expected a TrajectoryAssembled, got {name}")
             return self.groups.on_trajectory_dict(
                 traj, view.value_ or b"", view.partition_, view.offset_, time.time()

@@ -11,8 +11,9 @@ from typing import Any, TypeVar
 
 from rllm.processors.types import AssemblyError
 from rllm.schemas.delta import encode_step_dicts
+from rllm.schemas.ids import trajectory_id
 
-__all__ = ["assemble_trajectory_dict", "order_steps", "trajectory_id"]
+__all__ = ["assemble_trajectory_dict", "order_steps"]
 
 _P = "rllm.events."
 _OPENED, _CLOSED, _REWARD, _STEP = (
@@ -20,11 +21,6 @@ _OPENED, _CLOSED, _REWARD, _STEP = (
 )
 
 S = TypeVar("S")
-
-
-def trajectory_id(session_id: str) -> str:
-    """Deterministic event id of a session's trajectory."""
-    return f"traj:{session_id}"
 
 
 def _field(step: Any, name: str) -> Any:

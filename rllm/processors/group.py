@@ -16,14 +16,14 @@ from typing import Any
 
 from rllm.errors import ConfigError
 from rllm.processors.advantages import ESTIMATORS, compute_advantages, is_uniform
-from rllm.processors.assemble import group_key
 from rllm.processors.deadletter import report
 from rllm.processors.deadlines import DeadlineIndex
 from rllm.processors.settings import ProcessorSettings
 from rllm.processors.types import Emit, GroupHeader, Output
 from rllm.schemas.codec import AvroCodec
-from rllm.schemas.convert import to_avro
+from rllm.schemas.convert import from_avro, to_avro
 from rllm.schemas.delta import encode_step_dicts
+from rllm.schemas.ids import episode_id, group_key
 from rllm.schemas.run import RUN_ESTIMATOR_KEY, run_estimator
 from rllm.schemas.types import EpisodeAssembled, Task, TrajectoryAssembled, utcnow
 
@@ -33,17 +33,9 @@ __all__ = [
     "build_episode",
     "episode_dict",
     "episode_estimator",
-    "episode_id",
 ]
 
 Store = MutableMapping[bytes, bytes]
-_TRAJ = "rllm.events.TrajectoryAssembled"
-_EPISODE = "rllm.events.EpisodeAssembled"
-
-
-def episode_id(run_id: str, task_id: str) -> str:
-    """Deterministic event id of an episode."""
-    return f"ep:{run_id}/{task_id}"
 
 
 def episode_estimator(run_id: str, task_metadata_json: str, settings: ProcessorSettings) -> str:
@@ -75,30 +67,18 @@ def build_episode(
     *,
     partial: bool = False,
 ) -> EpisodeAssembled:
-    """The episode of one group, trajectories in ``rollout_index`` order."""
-    members = sorted(trajectories, key=lambda t: (t.rollout_index, t.session_id))
-    rewards_G = [0.0 if t.reward is None else float(t.reward) for t in members]
-    estimator = episode_estimator(run_id, task.metadata_json, settings)
-    advantages_G = compute_advantages(
-        estimator,
-        rewards_G,
-        eps=settings.advantage_eps,
-        scale_by_std=settings.scale_by_std,
-        baseline=settings.reinforce_baseline,
+    """The episode of one group, trajectories in ``rollout_index`` order: ``episode_dict``,
+    the one the worker runs, for callers holding models."""
+    episode = episode_dict(
+        run_id,
+        [to_avro(t) for t in trajectories],
+        group_size,
+        settings,
+        partial=partial,
+        task=to_avro(task),
     )
-    return EpisodeAssembled(
-        event_id=episode_id(run_id, task.task_id),
-        run_id=run_id,
-        task=task,
-        trajectories=tuple(members),
-        rewards=tuple(rewards_G),
-        advantages=tuple(float(a) for a in advantages_G),
-        estimator=estimator,
-        group_size=group_size,
-        is_partial=partial,
-        uniform_reward=is_uniform(rewards_G),
-        assembled_at=utcnow(),
-    )
+    result: EpisodeAssembled = from_avro(EpisodeAssembled.avro_name, episode)
+    return result
 
 
 @dataclass
@@ -209,7 +189,7 @@ class GroupBook:
             ]
         self.stats.accepted += 1
         encode_step_dicts(traj["steps"])  # the changelog and the episode carry the small form
-        self.members[member] = self.codec.encode_dict(_TRAJ, traj)
+        self.members[member] = self.codec.encode_dict(TrajectoryAssembled.avro_name, traj)
         h.group_size = max(h.group_size, traj["group_size"])
         if len(h.session_ids) >= h.group_size and self._all_members(gkey, h):
             return self._finish(h, now, partial=False)
@@ -266,7 +246,11 @@ class GroupBook:
                 )
             ]
         return [
-            Emit(Output.EPISODES, gkey.encode(), value=self.codec.encode_dict(_EPISODE, episode))
+            Emit(
+                Output.EPISODES,
+                gkey.encode(),
+                value=self.codec.encode_dict(EpisodeAssembled.avro_name, episode),
+            )
         ]
 
 
@@ -277,11 +261,13 @@ def episode_dict(
     settings: ProcessorSettings,
     *,
     partial: bool = False,
+    task: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``build_episode`` on Avro-shaped trajectory dicts (the fast path)."""
+    """The episode of one group (Avro-shaped trajectory dicts, ``rollout_index`` order);
+    ``task`` defaults to the first member's."""
     members = sorted(trajectories, key=lambda t: (t["rollout_index"], t["session_id"]))
     rewards_G = [0.0 if t["reward"] is None else float(t["reward"]) for t in members]
-    task = members[0]["task"]
+    task = task if task is not None else members[0]["task"]
     estimator = episode_estimator(run_id, task.get("metadata_json", "{}"), settings)
     advantages_G = compute_advantages(
         estimator,

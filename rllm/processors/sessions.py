@@ -20,12 +20,11 @@ from rllm.processors.settings import ProcessorSettings
 from rllm.processors.types import AssemblyError, Emit, Output, SessionHeader, SessionPhase
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.convert import to_avro
-from rllm.schemas.types import SessionEvent
+from rllm.schemas.types import SessionEvent, TrajectoryAssembled
 
 __all__ = ["SessionBook", "SessionStats"]
 
 Store = MutableMapping[bytes, bytes]
-_TRAJ = "rllm.events.TrajectoryAssembled"
 _OPENED, _REWARD, _CLOSED = (
     f"rllm.events.{n}" for n in ("SessionOpened", "RewardAssigned", "SessionClosed")
 )
@@ -214,7 +213,7 @@ class SessionBook:
             Emit(
                 Output.SCORING,
                 traj["session_id"].encode(),
-                value=self.codec.encode_dict(_TRAJ, traj),
+                value=self.codec.encode_dict(TrajectoryAssembled.avro_name, traj),
             )
         ]
         if "step_count_mismatch" in traj["flags"]:

@@ -19,8 +19,8 @@ from rllm.consumers.history.settings import HistorySettings
 from rllm.consumers.history.sink import topic_pattern
 from rllm.consumers.trainer.checkpoint import CheckpointStore
 from rllm.kafka import make_consumer
-from rllm.processors.dedup import dedup_by_event_id
 from rllm.schemas.codec import AvroCodec
+from rllm.schemas.ids import dedup_by_event_id
 from rllm.schemas.topics import EPISODES, TRAJECTORIES
 from rllm.schemas.types import EpisodeAssembled, TrajectoryAssembled
 from rllm.settings import KafkaSettings

@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 import numpy as np
 
-from rllm.processors.assemble import order_steps, restore_prompts
+from rllm.processors.assemble import order_steps
+from rllm.schemas.delta import restore_steps
 from rllm.schemas.types import SessionClosed, SessionEvent, StepCaptured, TokenStatus
 from tests.fakes.upstream import ThreadedServer
 from tests.integration.gateway.conftest import ADMIN
@@ -143,7 +144,7 @@ def test_n_4_gives_4_captured_samples_on_the_topic(
             assert len(response["choices"]) == 4 and step.usage.completion_tokens == 14
     assert steps[4].parent_step_id == first.step_id  # the session continued from choice 0
     ordered, flags = order_steps(steps)
-    restored, restore_flags = restore_prompts(ordered)
+    restored, restore_flags = restore_steps(ordered)
     assert flags == [] and restore_flags == []
     for step in restored[:4]:
         assert np.frombuffer(step.prompt_token_ids, "<i4").tolist() == PROMPT
@@ -198,6 +199,6 @@ def test_a_streamed_call_with_n_3_captures_every_choice(
         assert np.allclose(np.frombuffer(step.response_logprobs, "<f4"), _lps(_ids(k, 1)))
         assert step.finish_reason == "stop"
     assert {s.parent_step_id for s in steps[1:]} == {steps[0].step_id}
-    restored, flags = restore_prompts(order_steps(steps)[0])
+    restored, flags = restore_steps(order_steps(steps)[0])
     assert flags == []
     assert all(np.frombuffer(s.prompt_token_ids, "<i4").tolist() == PROMPT for s in restored)

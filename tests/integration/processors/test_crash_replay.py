@@ -12,8 +12,8 @@ import time
 from collections import Counter
 from typing import Any
 
-from rllm.processors.dedup import dedup_by_event_id
 from rllm.schemas.convert import to_json_dict
+from rllm.schemas.ids import dedup_by_event_id
 from rllm.schemas.topics import EPISODES, TRAJECTORIES
 from rllm.settings import KafkaSettings
 from tests.integration.processors.conftest import (

@@ -6,15 +6,11 @@ import random
 
 import pytest
 
-from rllm.processors.assemble import (
-    assemble_trajectory,
-    delta_encode_dicts,
-    restore_prompt_dicts,
-    restore_prompts,
-)
+from rllm.processors.assemble import assemble_trajectory
 from rllm.processors.assemble_dicts import assemble_trajectory_dict
 from rllm.processors.types import AssemblyError
 from rllm.schemas.codec import AvroCodec
+from rllm.schemas.delta import encode_step_dicts, restore_step_dicts, restore_steps
 from rllm.schemas.tokens import pack_tokens
 from rllm.schemas.types import SessionClosed, SessionStatus, StepCaptured, TokenStatus
 from tests.unit.processors.factory import make_session
@@ -49,7 +45,7 @@ def test_prefix_shorter_than_parent_takes_only_the_prefix() -> None:
             "prompt_token_ids": pack_tokens([9]),
         }
     )
-    steps, flags = restore_prompts([parent, child])
+    steps, flags = restore_steps([parent, child])
     assert steps[1].prompt_ids.tolist() == [1, 2, 9] and flags == []
 
 
@@ -91,15 +87,15 @@ def test_dict_restore_and_delta_encoding_round_trip_byte_for_byte() -> None:
     assert [s.prompt_prefix_len for s in delta.steps] == [0, 7, 13, 19]
     full = assemble_trajectory(events)
     _, d = codec.decode_dict(codec.encode(delta))
-    assert restore_prompt_dicts(d["steps"]) == []
+    assert restore_step_dicts(d["steps"]) == []
     assert codec.encode_dict("TrajectoryAssembled", d) == codec.encode(full)
-    delta_encode_dicts(d["steps"])
+    encode_step_dicts(d["steps"])
     assert codec.encode_dict("TrajectoryAssembled", d) == codec.encode(delta)
-    # a missing parent: flagged like restore_prompts, the step stays delta-encoded
+    # a missing parent: flagged like restore_steps, the step stays delta-encoded
     _, gap = codec.decode_dict(
         codec.encode(assemble_trajectory(events[:2] + events[3:], restore=False))
     )
-    assert restore_prompt_dicts(gap["steps"]) == ["unrestored_prompt"]
+    assert restore_step_dicts(gap["steps"]) == ["unrestored_prompt"]
     assert [s["prompt_prefix_len"] for s in gap["steps"]] == [0, 13, 19]
 
 
