@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -26,12 +27,13 @@ from rllm.errors import (
 )
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.topics import POLICY_UPDATES, TOPICS, TopicSpec, topic_spec
-from rllm.schemas.types import DeadLetter, _Record
+from rllm.schemas.types import DeadLetter, PolicyUpdated, _Record
 from rllm.settings import KafkaSettings
 
 __all__ = [
     "Acks",
     "EventPublisher",
+    "PolicyFollower",
     "check_broker",
     "consumer_config",
     "created_partitions",
@@ -46,6 +48,8 @@ __all__ = [
     "producer_config",
     "translate",
 ]
+
+log = logging.getLogger(__name__)
 
 _KE = confluent_kafka.KafkaError
 _UNAVAILABLE = {
@@ -445,3 +449,94 @@ class EventPublisher:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class PolicyFollower:
+    """A daemon thread that reads ``rllm.policy-updates`` from the beginning, in log order.
+
+    Each follower has a consumer group of its own (every gateway and model server must see
+    every update). After each poll round it calls ``on_updates(updates, caught_up)`` with the
+    PolicyUpdated records read in that round (possibly none) and whether it has read all
+    the log held at its last fetch, so a caller that acts on the newest update only (the
+    model server's reload) need not wait out a poll timeout. An undecodable record is logged
+    and kept in ``errors``; it never stops the follower.
+
+    Args:
+        kafka: where Kafka is.
+        on_updates: called on the follower's thread.
+        name: names the consumer group (``rllm-<name>-<random>``) and the thread.
+        poll_s: how long one poll waits for a record.
+    """
+
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        on_updates: Callable[[list[Any], bool], None],
+        *,
+        name: str,
+        poll_s: float = 0.5,
+    ) -> None:
+        self.kafka, self.name, self.poll_s = kafka, name, poll_s
+        self._on_updates = on_updates
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"rllm-{name}-policy", daemon=True)
+
+    def start(self) -> PolicyFollower:
+        """Start following."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop and join the thread."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        codec = make_codec(self.kafka)
+        consumer = make_consumer(
+            self.kafka,
+            f"rllm-{self.name}-{uuid.uuid4().hex[:12]}",
+            **{"topic.metadata.refresh.interval.ms": 2000},  # see a topic created later
+        )
+        consumer.subscribe([self.kafka.topic(POLICY_UPDATES)])
+        try:
+            while not self._stop.is_set():
+                msg, idle = consumer.poll(self.poll_s), True
+                updates: list[PolicyUpdated] = []
+                while msg is not None:  # take what has arrived, then see whether that is all
+                    idle = False
+                    rec = self._decode(codec, msg)
+                    if isinstance(rec, PolicyUpdated):
+                        updates.append(rec)
+                    msg = consumer.poll(0)
+                self._on_updates(updates, idle or _caught_up(consumer))
+        finally:
+            consumer.close()
+
+    def _decode(self, codec: AvroCodec, msg: Message) -> Any:
+        err = msg.error()
+        if err is not None:
+            if err.code() not in (_KE.UNKNOWN_TOPIC_OR_PART, _KE._PARTITION_EOF):
+                log.warning("policy updates: %s", err.str())
+            return None
+        try:
+            return codec.decode(msg.value() or b"")
+        except Exception as exc:  # a bad record must not stop the follower
+            self.errors.append(f"undecodable policy update at offset {msg.offset()}: {exc}")
+            log.warning("policy updates: %s", self.errors[-1])
+            return None
+
+
+def _caught_up(consumer: Consumer) -> bool:
+    """Whether the consumer has read every partition up to the high watermark its last
+    fetch reported (unknown offsets count as not caught up)."""
+    parts = consumer.assignment()
+    if not parts:
+        return False
+    for tp in consumer.position(parts):
+        _, high = consumer.get_watermark_offsets(tp, cached=True)
+        if tp.offset < 0 or high < 0 or tp.offset < high:
+            return False
+    return True

@@ -15,7 +15,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from rllm.errors import ConfigError
-from rllm.kafka import EventPublisher
+from rllm.kafka import EventPublisher, PolicyFollower
 from rllm.schemas.types import PolicyUpdated
 from rllm.settings import KafkaSettings
 
@@ -23,7 +23,7 @@ from .admin import health, metrics, pause, policy
 from .call_routes import plain_call, session_call
 from .clock import RequestClock
 from .metrics import Metrics
-from .policy import PolicyFollower, PolicySync
+from .policy import PolicySync
 from .session_routes import close_sessions, open_sessions
 from .settings import GatewaySettings, UpstreamKind
 from .sglang import load_tokenizer
@@ -91,13 +91,13 @@ def create_app(
         loop = asyncio.get_running_loop()
         sync = PolicySync(state)
 
-        def offered(record: PolicyUpdated) -> None:  # on the follower's thread
-            loop.call_soon_threadsafe(sync.offer, record)
+        def offered(records: list[PolicyUpdated], _caught_up: bool) -> None:  # follower's thread
+            for record in records:
+                loop.call_soon_threadsafe(sync.offer, record)
 
         follower = None
         if settings.follow_policy_updates:
-            follower = PolicyFollower(kafka, offered)
-            follower.start()
+            follower = PolicyFollower(kafka, offered, name="gateway").start()
         app.state.gw = state
         if settings.insecure and settings.admin_key is None:
             log.warning(
