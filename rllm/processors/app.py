@@ -264,7 +264,10 @@ class Processors:
 
         @app.timer(s.tick_interval_s)  # type: ignore[untyped-decorator]  # faust: untyped
         async def tick() -> None:
-            await self.send_ticks(time.time())
+            try:
+                await self.send_ticks(time.time())
+            except Exception as exc:  # broker away: the due keys are due again next time
+                log.warning("ticks not sent (%r); trying again in %.1f s", exc, s.tick_interval_s)
 
         self.assemble, self.score, self.group, self.tick = assemble, score, group, tick
 

@@ -11,20 +11,26 @@ holes were seen in the workers' logs of ``tests/integration/processors/test_reba
    offset, ``_new_offset`` takes the first run of those acks as the commit point (180 such
    acks in one rebalance), and the periodic commit sends it past the records that the
    revoke cleared from the agents' queues.
-2. **A batch fetched before a seek, delivered after it.** The fetcher's request runs in
-   aiokafka's thread while the recovery seeks the partitions to their committed offsets;
-   a batch fetched from the old position came back after faust had reset its read offsets,
-   so faust booked the offsets between the committed one and the batch as a committable
-   gap and dropped the records of that range when they were fetched again ("gap
-   2293..2421" in the log, 129 records never handled).
+2. **Records fetched and not delivered, their range booked as done.** faust keeps a read
+   offset per partition, books any jump in it as a committable gap and drops records
+   below it. A batch fetched before the recovery's seek was delivered after it ("gap
+   2293..2421", 129 records never handled), and batches faust cut short (flow stopped,
+   partition paused) left jumps the next fetch booked (a gap 11..404 on the scoring
+   topic after a SIGKILL).
 
 The corrections: an ack counts only for a record fetched in the current generation, on a
 partition sought to its committed offset since it was assigned (any other ack releases
 the record and books nothing, so it is read again: at least once, and every output is
-idempotent by ``event_id``); and no fetch overlaps a seek, and what is left of a batch when
-a seek comes is not delivered (the seek put the positions back at the committed offsets,
-so it is fetched again). A gap that faust still books (none is expected: our topics are
-neither compacted nor transactional) is logged as a warning with the partition and range.
+idempotent by ``event_id``). And the fetcher's loop (``_drain_messages``) delivers the
+records of the topics that ack strictly in offset order from the offset the last seek
+set, and only while the streams take records (a stream that is suspended skips a record
+and acks it: between the recovery's seek and the resume of the streams that lost 267 of
+2,000 sessions after a SIGKILL); whatever a fetched batch held past the last record
+delivered (a record past the expected one, a partition paused, the flow stopped, the
+streams suspended) is sought back to, so it comes again.
+No gap is ever booked, and a partition cannot stall on records fetched and dropped at the
+end of its log. A record fetched for a partition not yet sought since its assignment is
+not delivered (the seek brings it again).
 
 faust builds its consumer from ``Transport.Consumer``; ``GuardedApp`` swaps in a transport
 whose consumer is this one.
@@ -34,10 +40,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from typing import Any, cast
+from typing import Any
 
 import faust
+from aiokafka import TopicPartition  # type: ignore[import-untyped]
+from faust.transport.consumer import CONSUMER_FETCHING
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.types import TP
 from faust.types.tuples import ack_lock
@@ -49,73 +56,152 @@ log = logging.getLogger(__name__)
 
 
 class GuardedConsumer(faust_aiokafka.Consumer):
-    """The aiokafka consumer with acks and deliveries held to the last seek (module docstring).
+    """faust's aiokafka consumer with acks and deliveries held to the last seek (module
+    docstring).
 
     Attributes:
         refused_acks: acks not booked (fetched under an earlier generation or before the
             partition's seek).
-        dropped_batches: fetched batches whose rest was dropped because a seek came while
-            they were delivered.
+        rewinds: partitions sought back because a record came past the expected one.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._sought: set[TP] = set()
-        self._seeks = 0  # seeks so far
-        self._batch_seeks = 0  # ... when the batch being delivered was fetched
-        self._fetch_or_seek = asyncio.Lock()  # a fetch never overlaps a seek
+        self._next: dict[TP, int] = {}  # next offset to deliver, of the topics that ack
         self.refused_acks = 0
-        self.dropped_batches = 0
+        self.rewinds = 0
 
     async def on_partitions_revoked(self, revoked: set[TP]) -> None:
         self._sought.difference_update(revoked)
+        for tp in revoked:
+            self._next.pop(tp, None)
         await super().on_partitions_revoked(revoked)
 
     async def on_partitions_assigned(self, assigned: set[TP], generation_id: int = 0) -> None:
         self._sought.clear()  # sought again from the committed offsets after the recovery
+        self._next.clear()
         await super().on_partitions_assigned(assigned, generation_id)
 
     async def perform_seek(self) -> None:
-        async with self._fetch_or_seek:
-            generation = self.app.consumer_generation_id
-            try:
-                await super().perform_seek()
-            finally:
-                self._seeks += 1
-            if self.app.consumer_generation_id == generation:
-                self._sought = set(self.assignment())
+        generation = self.app.consumer_generation_id
+        await super().perform_seek()
+        if self.app.consumer_generation_id != generation:
+            return  # a rebalance came: its own seek follows
+        assignment = set(self.assignment())
+        fresh = []
+        for tp in assignment:
+            committed = self._committed_offset[tp]
+            if committed is None:
+                self._next.pop(tp, None)  # nothing committed: the first record sets it
+                fresh.append(tp)
+            else:
+                self._next[tp] = committed
+        if fresh and self.app.conf.consumer_auto_offset_reset == "earliest":
+            # records fetched before this seek were not delivered, and nothing committed
+            # moves these partitions back: without this a restart's scoring topic began
+            # where the fetch had got to (397 of 397 records skipped)
+            await self._thread.seek_to_beginning(*(TopicPartition(*tp) for tp in fresh))
+        self._sought = assignment
 
-    async def _getmany(self, active_partitions: set[TP] | None, timeout: float) -> Mapping[TP, Any]:
-        async with self._fetch_or_seek:
-            records: Mapping[TP, Any] = await super()._getmany(active_partitions, timeout)
-            self._batch_seeks = self._seeks
-            return records
+    async def seek(self, partition: TP, offset: int) -> None:
+        await super().seek(partition, offset)
+        self._next[partition] = offset
 
-    async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, Any]]:
-        batch = cast(AsyncGenerator[tuple[TP, Any], None], super().getmany(timeout))
+    async def _drain_messages(self, fetcher: Any) -> None:  # pragma: no cover - the fetcher
+        """The fetcher's loop: deliver each record of a topic that acks once, in offset
+        order, from the offset the last seek set. Whatever a batch held past the last record
+        delivered (a record past the expected one, a partition paused, the flow stopped)
+        is sought back to, so it comes again; no gap is ever booked. Other topics (the
+        tables' changelogs, compacted) keep faust's rule: skip what is below the read offset.
+        """
+        acking = self.app.topics.acks_enabled_for
+        read = self._read_offset
+        commit_every = self._commit_every
         try:
-            async for tp, message in batch:
-                if self._seeks != self._batch_seeks:
-                    # a seek since this batch was fetched put the positions back at the
-                    # committed offsets: the rest comes again from there
-                    self.dropped_batches += 1
-                    log.info(
-                        "a seek came while a fetched batch was delivered; the rest of it "
-                        "(from %s[%d]@%d) is read again from the committed offsets",
-                        message.topic,
-                        message.partition,
-                        message.offset,
-                    )
+            while not (self._stopped.is_set() or fetcher._stopped.is_set()):
+                self.diag.set_flag(CONSUMER_FETCHING)
+                await self.sleep(0)
+                if self.should_stop:
                     break
-                yield tp, message
+                records, active = await self._wait_next_records(1.0)
+                if not records or self.should_stop:
+                    continue
+                generation = self.app.consumer_generation_id
+                count, held = 0, False
+                for tp, record in self.scheduler.iterate(records):
+                    if not self.flow_active or self.app.consumer_generation_id != generation:
+                        break  # a rebalance: its seek sets what comes next
+                    count += 1
+                    if count % 100 == 0:
+                        await asyncio.sleep(0)
+                    if (
+                        active is not None
+                        and tp not in active
+                        and tp not in self._buffered_partitions
+                    ):
+                        continue
+                    offset = record.offset
+                    if acking(tp.topic):
+                        if not self.app.flow_control.is_active():
+                            held = True  # a stream would skip it, and its ack would count
+                            continue
+                        expected = self._next.get(tp)
+                        if tp not in self._sought or (expected is not None and offset != expected):
+                            continue  # not sought yet, delivered already, or past a hole
+                    elif read[tp] is not None and offset < read[tp]:
+                        continue
+                    if commit_every is not None and self._n_acked >= commit_every:
+                        self._n_acked = 0
+                        await self.commit()
+                    self.app.monitor.track_tp_end_offset(tp, self.highwater(tp))
+                    delivery = self.callback(self._to_message(tp, record))
+                    result = await self.wait_first(delivery, self.suspend_flow.wait())
+                    if delivery not in result.done:
+                        break  # the flow stopped (a rebalance): its seek sets what comes next
+                    read[tp] = offset
+                    if acking(tp.topic):
+                        self._next[tp] = offset + 1
+                await self._rewind(records)
+                if held:  # the streams are suspended (a recovery's last steps): wait a little
+                    await asyncio.sleep(0.05)
+                self.diag.unset_flag(CONSUMER_FETCHING)
+        except self.consumer_stopped_errors:
+            if self.transport.app.should_stop:
+                return
+            raise
+        except asyncio.CancelledError:
+            if self.transport.app.should_stop:
+                return
+            raise
         finally:
-            await batch.aclose()
+            self.diag.unset_flag(CONSUMER_FETCHING)
+
+    async def _rewind(self, records: Any) -> None:
+        """Seek each sought partition whose batch went past the next offset to deliver back
+        to that offset (aiokafka's position is past records that were not delivered)."""
+        for tp, batch in records.items():
+            expected = self._next.get(tp)
+            if not batch or tp not in self._sought or expected is None:
+                continue
+            if batch[-1].offset >= expected:
+                self.rewinds += 1
+                log.info(
+                    "%s[%d]: fetched up to %d, delivered up to %d; reading again from %d",
+                    tp.topic,
+                    tp.partition,
+                    batch[-1].offset,
+                    expected - 1,
+                    expected,
+                )
+                await self._seek(tp, expected)
 
     def ack(self, message: Any) -> bool:
         with ack_lock:
             current = (
                 message.tp in self._sought
                 and message.generation_id == self.app.consumer_generation_id
+                and self.app.flow_control.is_active()  # a suspended stream acks what it skips
             )
             if current or message.acked:
                 return bool(super().ack(message))
@@ -133,18 +219,6 @@ class GuardedConsumer(faust_aiokafka.Consumer):
             self.app.consumer_generation_id,
         )
         return False
-
-    async def _add_gap(self, tp: TP, offset_from: int, offset_to: int) -> None:
-        log.warning(
-            "faust booked offsets %d..%d of %s[%d] as a gap (records it will not read); "
-            "committed offset %s",
-            offset_from,
-            offset_to,
-            tp.topic,
-            tp.partition,
-            self._committed_offset[tp],
-        )
-        await super()._add_gap(tp, offset_from, offset_to)
 
 
 class _Transport(faust_aiokafka.Transport):

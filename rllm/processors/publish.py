@@ -75,6 +75,9 @@ class Outputs:
                     "linger.ms": max(1, round(self.settings.linger_s * 1000)),
                     # keys land where faust's producer and Java clients put them
                     "partitioner": "murmur2_random",
+                    # retry until delivered: with the broker away the agents wait (their
+                    # records stay uncommitted) instead of failing after 30 s and dying
+                    "message.timeout.ms": 0,
                 },
             )
         return prod

@@ -27,6 +27,7 @@ def consumer() -> Iterator[GuardedConsumer]:
     app = GuardedApp("guarded-test", broker="kafka://127.0.0.1:1", autodiscover=False)
     app.topics.acking_topics.add(TOPIC)  # what faust's conductor does when an agent reads it
     app.consumer_generation_id = 7
+    app.flow_control.resume()  # the streams take records (suspended: no ack counts)
     consumer = app.consumer
     assert isinstance(consumer, GuardedConsumer)
     yield consumer
@@ -67,6 +68,14 @@ def test_after_the_seek_acks_of_this_generation_count_and_older_ones_do_not(
     assert consumer.refused_acks == 1
     # 12 is read again, so the commit point stops before it
     assert consumer._new_offset(PART) == 12
+
+
+def test_an_ack_while_the_streams_are_suspended_is_not_booked(consumer: GuardedConsumer) -> None:
+    # a suspended stream acks the records it skips: booking those skipped them for good
+    consumer._sought = {PART}
+    consumer.app.flow_control.suspend()
+    assert not _ack(consumer, 5)
+    assert consumer._new_offset(PART) is None
 
 
 def test_an_ack_on_a_revoked_partition_is_not_booked(consumer: GuardedConsumer) -> None:
