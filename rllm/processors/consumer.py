@@ -1,8 +1,9 @@
-"""faust's aiokafka consumer, corrected so that a rebalance cannot skip records.
+"""faust's aiokafka consumer, corrected where it skipped records in a rebalance.
 
 The lost-records bug (issue 19): after a rebalance, or after a peer's SIGKILL (the
-survivor rebalances), a contiguous run of records on a partition was never handled. Both
-holes were seen in the workers' logs of ``tests/integration/processors/test_rebalance.py``:
+survivor rebalances), a contiguous run of records on a partition was never handled. The
+holes below were seen in the workers' logs of the processors' rebalance and SIGKILL tests;
+one loss remains (the rebalance test's docstring says how often):
 
 1. **Acks booked while no committed offset is known.** faust drops a partition's committed
    offset at the revoke and learns it again only when it seeks, after the changelog
@@ -60,8 +61,8 @@ class GuardedConsumer(faust_aiokafka.Consumer):
     docstring).
 
     Attributes:
-        refused_acks: acks not booked (fetched under an earlier generation or before the
-            partition's seek).
+        refused_acks: acks not booked (fetched under an earlier generation, before the
+            partition's seek, or while the streams were suspended).
         rewinds: partitions sought back because a record came past the expected one.
     """
 
