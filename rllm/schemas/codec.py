@@ -27,11 +27,16 @@ CONFLUENT_MAGIC = b"\x00"
 
 
 class SchemaRegistry(Protocol):
-    """The part of ``confluent_kafka.schema_registry.SchemaRegistryClient`` we use."""
+    """A schema registry as the codec sees it: Avro schemas as JSON text under subjects.
+    ``rllm.kafka.ConfluentRegistry`` adapts Confluent's client (``make_codec`` builds it)."""
 
-    def register_schema(self, subject_name: str, schema: Any) -> int: ...
+    def register(self, subject: str, schema_json: str) -> int:
+        """Register ``schema_json`` (Avro) under ``subject``; return its schema id."""
+        ...
 
-    def get_schema(self, schema_id: int) -> Any: ...
+    def schema_json(self, schema_id: int) -> str:
+        """The Avro schema (JSON text) registered with ``schema_id``."""
+        ...
 
 
 @contextmanager
@@ -58,8 +63,9 @@ class AvroCodec:
     """Encodes and decodes events against the bundled schemas.
 
     Args:
-        registry: a Confluent schema registry client; when given, ``encode`` frames with
-            its schema ids (subject ``<topic>-value``) and ``decode`` resolves ids through it.
+        registry_client: a schema registry (``SchemaRegistry``); when given, ``encode``
+            frames with its schema ids (subject ``<topic>-value``) and ``decode`` resolves
+            ids through it.
         writer_schemas: older schemas (JSON dicts) whose single-object fingerprints should
             still decode; they are resolved against the current schema of the same name.
             The bundled earlier releases (``registry.released``) always decode.
@@ -117,12 +123,8 @@ class AvroCodec:
     def _schema_id(self, topic: str, name: str) -> int:
         key = (topic, name)
         if key not in self._ids:
-            from confluent_kafka.schema_registry import Schema
-
             assert self._registry is not None
-            schema_id = self._registry.register_schema(
-                f"{topic}-value", Schema(registry.schema_json(name), "AVRO")
-            )
+            schema_id = self._registry.register(f"{topic}-value", registry.schema_json(name))
             self._ids[key] = schema_id
             self._by_id[schema_id] = (name, registry.parsed(name))
         return self._ids[key]
@@ -202,12 +204,12 @@ class AvroCodec:
                 "is configured (set RLLM_SCHEMA_REGISTRY_URL)"
             )
         try:
-            schema = self._registry.get_schema(schema_id)
+            text = self._registry.schema_json(schema_id)
         except Exception as exc:
             raise UnknownSchemaError(
                 f"schema id {schema_id} not found in the schema registry: {exc}"
             ) from exc
-        raw = json.loads(schema.schema_str)
+        raw = json.loads(text)
         name = registry.full_name(raw["name"])
         entry = (name, parse_schema(raw))
         self._by_id[schema_id] = entry

@@ -12,6 +12,7 @@ import pytest
 from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibilityType
 
 from rllm.errors import DecodeError, EncodeError, UnknownSchemaError
+from rllm.kafka import ConfluentRegistry
 from rllm.schemas import registry
 from rllm.schemas.codec import SINGLE_OBJECT_MAGIC, AvroCodec
 from rllm.schemas.convert import MODELS, from_json_dict, to_avro, to_json_dict
@@ -118,7 +119,7 @@ def test_confluent_framing_decodes_with_confluent_kafkas_own_deserializer() -> N
     # The registry double that confluent-kafka ships (a Confluent registry is a JVM
     # service that Maven Central does not serve).
     client = SchemaRegistryClient.new_client({"url": "mock://rllm-test"})
-    framed = AvroCodec(client)
+    framed = AvroCodec(ConfluentRegistry(client))
     data = framed.encode(ENVELOPE, topic="rllm.session-events")
     assert data[0] == 0 and len(data) > 5
     schema_id = int.from_bytes(data[1:5], "big")
@@ -130,7 +131,7 @@ def test_confluent_framing_decodes_with_confluent_kafkas_own_deserializer() -> N
     assert theirs["payload"]["step_id"] == "step-1"
     assert framed.decode(data) == ENVELOPE
     # a codec without the id cached resolves it through the registry
-    assert AvroCodec(client).decode(data) == ENVELOPE
+    assert AvroCodec(ConfluentRegistry(client)).decode(data) == ENVELOPE
 
 
 def test_confluent_framed_bytes_without_a_registry_name_the_schema_id() -> None:

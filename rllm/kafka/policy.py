@@ -1,0 +1,89 @@
+"""``PolicyFollower``: every gateway and model server reads ``rllm.policy-updates`` from
+the beginning, in log order, through a ``TopicReader`` of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from rllm.kafka.consume import TopicReader
+from rllm.schemas.topics import POLICY_UPDATES
+from rllm.schemas.types import PolicyUpdated
+from rllm.settings import KafkaSettings
+
+__all__ = ["PolicyFollower"]
+
+log = logging.getLogger(__name__)
+
+
+class PolicyFollower:
+    """A daemon thread that reads ``rllm.policy-updates`` from the beginning, in log order.
+
+    Each follower has a consumer group of its own (every gateway and model server must see
+    every update). After each poll round it calls ``on_updates(updates, caught_up)`` with the
+    PolicyUpdated records read in that round (possibly none) and whether it has read all
+    the log held at its last fetch, so a caller that acts on the newest update only (the
+    model server's reload) need not wait out a poll timeout. An undecodable record is logged
+    and kept in ``errors``; it never stops the follower.
+
+    Args:
+        kafka: where Kafka is.
+        on_updates: called on the follower's thread.
+        name: names the consumer group (``rllm-<name>-<random>``) and the thread.
+        poll_s: how long one poll waits for a record.
+    """
+
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        on_updates: Callable[[list[Any], bool], None],
+        *,
+        name: str,
+        poll_s: float = 0.5,
+    ) -> None:
+        self.kafka, self.name, self.poll_s = kafka, name, poll_s
+        self._on_updates = on_updates
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"rllm-{name}-policy", daemon=True)
+
+    def start(self) -> PolicyFollower:
+        """Start following."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop and join the thread."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        reader = TopicReader(
+            self.kafka,
+            f"rllm-{self.name}-{uuid.uuid4().hex[:12]}",
+            name="policy updates",
+            refuse=(Exception,),  # a bad record must not stop the follower
+            on_error="log",
+            config={"topic.metadata.refresh.interval.ms": 2000},  # see a topic created later
+        )
+        reader.subscribe([self.kafka.topic(POLICY_UPDATES)])
+        try:
+            while not self._stop.is_set():
+                updates: list[PolicyUpdated] = []
+                # take what has arrived, then see whether that is all
+                for rec in reader.read_available(self.poll_s):
+                    if rec.error is not None:
+                        self.errors.append(
+                            f"undecodable policy update at offset {rec.offset}: {rec.error}"
+                        )
+                        log.warning("policy updates: %s", self.errors[-1])
+                    elif isinstance(rec.event, PolicyUpdated):
+                        updates.append(rec.event)
+                self._on_updates(updates, reader.quiet or reader.caught_up())
+        finally:
+            reader.close()
