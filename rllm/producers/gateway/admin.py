@@ -115,6 +115,10 @@ def guarded(handler: Any) -> Any:
 
 @guarded
 async def health(request: Request) -> Response:
+    """The gateway's state. ``policy_version`` / ``policy_run``: what the upstream reports
+    serving, which steps are stamped with; ``announced_policy_version`` / ``_run``: the
+    newest ``rllm.policy-updates`` names, which differs while the upstream has not loaded
+    it (or could not)."""
     st = state_of(request)
     return JSONResponse(
         {
@@ -123,6 +127,9 @@ async def health(request: Request) -> Response:
             "spooling": st.sink.spooling,
             "open_sessions": len(st.sessions),
             "policy_version": st.policy_version,
+            "policy_run": st.policy.run_id if st.policy else None,
+            "announced_policy_version": st.announced.version if st.announced else None,
+            "announced_policy_run": st.announced.run_id if st.announced else None,
             "paused": st.paused,
             "capture": st.settings.capture.value,
             "upstream_kind": st.settings.upstream_kind.value,

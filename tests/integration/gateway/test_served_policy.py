@@ -1,6 +1,8 @@
 """The served policy is the one the steps say (issue 18 item 6): when the local model server
 cannot load a checkpoint that ``rllm.policy-updates`` names, the gateway keeps stamping the
-version the server reports serving; once the server loads one, the gateway takes it."""
+version the server reports serving; once the server loads one, the gateway takes it.
+``/health`` shows both: what the server serves (``policy_version``) and what the log names
+(``announced_policy_version``)."""
 
 from __future__ import annotations
 
@@ -88,7 +90,9 @@ def test_a_checkpoint_the_server_cannot_load_is_never_adopted(
     assert "has no *.safetensors weights" in follower.errors[0]
     policy = lambda: httpx.get(f"{gw.url}/admin/policy", headers=ADMIN).json()  # noqa: E731
     _until("the gateway never read the update", lambda: policy()["announced_policy_version"] == 36)
-    assert httpx.get(f"{gw.url}/health").json()["policy_version"] == 0
+    health = httpx.get(f"{gw.url}/health").json()
+    assert (health["policy_version"], health["policy_run"]) == (0, ""), "what the server serves"
+    assert (health["announced_policy_version"], health["announced_policy_run"]) == (36, "r")
     now = policy()
     assert (now["policy_version"], now["policy_run"]) == (0, "")
     assert (now["upstream_policy_version"], now["upstream_policy_run"]) == (0, "")
@@ -102,5 +106,7 @@ def test_a_checkpoint_the_server_cannot_load_is_never_adopted(
         lambda: httpx.get(f"{gw.url}/health").json()["policy_version"] == 37,
     )
     assert (policy()["policy_run"], policy()["upstream_policy_version"]) == ("r", 37)
+    health = httpx.get(f"{gw.url}/health").json()
+    assert (health["policy_run"], health["announced_policy_version"]) == ("r", 37)
     _rollout(gw, "after")
     assert _stamps(session_events, "after") == [37, 37]
