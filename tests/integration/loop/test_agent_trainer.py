@@ -20,6 +20,7 @@ from rllm.producers.gateway import GatewaySettings
 from rllm.producers.gateway import create_app as gateway_app
 from rllm.producers.sdk import RolloutConfig, RolloutOutcome
 from rllm.schemas.codec import AvroCodec
+from rllm.schemas.run import run_estimator
 from rllm.schemas.topics import EPISODES, POLICY_UPDATES, SESSION_EVENTS
 from rllm.schemas.types import Task
 from rllm.serving.app import create_app as serving_app
@@ -140,6 +141,10 @@ def test_agent_trainer_closes_the_loop(
         episodes = [codec.decode(m.value()) for m in read_all(kafka, kafka.topic(EPISODES))]
         ours = sorted({e.task.task_id for e in episodes if e.run_id == RUN})
         assert ours == ["t0", "t0@e2", "t1", "t1@e2"]
+        # the run's estimator travelled with its tasks, and the processors used it
+        mine = [e for e in episodes if e.run_id == RUN]
+        assert [run_estimator(e.task.metadata_json) for e in mine] == ["grpo"] * 4
+        assert [e.estimator for e in mine] == ["grpo"] * 4
         updates = [codec.decode(m.value()) for m in read_all(kafka, kafka.topic(POLICY_UPDATES))]
         assert [u.version for u in updates] == [0, 1, 2]  # 0: the run's base weights
         state = json.loads((tmp_path / "ckpt" / RUN / "v000002" / "state.json").read_text())

@@ -7,6 +7,7 @@ import pytest
 import rllm
 from rllm.errors import ConfigError
 from rllm.producers.sdk import RolloutConfig
+from rllm.schemas.run import run_estimator
 from rllm.schemas.types import Task
 
 
@@ -72,3 +73,39 @@ def test_sampling_a_backend_cannot_score_is_refused_before_any_rollout() -> None
     ):
         hot.train()
     assert calls == []
+
+
+@pytest.mark.parametrize(
+    ("trainer", "estimator"),
+    [
+        ({}, "grpo"),
+        ({"loss": "rloo"}, "rloo"),
+        ({"estimator": "reinforce_plus_plus"}, "reinforce_plus_plus"),
+        ({"loss": "reinforce"}, "reinforce"),
+    ],
+)
+def test_every_task_of_every_epoch_names_the_runs_estimator(
+    trainer: dict[str, str], estimator: str
+) -> None:
+    """The processors compute what the task names, so ``--loss rloo`` gets rloo
+    advantages from a processors deployment set to grpo (issue 18, defect 2)."""
+    run = rllm.AgentTrainer(
+        agent,
+        train_dataset=[Task(task_id="t", metadata_json='{"topic": "x"}'), Task(task_id="u")],
+        config={"batch_size": 1, "epochs": 2, "trainer": trainer},
+    )
+    # what train() does: the batches of the run's estimator, as its settings name it
+    batches = list(run._batches(run.trainer_settings().run_estimator()))
+    tasks = [t for batch in batches for t in batch]
+    assert [t.task_id for t in tasks] == ["t", "u", "t@e2", "u@e2"]
+    assert [run_estimator(t.metadata_json) for t in tasks] == [estimator] * 4
+    assert tasks[0].metadata["topic"] == "x", "the task's own metadata is kept"
+
+
+def test_sft_runs_name_no_estimator() -> None:
+    run = rllm.AgentTrainer(
+        agent, train_dataset=[Task(task_id="t")], config={"trainer": {"loss": "sft"}}
+    )
+    assert run.trainer_settings().run_estimator() is None
+    (batch,) = run._batches(run.trainer_settings().run_estimator())
+    assert [run_estimator(t.metadata_json) for t in batch] == [None]
