@@ -29,7 +29,7 @@ from rllm.benchmarks.types import RewardResult
 from rllm.errors import ConfigError, RllmError
 from rllm.producers.evaluation import EvalSummary, run_tasks, summarize
 from rllm.producers.evaluation.progress import ProgressLines, say
-from rllm.producers.evaluation.served import ServedPolicy
+from rllm.producers.evaluation.served import ServedPolicy, check_served
 from rllm.producers.sdk import Evaluator, GatewayClient, Rollout, RolloutOutcome
 from rllm.schemas.run import with_run_estimator
 from rllm.schemas.types import Task
@@ -277,6 +277,7 @@ class AgentTrainer:
         if not self.val_tasks:
             raise ConfigError("evaluate() needs a val_dataset")
         served = self._served_policy()  # a stack that is down is one error naming rllm-cli up
+        check_served(served, self.config.model, self.config.gateway_url)
         run_id = f"{self.config.run_id}-val"
         total = len(self.val_tasks) * attempts
         lines = ProgressLines(f"evaluate {run_id}", total) if progress else None
@@ -381,7 +382,8 @@ class AgentTrainer:
 
         settings = self.check()
         check_broker(self.kafka, timeout_s=5.0)  # the stack answers before a model loads
-        self._served_policy()
+        # rollouts of a model the upstream does not serve would be filed under its name
+        check_served(self._served_policy(), self.config.model, self.config.gateway_url)
         label = f"train {self.config.run_id}"
         batches = self.planned_batches()
         if progress:

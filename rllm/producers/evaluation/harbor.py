@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rllm.benchmarks.errors import UnknownBenchmarkError
@@ -18,9 +18,11 @@ from rllm.benchmarks.harbor import HarborDataset, load_dataset, task_dirs
 from rllm.benchmarks.registry import get_benchmark
 from rllm.benchmarks.types import BenchmarkSpec, Need
 from rllm.errors import ConfigError
+from rllm.infra.admin_key import resolve_admin_key
 from rllm.producers.evaluation.runner import EvalConfig, Progress, run_tasks, write_results
+from rllm.producers.evaluation.served import check_served, served_policy
 from rllm.producers.evaluation.summary import EvalSummary, summarize
-from rllm.producers.harnesses import HarnessRollout, get_harness, verifier_evaluator
+from rllm.producers.harnesses import HarnessApi, HarnessRollout, get_harness, verifier_evaluator
 from rllm.producers.sdk.client import GatewayClient
 from rllm.sandboxes import OWNER_LABEL, SandboxBackend, SandboxSettings, get_backend
 from rllm.schemas.types import Task
@@ -197,10 +199,13 @@ async def run_harbor_eval(
     on_tasks: Callable[[int], None] | None = None,
 ) -> EvalSummary:
     """Run ``config.agent`` (a harness) on every task folder in ``tasks_dir``, each in a
-    sandbox of ``config.sandbox_backend``, scored by its verifier; summarise the run.
+    sandbox of ``config.sandbox_backend``, scored by its verifier; summarise the run with
+    the policy version the gateway's upstream serves.
 
     Raises:
-        ConfigError, UnknownHarnessError, HarborTaskError: before any sandbox starts.
+        ConfigError, UnknownHarnessError, HarborTaskError: before any sandbox starts (a
+            harness that calls a model is refused when the upstream does not serve
+            ``config.model``).
     """
     run = open_harbor_run(
         tasks_dir,
@@ -213,6 +218,13 @@ async def run_harbor_eval(
         artifacts_dir=config.artifacts_dir,
         max_examples=config.max_examples,
     )
+    try:  # bad input first (above), then what the stack serves
+        served = await served_policy(config.gateway_url, resolve_admin_key(config.admin_key))
+        if run.rollout.harness.api is not HarnessApi.NONE:  # the oracle calls no model
+            check_served(served, config.model, config.gateway_url)
+    except BaseException:
+        await run.backend.aclose()
+        raise
     if on_tasks is not None:
         on_tasks(len(run.rows) * config.attempts)
     gateway = GatewayClient(config.gateway_url, config.admin_key)
@@ -234,7 +246,8 @@ async def run_harbor_eval(
         await run.backend.aclose()
     if config.output is not None:
         write_results(config.output, results)
-    return summarize(
+    summary = summarize(
         config.run_id, run.dataset.name, config.model, results, config.attempts,
         time.perf_counter() - started, unloaded=run.unloaded,
     )  # fmt: skip
+    return replace(summary, policy_version=served.policy_version, policy_run=served.policy_run)

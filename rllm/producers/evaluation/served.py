@@ -89,7 +89,8 @@ async def _get(http: httpx.AsyncClient, url: str, path: str) -> dict[str, Any]:
 
 
 def check_served(served: ServedPolicy, model: str, gateway_url: str) -> None:
-    """Refuse an eval of ``model`` through a gateway whose upstream serves other models.
+    """Refuse an eval (or training rollouts) of ``model`` through a gateway whose upstream
+    serves other models.
 
     Raises:
         ConfigError: naming the model asked for, the ones served, and what to do.
@@ -101,5 +102,5 @@ def check_served(served: ServedPolicy, model: str, gateway_url: str) -> None:
         f"model {model!r} is not what the gateway at {gateway_url} serves: its upstream "
         f"lists {listed}. The results would be filed under {model!r} without coming from "
         f"it; start the stack with that model (rllm-cli up --model PROFILE), point "
-        f"--gateway-url at a gateway in front of it, or evaluate one of the listed models"
+        f"--gateway-url at a gateway in front of it, or name one of the listed models"
     )

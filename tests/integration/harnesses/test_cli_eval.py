@@ -71,6 +71,30 @@ def test_bash_that_does_nothing_scores_zero_without_errors(
     assert (summary["tasks"], summary["accuracy"], summary["mean_reward"]) == (3, 0.0, 0.0)
     assert (summary["errors"], summary["failures"], summary["pass_at"]) == (0, [], {"1": 0.0})
     assert summary["steps"] == 3 and len(upstream.requests) == 3  # one "done" per task
+    # the policy version it evaluated: the gateway's (the scripted upstream reports none)
+    assert (summary["policy_version"], summary["policy_run"]) == (0, None)
+
+
+def test_a_model_the_upstream_does_not_serve_is_refused_before_any_sandbox(
+    start_gateway: Callable[..., ThreadedServer],
+    upstream: ScriptedUpstream,
+    sandbox_settings: SandboxSettings,
+) -> None:
+    """``eval DIR --agent bash -m fake-model`` while the upstream serves ``scripted``: one
+    line naming both, no sandbox, no model call, no result filed under the wrong model. The
+    oracle calls no model, so it runs whatever the upstream serves."""
+    gateway = start_gateway()
+    result = _eval(sandbox_settings, str(TASKS), "--agent", "bash", "-n", "1",
+                   "--gateway-url", gateway.url, "--model", "fake-model")  # fmt: skip
+    assert result.exit_code == 1, result.output
+    err = " ".join(result.stderr.split())
+    assert "model 'fake-model' is not what the gateway at" in err and "lists scripted" in err
+    assert upstream.requests == []
+    run = sandbox_settings.home / "run"
+    assert not run.exists() or not any(run.iterdir()), "no sandbox started"
+    oracle = _eval(sandbox_settings, str(TASKS), "--agent", "oracle", "-n", "1", "--json",
+                   "--gateway-url", gateway.url, "--model", "fake-model")  # fmt: skip
+    assert _summary(oracle)["accuracy"] == 1.0
 
 
 def test_bad_task_folders_are_named_and_the_others_are_scored(

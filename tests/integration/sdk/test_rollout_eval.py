@@ -189,3 +189,30 @@ async def test_the_eval_summary_names_the_policy_version_it_evaluated(
     ]
     assert len(steps) == summary.steps == 2
     assert {s.policy_version for s in steps} == {7}
+
+
+def test_agent_trainer_refuses_a_model_the_gateways_upstream_does_not_serve(
+    gateway: ThreadedServer, kafka: KafkaSettings
+) -> None:
+    """``AgentTrainer.evaluate()`` and ``train()`` ask the gateway first: rollouts of
+    SmolLM2 through an upstream serving fake-model are refused before any session (and
+    before the trainer loads a model), naming both."""
+    calls: list[str] = []
+
+    @rllm.rollout
+    def counted(task: Task, config: RolloutConfig) -> str:
+        calls.append(task.task_id)
+        return "x"
+
+    trainer = rllm.AgentTrainer(
+        counted,
+        train_dataset=[Task(task_id="t")],
+        val_dataset=[Task(task_id="v")],
+        config={"gateway_url": gateway.url, "model": "HuggingFaceTB/SmolLM2-135M-Instruct"},
+        kafka=kafka,
+    )
+    for run in (trainer.evaluate, trainer.train):
+        with pytest.raises(ConfigError, match=r"upstream lists fake-model") as info:
+            run()
+        assert "'HuggingFaceTB/SmolLM2-135M-Instruct' is not what the gateway" in str(info.value)
+    assert calls == [] and _events_by_session(kafka) == {}, "no rollout, no session"
