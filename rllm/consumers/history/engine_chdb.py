@@ -2,8 +2,10 @@
 
 chDB allows one process per database directory and one open directory per process, so
 ``ChdbStore`` is meant to be held by the history service; the CLI opens one only when no
-service answers on the socket. Calls are serialised with a lock (the session is not
-thread-safe).
+service answers on the socket. Writes go through one session; reads through sessions of
+their own on the same directory, opened with ``readonly=1`` (and, for a user's statement,
+the read limits) in their connection string, so no statement can undo them. Each session's
+calls are serialised with its own lock, so a long read never holds up an insert.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pyarrow as pa
 
 from rllm.consumers.history.ddl import create_statements
+from rllm.consumers.history.limits import READ_ONLY, ReadLimits, limit_error
 from rllm.consumers.history.types import HistoryError, QueryError, QueryResult, StoreLockedError
 
 __all__ = ["ChdbStore", "arrow_stream_bytes", "translate_clickhouse_error"]
@@ -60,22 +64,62 @@ def arrow_stream_bytes(batch: pa.Table) -> bytes:
     return sink.getvalue()
 
 
+def _result(tbl: Any) -> QueryResult:
+    return QueryResult.from_arrow(tbl) if isinstance(tbl, pa.Table) else QueryResult(())
+
+
+class _Reader:
+    """One read-only chDB session on the open directory, opened on first use."""
+
+    def __init__(self, path: Path, settings: dict[str, int | str]) -> None:
+        self.conn = f"{path}?{urlencode(settings)}"
+        self.lock = threading.Lock()
+        self.session: Any = None
+
+    def query(self, sql: str, params: dict[str, Any] | None) -> Any:
+        from chdb import session
+
+        with self.lock:
+            if self.session is None:
+                self.session = session.Session(self.conn)  # type: ignore[no-untyped-call]  # chdb is untyped
+            try:
+                return self.session.query(sql, "ArrowTable", params=params or None)
+            except RuntimeError:
+                # chDB 4.4 leaves a failed query's output behind (timeout, throwIf): the
+                # session's next Arrow result would not decode. A fresh session is clean.
+                self.session.close()
+                self.session = None
+                raise
+
+    def close(self) -> None:
+        with self.lock:
+            if self.session is not None:
+                self.session.close()
+                self.session = None
+
+
 class ChdbStore:
     """History in a chDB directory.
 
     Args:
         path: the database directory (created if missing).
         database: the database holding the tables.
+        limits: the read limits of a user's statement (``query_user``).
 
     Raises:
         StoreLockedError: if another process holds ``path``.
     """
 
-    def __init__(self, path: Path, database: str = "rllm") -> None:
+    def __init__(
+        self, path: Path, database: str = "rllm", limits: ReadLimits | None = None
+    ) -> None:
         from chdb import session
 
         self.path = Path(path)
         self.database = database
+        self.limits = limits or ReadLimits()
+        if "?" in str(self.path):
+            raise HistoryError(f"history_dir: chDB cannot open a path with '?' in it: {path}")
         self.path.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._owner = True
@@ -87,6 +131,8 @@ class ChdbStore:
                 f"(a running `rllm-cli history`?); query through that service or stop it "
                 f"[{str(exc)[:200]}]"
             ) from exc
+        self._reader = _Reader(self.path, READ_ONLY)
+        self._user_reader = _Reader(self.path, self.limits.settings())
 
     @contextmanager
     def _errors(self, context: str) -> Iterator[None]:
@@ -115,12 +161,23 @@ class ChdbStore:
         return int(batch.num_rows)
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
-        """Run a read query; parameters are bound by chDB, never pasted into the SQL."""
-        with self._errors("query failed"):
-            tbl = self._session.query(sql, "ArrowTable", params=params or None)
-        if not isinstance(tbl, pa.Table):
-            return QueryResult(())
-        return QueryResult.from_arrow(tbl)
+        """Run a read query of ours in the read-only session; parameters are bound by chDB,
+        never pasted into the SQL."""
+        try:
+            tbl = self._reader.query(sql, params)
+        except RuntimeError as exc:
+            raise translate_clickhouse_error(exc, "query failed") from exc
+        return _result(tbl)
+
+    def query_user(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
+        """Run a user's statement in the session opened with ``readonly=1`` and the limits."""
+        try:
+            tbl = self._user_reader.query(sql, params)
+        except RuntimeError as exc:
+            raise (
+                limit_error(str(exc), self.limits) or translate_clickhouse_error(exc, "sql")
+            ) from exc
+        return _result(tbl)
 
     def command(self, sql: str) -> None:
         """Run a statement that returns nothing."""
@@ -131,13 +188,16 @@ class ChdbStore:
         """The same open directory seen through another database (closing it is a no-op)."""
         other = object.__new__(ChdbStore)
         other.path, other.database, other._lock = self.path, database, self._lock
-        other._session, other._owner = self._session, False
+        other._session, other._owner, other.limits = self._session, False, self.limits
+        other._reader, other._user_reader = self._reader, self._user_reader
         return other
 
     def close(self) -> None:
-        """Close the session and release the directory."""
+        """Close the sessions and release the directory."""
         if not self._owner:
             return
+        self._user_reader.close()
+        self._reader.close()
         with self._lock:
             if self._session is not None:
                 self._session.close()

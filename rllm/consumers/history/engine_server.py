@@ -1,4 +1,9 @@
-"""The server engine: a ClickHouse server reached with ``clickhouse-connect`` over HTTP."""
+"""The server engine: a ClickHouse server reached with ``clickhouse-connect`` over HTTP.
+
+Every read sends ``readonly=1`` as a setting of its HTTP request, and a user's statement
+the read limits too; the server applies them before the statement, whose own ``SETTINGS``
+then cannot change them.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import pyarrow as pa
 
 from rllm.consumers.history.ddl import create_statements
 from rllm.consumers.history.engine_chdb import translate_clickhouse_error
+from rllm.consumers.history.limits import READ_ONLY, ReadLimits, limit_error
 from rllm.consumers.history.types import HistoryError, QueryResult
 
 __all__ = ["ServerStore"]
@@ -21,17 +27,24 @@ class ServerStore:
         database: the database holding the tables.
         user: ClickHouse user.
         password: its password.
+        limits: the read limits of a user's statement (``query_user``).
 
     Raises:
         HistoryError: if the server does not answer.
     """
 
     def __init__(
-        self, url: str, database: str = "rllm", user: str = "default", password: str = ""
+        self,
+        url: str,
+        database: str = "rllm",
+        user: str = "default",
+        password: str = "",
+        limits: ReadLimits | None = None,
     ) -> None:
         import clickhouse_connect
 
         self.database = database
+        self.limits = limits or ReadLimits()
         try:
             self._client: Any = clickhouse_connect.get_client(
                 dsn=url,
@@ -61,11 +74,23 @@ class ServerStore:
         return int(batch.num_rows)
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
-        """Run a read query with server-side parameter binding."""
+        """Run a read query of ours (``readonly=1``) with server-side parameter binding."""
         try:
-            tbl = self._client.query_arrow(sql, parameters=params or None)
+            tbl = self._client.query_arrow(sql, parameters=params or None, settings=READ_ONLY)
         except Exception as exc:
             raise translate_clickhouse_error(exc, "query failed") from exc
+        return QueryResult.from_arrow(tbl)
+
+    def query_user(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
+        """Run a user's statement with ``readonly=1`` and the limits as request settings."""
+        try:
+            tbl = self._client.query_arrow(
+                sql, parameters=params or None, settings=self.limits.settings()
+            )
+        except Exception as exc:
+            raise (
+                limit_error(str(exc), self.limits) or translate_clickhouse_error(exc, "sql")
+            ) from exc
         return QueryResult.from_arrow(tbl)
 
     def command(self, sql: str) -> None:

@@ -139,6 +139,21 @@ def run_named(store: HistoryStore, name: str, by: str | None = None, **params: A
 
 
 def run_sql(store: HistoryStore, text: str) -> QueryResult:
-    """Run the escape hatch: one read-only SELECT (tables are in the history database)."""
-    checked = check_select(text)
-    return store.query(checked.replace("__DB__", f"`{store.database}`"))
+    """Run the escape hatch: one SELECT a user wrote, under ``readonly=1`` and the read limits.
+
+    The statement is checked twice for a clear message, as written and as ClickHouse's
+    parser prints it back (``formatQuerySingleLine``, the text bound as a parameter), then
+    run as written with ``store.query_user``, whose session sets ``readonly=1`` and the
+    limits where the statement cannot change them.
+
+    Raises:
+        QueryError: naming what was refused, the limit that stopped it, or the syntax error.
+    """
+    checked = check_select(text).replace("__DB__", f"`{store.database}`")
+    try:
+        parsed = store.query_user("SELECT formatQuerySingleLine({q:String}) AS q", {"q": checked})
+    except QueryError as exc:
+        said = str(exc).removeprefix("sql: ").split(": In scope SELECT formatQuery")[0]
+        raise QueryError(f"sql: ClickHouse cannot parse the statement: {said}") from None
+    check_select(str(parsed.rows[0][0]), reading="as ClickHouse parses it, ")
+    return store.query_user(checked)

@@ -35,14 +35,20 @@ def _jsonable(value: Any) -> Any:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    """``POST /query`` with ``{"sql", "params"}``; answers ``{"columns", "rows"}``."""
+    """``POST /query`` with ``{"sql", "params", "user"}``; answers ``{"columns", "rows"}``.
+
+    Every request is a read under ``readonly=1``; ``"user": true`` (a statement a user
+    wrote) adds the store's read limits.
+    """
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", "0"))
         payload: dict[str, Any]
         try:
             body = json.loads(self.rfile.read(length) or b"{}")
-            result = self.server.store.query(body["sql"], body.get("params"))  # type: ignore[attr-defined]
+            store: HistoryStore = self.server.store  # type: ignore[attr-defined]
+            run = store.query_user if body.get("user") else store.query
+            result = run(body["sql"], body.get("params"))
             payload, status = (
                 {
                     "columns": list(result.columns),
@@ -126,8 +132,15 @@ class ServiceClient:
         raise HistoryError("the history service's API is read-only")
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
-        """Run a query in the service."""
-        resp = self._client.post("/query", json={"sql": sql, "params": params or {}})
+        """Run a read query of ours in the service (``readonly=1`` there)."""
+        return self._post({"sql": sql, "params": params or {}})
+
+    def query_user(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
+        """Run a user's statement in the service, under its read-only session and limits."""
+        return self._post({"sql": sql, "params": params or {}, "user": True})
+
+    def _post(self, request: dict[str, Any]) -> QueryResult:
+        resp = self._client.post("/query", json=request)
         body = resp.json()
         if resp.status_code == 400:
             raise QueryError(body["error"])
@@ -145,7 +158,11 @@ def open_store(settings: HistorySettings) -> HistoryStore:
     if settings.clickhouse_url:
         pw = settings.clickhouse_password.get_secret_value() if settings.clickhouse_password else ""
         return ServerStore(
-            settings.clickhouse_url, settings.history_database, settings.clickhouse_user, pw
+            settings.clickhouse_url,
+            settings.history_database,
+            settings.clickhouse_user,
+            pw,
+            limits=settings.read_limits,
         )
     sock = settings.socket_path
     if sock.exists():
@@ -153,7 +170,7 @@ def open_store(settings: HistorySettings) -> HistoryStore:
         if client.ping():
             return client
         client.close()
-    store = ChdbStore(settings.history_dir, settings.history_database)
+    store = ChdbStore(settings.history_dir, settings.history_database, settings.read_limits)
     store.create_schema()
     return store
 
@@ -175,7 +192,7 @@ def run_service(
         store: HistoryStore = open_store(settings)
         server = None
     else:
-        store = ChdbStore(settings.history_dir, settings.history_database)
+        store = ChdbStore(settings.history_dir, settings.history_database, settings.read_limits)
         store.create_schema()
         server = serve_queries(settings.socket_path, store)
     try:

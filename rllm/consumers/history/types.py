@@ -82,7 +82,12 @@ class HistoryStore(Protocol):
         """Insert an Arrow batch shaped like ``ddl.table(table).schema``; return its rows."""
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
-        """Run one read query with ``{name:Type}`` parameters bound by the engine."""
+        """Run one read query of ours with ``{name:Type}`` parameters bound by the engine,
+        under ``readonly=1`` set by the session."""
+
+    def query_user(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
+        """Run one statement a user wrote under ``readonly=1`` and the store's read limits,
+        both set by the session (never by the statement); a limit hit is a QueryError."""
 
     def command(self, sql: str) -> None:
         """Run one statement that returns nothing (DDL, OPTIMIZE)."""
