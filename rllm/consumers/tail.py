@@ -9,10 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, KafkaException, TopicPartition
-
-from rllm.errors import RllmError, TopicError
-from rllm.kafka import kafka_errors, make_codec, make_consumer, translate
+from rllm.errors import TopicError
+from rllm.kafka import TopicReader
 from rllm.schemas.convert import to_json_dict
 from rllm.settings import KafkaSettings
 
@@ -75,61 +73,37 @@ def tail_topic(
 ) -> Iterator[TailedRecord]:
     """Yield the records of ``topic`` in partition order.
 
-    Without ``follow`` it stops at the end of the log as it was when tailing began.
+    Without ``follow`` it stops at the end of the log as it was when tailing began;
+    without ``from_beginning`` it reads only records that arrive from now on.
 
     Raises:
         TopicError: if the topic does not exist.
     """
     full = settings.topic(topic)
-    codec = make_codec(settings)
-    consumer = make_consumer(
+    reader = TopicReader(
         settings,
         f"rllm-tail-{uuid.uuid4().hex[:12]}",
-        **{"isolation.level": "read_uncommitted", "enable.partition.eof": True},
+        name="tail",
+        config={"isolation.level": "read_uncommitted", "enable.partition.eof": True},
     )
     try:
-        with kafka_errors(f"reading {full}"):
-            meta = consumer.list_topics(full, timeout=settings.request_timeout_s)
-        tmeta = meta.topics.get(full)
-        if tmeta is None or tmeta.error is not None or not tmeta.partitions:
+        partitions = reader.partitions(full)
+        if not partitions:
             raise TopicError(f"topic {full!r} does not exist on {settings.bootstrap_servers}")
-        partitions = sorted(tmeta.partitions)
         if not from_beginning and not follow:
             return
-        start = OFFSET_BEGINNING if from_beginning else OFFSET_END
-        consumer.assign([TopicPartition(full, p, start) for p in partitions])
-        pending = set(partitions)  # partitions that have not reached their end yet
+        reader.assign(full, partitions, "beginning" if from_beginning else "end")
         seen = 0
-        while follow or pending:
-            msg = consumer.poll(poll_timeout_s)
-            if msg is None:
+        while follow or {(full, p) for p in partitions} - reader.ended:
+            rec = reader.poll(poll_timeout_s)
+            if rec is None:
                 continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    pending.discard(msg.partition())
-                    continue
-                raise translate(err, f"reading {full}")
-            value = msg.value() or b""
-            try:
-                event, error = codec.decode(value), None
-            except RllmError as exc:
-                event, error = None, f"{type(exc).__name__}: {exc}"
-            except ValueError as exc:  # a pydantic ValidationError on a well-framed record
-                event, error = None, f"{type(exc).__name__}: {exc}"
+            error = None if rec.error is None else f"{type(rec.error).__name__}: {rec.error}"
             yield TailedRecord(
-                full,
-                msg.partition() or 0,
-                msg.offset() or 0,
-                _key(msg.key()),
-                msg.timestamp()[1],
-                event,
-                error,
+                full, rec.partition, rec.offset, _key(rec.key), rec.timestamp_ms, rec.event, error
             )
             seen += 1
             if max_records is not None and seen >= max_records:
                 return
-    except KafkaException as exc:
-        raise translate(exc, f"reading {full}") from exc
     finally:
-        consumer.close()
+        reader.close()

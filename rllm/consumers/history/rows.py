@@ -7,10 +7,11 @@ No I/O here: the sink decodes, calls :func:`event_rows`, buffers the rows in a
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["Position", "Row", "dead_letter_row", "event_rows"]
+from rllm.schemas.types import DeadLetter
+
+__all__ = ["Position", "Row", "dead_letter_row", "event_rows", "letter_row"]
 
 Position = tuple[str, int, int]
 """Where a record was read: (topic, partition, offset)."""
@@ -263,18 +264,35 @@ def dead_letter_row(
     pos: Position, key: bytes | None, value: bytes, exc: BaseException, consumer: str = "history"
 ) -> Row:
     """The dead_letters row of a record the sink could not decode or map."""
+    return letter_row(
+        DeadLetter(
+            source_topic=pos[0],
+            source_partition=pos[1],
+            source_offset=pos[2],
+            key=key,
+            value=value,
+            reason=str(exc),
+            error_type=type(exc).__name__,
+            consumer=consumer,
+        )
+    )
+
+
+def letter_row(letter: DeadLetter) -> Row:
+    """The dead_letters row of a record the sink refused (the reader's ``DeadLetter``)."""
     return (
         "dead_letters",
         {
-            "event_id": f"sink:{pos[0]}:{pos[1]}:{pos[2]}",
-            "source_topic": pos[0],
-            "source_partition": pos[1],
-            "source_offset": pos[2],
-            "key": key or b"",
-            "value": value,
-            "reason": str(exc)[:2000],
-            "error_type": type(exc).__name__,
-            "consumer": consumer,
-            "failed_at": datetime.now(UTC),
+            "event_id": f"sink:{letter.source_topic}:{letter.source_partition}:"
+            f"{letter.source_offset}",
+            "source_topic": letter.source_topic,
+            "source_partition": letter.source_partition,
+            "source_offset": letter.source_offset,
+            "key": letter.key or b"",
+            "value": letter.value,
+            "reason": letter.reason[:2000],
+            "error_type": letter.error_type,
+            "consumer": letter.consumer,
+            "failed_at": letter.failed_at,
         },
     )

@@ -16,15 +16,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaError, Message, TopicPartition
-
 from rllm.consumers.history.batch import RowBuffer
-from rllm.consumers.history.rows import dead_letter_row, event_rows
+from rllm.consumers.history.rows import Position, Row, event_rows, letter_row
 from rllm.consumers.history.settings import HistorySettings
 from rllm.consumers.history.types import HistoryStore
 from rllm.errors import RllmError
-from rllm.kafka import kafka_errors, make_codec, make_consumer, translate
+from rllm.kafka import TopicReader, make_codec
 from rllm.schemas.codec import AvroCodec
+from rllm.schemas.types import DeadLetter
 from rllm.settings import KafkaSettings
 
 __all__ = ["HistorySink", "SinkStats", "topic_pattern"]
@@ -91,33 +90,33 @@ class HistorySink:
         self.stats = SinkStats()
         self._after_insert = after_insert
         self._buffer = RowBuffer()
-        self._offsets: dict[tuple[str, int], int] = {}
-        self._consumer = make_consumer(
+        self._reader = TopicReader(
             kafka,
             settings.history_group_id,
-            **{
-                "topic.metadata.refresh.interval.ms": 2000,
-                "fetch.wait.max.ms": 100,
-            },
+            name="history",
+            codec=self.codec,
+            decode=self._rows,
+            refuse=(RllmError, ValueError, KeyError, TypeError, AttributeError),
+            dead_letter=self._dead_letter,
+            config={"topic.metadata.refresh.interval.ms": 2000, "fetch.wait.max.ms": 100},
         )
 
     # one record ------------------------------------------------------------------------
 
-    def _take(self, msg: Message) -> None:
-        pos = (msg.topic() or "", msg.partition() or 0, msg.offset() or 0)
-        value = msg.value() or b""
-        try:
-            name, datum = self.codec.decode_dict(value)
-            rows = event_rows(name, datum, pos)
-        except (RllmError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            rows = [dead_letter_row(pos, msg.key(), value, exc)]
-            self.stats.dead_letters += 1
-            log.warning("history: %s:%d@%d -> dead_letters: %s", *pos, exc)
-        self._buffer.extend(rows)
-        self._offsets[(pos[0], pos[1])] = pos[2] + 1
-        if self.stats.first_at is None:
-            self.stats.first_at = time.monotonic()
-        self.stats.events += 1
+    def _rows(self, value: bytes, pos: Position) -> list[Row]:
+        """The reader's decoder: a record's rows (a failure makes a dead_letters row)."""
+        return event_rows(*self.codec.decode_dict(value), pos)
+
+    def _dead_letter(self, letter: DeadLetter) -> None:
+        self._buffer.extend([letter_row(letter)])
+        self.stats.dead_letters += 1
+        log.warning(
+            "history: %s:%d@%d -> dead_letters: %s",
+            letter.source_topic,
+            letter.source_partition,
+            letter.source_offset,
+            letter.reason,
+        )
 
     # one batch -------------------------------------------------------------------------
 
@@ -135,15 +134,12 @@ class HistorySink:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            with kafka_errors("history sink polling"):
-                msgs = self._consumer.consume(min(limit - taken, 2000), timeout=min(left, 0.2))
-            for msg in msgs:
-                err = msg.error()
-                if err is not None:
-                    if err.code() in (KafkaError._PARTITION_EOF, KafkaError.UNKNOWN_TOPIC_OR_PART):
-                        continue
-                    raise translate(err, "history sink polling")
-                self._take(msg)
+            for rec in self._reader.read(min(limit - taken, 2000), timeout_s=min(left, 0.2)):
+                if rec.error is None:  # a refused record is a dead_letters row already
+                    self._buffer.extend(rec.event)
+                if self.stats.first_at is None:
+                    self.stats.first_at = time.monotonic()
+                self.stats.events += 1
                 taken += 1
         if taken:
             self.flush()
@@ -157,12 +153,8 @@ class HistorySink:
         self.stats.insert_s += time.perf_counter() - t0
         if self._after_insert is not None:
             self._after_insert(self.stats.batches)
-        offsets = [TopicPartition(t, p, o) for (t, p), o in self._offsets.items()]
-        if offsets:
-            with kafka_errors("committing history offsets"):
-                self._consumer.commit(offsets=offsets, asynchronous=False)
+        self._reader.commit()
         self._buffer.clear()
-        self._offsets.clear()
         self.stats.batches += 1
         self.stats.last_at = time.monotonic()
 
@@ -174,10 +166,7 @@ class HistorySink:
         """Subscribe and sink until ``stop`` is set, or until idle for ``idle_exit_s``."""
         self.store.create_schema()
         assigned = threading.Event()
-        with kafka_errors("subscribing the history sink"):
-            self._consumer.subscribe(
-                [topic_pattern(self.kafka)], on_assign=lambda _c, _p: assigned.set()
-            )
+        self._reader.subscribe([topic_pattern(self.kafka)], on_assign=assigned.set)
         idle_since = started = time.monotonic()
         try:
             while stop is None or not stop.is_set():
@@ -192,4 +181,4 @@ class HistorySink:
 
     def close(self) -> None:
         """Leave the consumer group (uncommitted rows are re-delivered to the next sink)."""
-        self._consumer.close()
+        self._reader.close()

@@ -16,15 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import OFFSET_INVALID, Consumer, Message, TopicPartition
-
 from rllm.consumers.trainer.batching import Batcher
 from rllm.consumers.trainer.checkpoint import CheckpointState, CheckpointStore
 from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.consumers.trainer.types import TrainingBackend, UpdateResult
 from rllm.errors import KafkaUnavailableError, SchemaError, TopicError
-from rllm.kafka import EventPublisher, dead_letter_for, kafka_errors, make_codec, make_consumer
-from rllm.schemas.topics import DEAD_LETTERS, EPISODES, POLICY_UPDATES
+from rllm.kafka import ConsumedRecord, EventPublisher, TopicReader, dead_letters_to, make_codec
+from rllm.schemas.topics import EPISODES, POLICY_UPDATES
 from rllm.schemas.types import EpisodeAssembled, PolicyUpdated
 from rllm.settings import KafkaSettings
 
@@ -178,7 +176,7 @@ class Trainer:
         waits for their update (uniform groups dropped leave the batch short)."""
         self._flush_after = episodes
 
-    def _check_flush(self, consumer: Consumer, publisher: EventPublisher) -> None:
+    def _check_flush(self, reader: TopicReader, publisher: EventPublisher) -> None:
         """Once the episodes ``flush_after`` waits for are settled, train what is pending
         and record the point as flushed (``report.flushed_through``)."""
         target = self._flush_after
@@ -187,49 +185,27 @@ class Trainer:
         if self.report.episodes_settled - self.report.other_runs < target:
             return
         if self.core.batcher.pending:
-            self._update(consumer, publisher)
+            self._update(reader, publisher)
         self.report.flushed_through = target
 
-    def _assign(self, consumer: Consumer) -> None:
+    def _assign(self, reader: TopicReader) -> None:
         """Take every partition, at the checkpoint's offsets where it has them (else the
         group's committed offset, else the beginning). One trainer consumes a run."""
-        with kafka_errors(f"reading partitions of {self.topic}"):
-            meta = consumer.list_topics(self.topic, timeout=self.kafka.request_timeout_s)
-        topic = meta.topics.get(self.topic)
-        if topic is None or topic.error is not None or not topic.partitions:
+        partitions = reader.partitions(self.topic)
+        if not partitions:
             raise TopicError(f"topic {self.topic} does not exist; create it (rllm-cli up)")
         saved = self.core.state.offsets.get(self.topic, {})
-        consumer.assign(
-            [
-                TopicPartition(self.topic, p, saved.get(str(p), OFFSET_INVALID))
-                for p in sorted(topic.partitions)
-            ]
-        )
+        reader.assign(self.topic, partitions, "committed", {int(p): o for p, o in saved.items()})
 
-    def _commit(self, consumer: Consumer) -> None:
-        tps = [
-            TopicPartition(t, int(p), o)
-            for t, parts in self._offsets.items()
-            for p, o in parts.items()
-        ]
-        if tps:
-            with kafka_errors("committing trainer offsets"):
-                consumer.commit(offsets=tps, asynchronous=False)
-
-    def _handle(self, msg: Message, publisher: EventPublisher) -> None:
-        parts = self._offsets.setdefault(msg.topic() or self.topic, {})
-        parts[str(msg.partition())] = (msg.offset() or 0) + 1
+    def _handle(self, rec: ConsumedRecord) -> None:
+        """Count one episode read (the reader dead-lettered it already when refused)."""
+        parts = self._offsets.setdefault(rec.topic, {})
+        parts[str(rec.partition)] = rec.offset + 1
         self.report.episodes_consumed += 1
-        try:
-            record = self.codec.decode(msg.value() or b"")
-            if not isinstance(record, EpisodeAssembled):
-                raise SchemaError(
-                    f"expected EpisodeAssembled on {self.topic}, got {type(record).__name__}"
-                )
-        except SchemaError as exc:
+        if rec.error is not None:
             self.report.dead_letters += 1
-            publisher.publish_sync(DEAD_LETTERS, msg.key(), dead_letter_for(msg, exc, "trainer"))
             return
+        record: EpisodeAssembled = rec.event
         wanted = self.settings.episode_run_ids
         if wanted and record.run_id not in wanted:
             self.report.other_runs += 1
@@ -250,7 +226,7 @@ class Trainer:
                 log.warning("%s: %s; trying again in %.0f s", what, exc, RETRY_S)
                 time.sleep(RETRY_S)
 
-    def _update(self, consumer: Consumer, publisher: EventPublisher) -> None:
+    def _update(self, reader: TopicReader, publisher: EventPublisher) -> None:
         offsets = {t: dict(p) for t, p in self._offsets.items()}
         result, event = self.core.train_pending(offsets, self.fault)
         self._until_taken(
@@ -261,7 +237,7 @@ class Trainer:
             self.fault("after_publish", result.version)
         self._until_taken(
             f"committing the offsets of policy version {result.version}",
-            lambda: self._commit(consumer),
+            lambda: reader.commit(self._offsets),
         )
         if self.fault:
             self.fault("after_commit", result.version)
@@ -277,8 +253,17 @@ class Trainer:
     def run(self) -> TrainerReport:
         """Consume until ``max_updates``, ``idle_exit_s`` or ``stop()``."""
         s = self.settings
-        consumer = make_consumer(self.kafka, s.group_id)
         publisher = EventPublisher(self.kafka, codec=self.codec)
+        reader = TopicReader(
+            self.kafka,
+            s.group_id,
+            name="trainer",
+            codec=self.codec,
+            expect=EpisodeAssembled,
+            refuse=(SchemaError,),
+            dead_letter=dead_letters_to(publisher),
+            on_error="log",
+        )
         try:
             # Announce the policy this run serves from: version 0 (its base weights) on a
             # fresh run, else the version it resumed from (that publish may have been lost).
@@ -286,30 +271,27 @@ class Trainer:
                 self.core.write_base()
             publisher.publish_sync(POLICY_UPDATES, s.run_id, self.core.policy_event())
             self.report.announced = True
-            self._assign(consumer)
+            self._assign(reader)
             idle_since = time.monotonic()
             while not self._stop:
                 if s.max_updates and self.report.updates >= s.max_updates:
                     break
-                msg = consumer.poll(s.poll_timeout_s)
-                if msg is None:
-                    self._check_flush(consumer, publisher)
+                rec = reader.poll(s.poll_timeout_s)
+                if rec is None:
+                    self._check_flush(reader, publisher)
                     if s.idle_exit_s and time.monotonic() - idle_since > s.idle_exit_s:
                         break
                     continue
-                if msg.error() is not None:
-                    log.warning("consumer error: %s", msg.error())
-                    continue
                 idle_since = time.monotonic()
-                self._handle(msg, publisher)
+                self._handle(rec)
                 if self.core.batcher.ready():
-                    self._update(consumer, publisher)
+                    self._update(reader, publisher)
                 self.report.episodes_settled += 1
-                self._check_flush(consumer, publisher)
+                self._check_flush(reader, publisher)
         finally:
             self.report.drops = self.core.batcher.drops.as_metrics()
             publisher.close()
-            consumer.close()
+            reader.close()
         return self.report
 
 
