@@ -168,14 +168,13 @@ def topics_create(
 @reports_errors
 def topics_list(bootstrap_servers: str | None, topic_prefix: str | None) -> None:
     """The design's topics: name, key, record, and whether the broker has them."""
-    from rllm.kafka import kafka_errors, make_admin
+    from rllm.kafka import list_topics
     from rllm.schemas.topics import TOPICS
 
     settings = kafka_settings(bootstrap_servers, topic_prefix)
-    with kafka_errors(f"listing topics on {settings.bootstrap_servers}"):
-        meta = make_admin(settings).list_topics(timeout=settings.request_timeout_s).topics
+    held = list_topics(settings)
     for spec in TOPICS:
         name = settings.topic(spec.name)
-        parts = len(meta[name].partitions) if name in meta else 0
+        parts = held.get(name, 0)
         state = f"{parts} partitions" if parts else "[red]missing[/red]"
         console.print(f"{name:<32} key={spec.key:<16} {spec.record:<34} {state}")

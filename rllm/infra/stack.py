@@ -15,7 +15,7 @@ from rllm.errors import ConfigError, KafkaUnavailableError
 from rllm.infra.admin_key import admin_key_path, ensure_admin_key
 from rllm.infra.broker import LocalBroker, LocalCluster
 from rllm.infra.services import ServiceSpec, service_running, start_service, stop_service
-from rllm.kafka import check_broker, ensure_topics, make_admin
+from rllm.kafka import check_broker, ensure_topics, list_topics
 from rllm.settings import KafkaSettings, StackSettings, private_home
 
 __all__ = ["ComponentStatus", "plan_services", "stack_down", "stack_status", "stack_up"]
@@ -217,9 +217,7 @@ def stack_status(stack: StackSettings) -> list[ComponentStatus]:
     kafka = _kafka(stack)
     try:
         brokers = check_broker(kafka, timeout_s=3)
-        topics = sorted(
-            t for t in make_admin(kafka).list_topics(timeout=5).topics if t.startswith("rllm.")
-        )
+        topics = sorted(t for t in list_topics(kafka, timeout_s=5) if t.startswith("rllm."))
         statuses = [
             ComponentStatus(
                 "kafka",
