@@ -87,9 +87,18 @@ class _Reader:
             except RuntimeError:
                 # chDB 4.4 leaves a failed query's output behind (timeout, throwIf): the
                 # session's next Arrow result would not decode. A fresh session is clean.
-                self.session.close()
-                self.session = None
+                self._reset()
                 raise
+            except (pa.ArrowException, OSError, ValueError) as exc:
+                self._reset()
+                raise QueryError(
+                    f"sql: the result is not the Arrow table asked for ({exc}); "
+                    f"a FORMAT clause in the statement?"
+                ) from exc
+
+    def _reset(self) -> None:
+        self.session.close()
+        self.session = None
 
     def close(self) -> None:
         with self.lock:

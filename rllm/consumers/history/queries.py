@@ -155,5 +155,5 @@ def run_sql(store: HistoryStore, text: str) -> QueryResult:
     except QueryError as exc:
         said = str(exc).removeprefix("sql: ").split(": In scope SELECT formatQuery")[0]
         raise QueryError(f"sql: ClickHouse cannot parse the statement: {said}") from None
-    check_select(str(parsed.rows[0][0]), reading="as ClickHouse parses it, ")
+    check_select(str(parsed.rows[0][0]), parsed=True)
     return store.query_user(checked)

@@ -192,17 +192,20 @@ def tokenize(sql: str) -> list[Token]:
     return tokens
 
 
-def check_select(sql: str, reading: str = "") -> str:
+def check_select(sql: str, *, parsed: bool = False) -> str:
     """Accept exactly one SELECT that reaches nothing outside; return it without a final ``;``.
 
     Args:
         sql: the statement.
-        reading: how the statement was read, put before a refusal (``as ClickHouse parses
-            it: ``) when ``sql`` is ClickHouse's own rendering of the user's statement.
+        parsed: ``sql`` is ClickHouse's own rendering of the user's statement
+            (``formatQuerySingleLine``): only what ``readonly=1`` lets through is checked
+            (one statement, ``INTO OUTFILE``, ``file()`` and the refused table functions),
+            as ClickHouse prints some keywords bare that the user had quoted.
 
     Raises:
         QueryError: naming what was refused and the value.
     """
+    reading = "as ClickHouse parses it, " if parsed else ""
     try:
         tokens = tokenize(sql)
     except QueryError as exc:
@@ -223,7 +226,7 @@ def check_select(sql: str, reading: str = "") -> str:
             f"{sql[semi.pos : semi.pos + 30]!r})"
         )
     words = [t for t in tokens if t.kind == "word"]
-    if not words or words[0].value.upper() not in ("SELECT", "WITH"):
+    if not parsed and (not words or words[0].value.upper() not in ("SELECT", "WITH")):
         first = words[0].value if words else tokens[0].value
         raise refuse(f"only SELECT is allowed, got {first!r}")
     calls = {  # tokens followed by "(": function calls
@@ -231,12 +234,14 @@ def check_select(sql: str, reading: str = "") -> str:
         for tok, nxt in pairwise(tokens)
         if tok.kind in ("word", "ident") and nxt.kind == "punct" and nxt.value == "("
     }
-    for w in words:
+    for w, nxt in pairwise([*words, Token("word", "", len(sql))]):
         upper = w.value.upper()
+        if upper == "INTO" and (not parsed or nxt.value.upper() == "OUTFILE"):
+            raise refuse("INTO (OUTFILE) writes a file; results come back on stdout, refused")
+        if parsed:
+            continue
         if upper in _FORBIDDEN_WORDS:
             raise refuse(f"only read-only SELECT is allowed; refused keyword {upper}")
-        if upper == "INTO":
-            raise refuse("INTO (OUTFILE) writes a file; results come back on stdout, refused")
         if upper == "FORMAT" and w.pos not in calls:  # format(...) is a string function
             raise refuse("FORMAT is chosen with --format, not in the statement")
         if upper == "SETTINGS":
