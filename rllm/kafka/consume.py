@@ -198,11 +198,19 @@ class TopicReader:
         offsets: Mapping[int, int] | None = None,
     ) -> None:
         """Read ``partitions`` of ``topic`` without a group rebalance: each at its offset
-        in ``offsets`` where it has one, else at ``start``."""
-        at = offsets or {}
+        in ``offsets`` where it has one, else at ``start``. ``end`` is the end of each log
+        when this returns (asked of the broker now, not at the first fetch), so every
+        record published after ``assign`` is read."""
+        at, parts = dict(offsets or {}), list(partitions)
         with kafka_errors(f"assigning {topic}"):
+            if start == "end":
+                for p in parts:
+                    if p not in at:
+                        _low, at[p] = self._consumer.get_watermark_offsets(
+                            TopicPartition(topic, p), timeout=self.kafka.request_timeout_s
+                        )
             self._consumer.assign(
-                [TopicPartition(topic, p, at.get(p, _START[start])) for p in partitions]
+                [TopicPartition(topic, p, at.get(p, _START[start])) for p in parts]
             )
 
     def subscribe(self, topics: list[str], on_assign: Callable[[], None] | None = None) -> None:

@@ -86,3 +86,23 @@ def test_the_server_and_the_local_backend_share_the_model_runtime() -> None:
     assert sideways == []
     local = {t for m, _a, t in found if m.startswith("rllm.consumers.backends.local.")}
     assert "models" in local
+
+
+def test_only_the_kafka_layer_imports_confluent_kafka() -> None:
+    """Components ask ``rllm.kafka`` for clients, readers and publishers; none takes the
+    Kafka client library itself (imports inside functions count too)."""
+    root = Path(rllm.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if rel.parts[0] == "kafka":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            found += [str(rel) for n in names if n.split(".")[0] == "confluent_kafka"]
+    assert found == []
