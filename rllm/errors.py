@@ -1,19 +1,65 @@
 """The error hierarchy of rllm-stream: every error we raise is an ``RllmError``.
 
 Each area's errors also inherit the stdlib error they stand for, so callers may catch
-either::
+either. The root's own classes (config, schemas, Kafka, infra: used by every layer) are
+defined here; every other area's live in its ``errors.py``, named on the right. A class
+with two parents is drawn under its area's root, the other parent in parentheses.
+``tests/unit/test_errors.py`` checks this tree against the classes::
 
     RllmError
-    ├── ConfigError(ValueError)            a setting or flag has a bad value
-    ├── SchemaError(ValueError)            an event does not fit its Avro schema
-    │   ├── EncodeError                    a record could not be encoded
-    │   ├── DecodeError                    bytes could not be decoded
-    │   └── UnknownSchemaError(KeyError)   a fingerprint or schema id nobody knows
-    ├── KafkaError                         the broker said no
+    ├── ConfigError(ValueError)                      a setting or flag has a bad value
+    │   ├── ModelConfigError                         models/errors.py
+    │   └── UnknownHarnessError                      producers/harnesses/errors.py
+    ├── SchemaError(ValueError)                      an event does not fit its Avro schema
+    │   ├── EncodeError                              a record could not be encoded
+    │   ├── DecodeError                              bytes could not be decoded
+    │   ├── UnknownSchemaError(KeyError)             a fingerprint or schema id nobody knows
+    │   └── UnsupportedSchemaError                   left to fastavro by the accelerator
+    ├── KafkaError                                   the broker said no (rllm.kafka.errors maps)
     │   ├── KafkaUnavailableError(ConnectionError)   no broker answered in time
     │   ├── MessageTooLargeError(ValueError)         an event over the topic's limit
     │   └── TopicError                               topic creation or lookup failed
-    └── InfraError(RuntimeError)           the local stack could not start or stop
+    ├── InfraError(RuntimeError)                     the local stack could not start or stop
+    │   └── LocalModelError                          models/errors.py
+    ├── SandboxError(RuntimeError)                   sandboxes/errors.py
+    │   ├── SandboxUnavailableError
+    │   ├── SandboxClosedError
+    │   ├── ImageError(LookupError)
+    │   │   └── DockerfileError(ValueError)
+    │   └── SnapshotError
+    ├── BenchmarkError                               benchmarks/errors.py
+    │   ├── UnknownBenchmarkError(KeyError)
+    │   ├── DatasetRowError(ValueError)
+    │   ├── DatasetUnavailableError(LookupError)
+    │   ├── HarborTaskError(ValueError)
+    │   └── CodeSandboxError(RuntimeError)
+    ├── GatewayError                                 producers/gateway/errors.py
+    ├── UpstreamFailure                              producers/gateway/errors.py
+    ├── GatewayRequestError(ConnectionError)         producers/sdk/errors.py
+    ├── HarnessError(RuntimeError)                   producers/harnesses/errors.py
+    ├── ProcessorError                               processors/types.py
+    │   └── AssemblyError(ValueError)
+    ├── TrainerError                                 consumers/trainer/errors.py
+    │   ├── CapabilityError(ConfigError)
+    │   ├── MissingTokensError(ValueError)
+    │   ├── UnreproducibleSamplingError(ValueError)
+    │   ├── CheckpointError(RuntimeError)
+    │   ├── SftDataError(ValueError)
+    │   ├── FireworksError
+    │   ├── TinkerError
+    │   └── TeacherError(RuntimeError)
+    │       ├── TeacherUnavailableError
+    │       └── TeacherResponseError(ValueError)
+    │           └── TeacherTokenMismatchError
+    ├── HistoryError                                 consumers/history/errors.py
+    │   ├── StoreLockedError
+    │   └── QueryError(ValueError)
+    └── ServingError                                 serving/errors.py
+        └── RequestError(ValueError)                 a request body the model server refuses
+
+Foreign errors are translated at the boundary by a context manager that re-raises the
+most specific class ``from`` the original: ``rllm.kafka.kafka_errors`` (confluent-kafka),
+``rllm.consumers.history.errors.clickhouse_errors`` (chDB, clickhouse-connect).
 """
 
 from __future__ import annotations
@@ -30,6 +76,7 @@ __all__ = [
     "SchemaError",
     "TopicError",
     "UnknownSchemaError",
+    "UnsupportedSchemaError",
 ]
 
 
@@ -51,6 +98,11 @@ class EncodeError(SchemaError):
 
 class DecodeError(SchemaError):
     """Bytes could not be decoded into an event."""
+
+
+class UnsupportedSchemaError(SchemaError):
+    """A schema construct the native accelerator does not cover (the record stays on
+    fastavro); ``rllm.schemas.fastpath`` raises and catches it."""
 
 
 class UnknownSchemaError(SchemaError, KeyError):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from rllm.benchmarks.errors import (
     BenchmarkError,
+    CodeSandboxError,
     DatasetRowError,
     DatasetUnavailableError,
-    SandboxError,
     UnknownBenchmarkError,
 )
 from rllm.benchmarks.loaders import BenchmarkSettings, load_tasks, pull, read_rows
@@ -19,12 +19,12 @@ __all__ = [
     "BenchmarkSettings",
     "BenchmarkSpec",
     "Category",
+    "CodeSandboxError",
     "DatasetRowError",
     "DatasetUnavailableError",
     "Need",
     "RewardFn",
     "RewardResult",
-    "SandboxError",
     "UnknownBenchmarkError",
     "all_benchmarks",
     "benchmark_names",

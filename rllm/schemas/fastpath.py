@@ -20,9 +20,10 @@ import os
 from functools import cache
 from typing import Any
 
+from rllm.errors import UnsupportedSchemaError
 from rllm.schemas import registry
 
-__all__ = ["AVAILABLE", "FastRecord", "Unsupported", "compile_schema", "for_record"]
+__all__ = ["AVAILABLE", "FastRecord", "compile_schema", "for_record"]
 
 _ABI = 1  # node-table format this module writes; rllm_avrofast.ABI must match
 
@@ -55,10 +56,6 @@ _KIND = {
 }
 
 
-class Unsupported(ValueError):
-    """A schema construct the accelerator does not cover (the record stays on fastavro)."""
-
-
 class _Compiler:
     """Turns an expanded schema into the flat node table ``rllm_avrofast.Program`` takes."""
 
@@ -80,12 +77,12 @@ class _Compiler:
                 return self._add((_KIND[schema],))
             full = self._full(schema, namespace)
             if full not in self.named:
-                raise Unsupported(f"reference to unknown type {schema!r}")
+                raise UnsupportedSchemaError(f"reference to unknown type {schema!r}")
             return self.named[full]
         if isinstance(schema, list):
             return self._union(schema, namespace)
         if not isinstance(schema, dict):
-            raise Unsupported(f"not a schema: {schema!r}")
+            raise UnsupportedSchemaError(f"not a schema: {schema!r}")
         kind = schema.get("type")
         logical = schema.get("logicalType")
         if isinstance(kind, (dict, list)):
@@ -93,7 +90,7 @@ class _Compiler:
         if logical is not None:
             if kind == "long" and logical == "timestamp-micros":
                 return self._add((_KIND["timestamp-micros"],))
-            raise Unsupported(f"logical type {logical!r} on {kind!r}")
+            raise UnsupportedSchemaError(f"logical type {logical!r} on {kind!r}")
         if kind in _PRIMITIVE_KINDS:
             return self._add((_KIND[kind],))
         if kind == "enum":
@@ -117,7 +114,7 @@ class _Compiler:
             return self._add((_KIND["array"], self.node(schema["items"], namespace)))
         if kind == "map":
             return self._add((_KIND["map"], self.node(schema["values"], namespace)))
-        raise Unsupported(f"type {kind!r}")
+        raise UnsupportedSchemaError(f"type {kind!r}")
 
     def _union(self, branches: list[Any], namespace: str) -> int:
         # fastavro (return_record_name + _override) returns (name, value) for a record or
@@ -133,9 +130,9 @@ class _Compiler:
             elif isinstance(branch, dict):
                 name, tag = str(branch.get("type")), False
                 if not isinstance(branch.get("type"), str):
-                    raise Unsupported("nested union")
+                    raise UnsupportedSchemaError("nested union")
             elif isinstance(branch, list):
-                raise Unsupported("nested union")
+                raise UnsupportedSchemaError("nested union")
             else:
                 name, tag = str(branch), False
             taggable.append(tag)
@@ -152,14 +149,14 @@ def compile_schema(schema: Any) -> tuple[tuple[tuple[Any, ...], ...], int]:
     """The node table and root index of an expanded schema.
 
     Raises:
-        Unsupported: for constructs the accelerator leaves to fastavro (fixed, logical
+        UnsupportedSchemaError: for constructs the accelerator leaves to fastavro (fixed, logical
             types other than timestamp-micros, nested unions, unknown references).
     """
     compiler = _Compiler()
     root = compiler.node(schema, "")
     nodes = tuple(n for n in compiler.nodes if n is not None)
     if len(nodes) != len(compiler.nodes):
-        raise Unsupported("unfinished record")
+        raise UnsupportedSchemaError("unfinished record")
     return nodes, root
 
 
@@ -168,7 +165,7 @@ class FastRecord:
 
     def __init__(self, name: str, schema: Any) -> None:
         if _native is None:
-            raise Unsupported("rllm_avrofast is not installed")
+            raise UnsupportedSchemaError("rllm_avrofast is not installed")
         nodes, self.root = compile_schema(schema)
         self.name = name
         self._program = _native.Program(nodes)
@@ -196,5 +193,5 @@ def for_record(name: str) -> FastRecord | None:
     full = registry.full_name(name)
     try:
         return FastRecord(full, registry.expanded(full))
-    except Unsupported:
+    except UnsupportedSchemaError:
         return None

@@ -17,8 +17,8 @@ import time
 import uuid
 from typing import Any
 
-from rllm.errors import ConfigError
 from rllm.serving.engine import Completion, PromptLogprobs, SamplingParams
+from rllm.serving.errors import RequestError
 
 __all__ = [
     "MAX_PROMPT_LOGPROBS",
@@ -31,10 +31,6 @@ __all__ = [
 
 MAX_PROMPT_LOGPROBS = 20
 """Most top tokens per prompt position (vLLM's default ``--max-logprobs``)."""
-
-
-class RequestError(ConfigError):
-    """A request the server cannot serve; answered with HTTP 400 and this message."""
 
 
 def sampling_params(body: dict[str, Any], chat: bool) -> SamplingParams:

@@ -21,7 +21,7 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from rllm.benchmarks.errors import SandboxError
+from rllm.benchmarks.errors import CodeSandboxError
 from rllm.sandboxes import Mount, SandboxSettings, SandboxSpec, get_backend
 from rllm.sandboxes import SandboxError as BackendError
 from rllm.sandboxes.pool import WarmPool
@@ -172,7 +172,7 @@ def run_python(
     """Run ``program`` with ``stdin`` in a sandbox of its own (thread-safe).
 
     Raises:
-        SandboxError: bubblewrap is missing, or the sandbox itself failed to start.
+        CodeSandboxError: bubblewrap is missing, or the sandbox itself failed to start.
     """
     settings = settings or CodeSandboxSettings()
     timeout = timeout_s if timeout_s is not None else settings.timeout_s
@@ -181,7 +181,7 @@ def run_python(
             program, [settings.python, "-I", "-B", "program.py"], stdin, timeout
         )
     except BackendError as exc:
-        raise SandboxError(f"the code sandbox could not run: {exc}") from exc
+        raise CodeSandboxError(f"the code sandbox could not run: {exc}") from exc
     killed = result.exit_code == 137 and not result.stderr.strip()
     error = f"killed: over the {settings.memory_mb} MB memory limit" if killed else result.error
     status = ("timed out" if result.timed_out

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from rllm.benchmarks.errors import BenchmarkError
+from rllm.benchmarks.errors import HarborTaskError
 from rllm.benchmarks.harbor.config import HarborNetworkMode, TaskConfig, parse_config
 from rllm.errors import ConfigError
 from rllm.sandboxes.errors import DockerfileError
@@ -28,11 +28,6 @@ from rllm.sandboxes.types import NetworkMode, SandboxSpec
 __all__ = ["HarborTask", "HarborTaskError", "inspect_task", "load_task", "sandbox_network"]
 
 _CANARY = re.compile(r"^(<!--.*canary.*-->|#.*canary.*)$", re.IGNORECASE)
-
-
-class HarborTaskError(BenchmarkError, ValueError):
-    """A task directory that cannot be used: the message names the task, the file and
-    every problem found in it."""
 
 
 @dataclass(frozen=True)

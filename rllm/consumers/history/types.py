@@ -1,12 +1,5 @@
-"""Contracts of the history area: the ``HistoryStore`` port, query results, and errors.
-
-Errors::
-
-    RllmError
-    └── HistoryError                      the history store failed
-        ├── StoreLockedError              another process holds the chDB directory
-        └── QueryError(ValueError)        a query or one of its parameters is bad
-"""
+"""Contracts of the history area: the ``HistoryStore`` port and query results (its
+errors, re-exported here, live in ``rllm.consumers.history.errors``)."""
 
 from __future__ import annotations
 
@@ -15,7 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
 
-from rllm.errors import RllmError
+from rllm.consumers.history.errors import HistoryError, QueryError, StoreLockedError
 
 __all__ = [
     "HistoryError",
@@ -24,18 +17,6 @@ __all__ = [
     "QueryResult",
     "StoreLockedError",
 ]
-
-
-class HistoryError(RllmError):
-    """The history store could not do what was asked."""
-
-
-class StoreLockedError(HistoryError):
-    """Another process holds the chDB database directory."""
-
-
-class QueryError(HistoryError, ValueError):
-    """A query, or one of its parameters, is not acceptable; the message names which."""
 
 
 @dataclass(frozen=True)

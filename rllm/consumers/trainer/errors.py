@@ -8,6 +8,9 @@
         ├── MissingTokensError(ValueError) a step without token IDs reached training
         ├── UnreproducibleSamplingError(ValueError)  a step sampled as the backend cannot score
         ├── CheckpointError(RuntimeError)  a checkpoint could not be written or read
+        ├── SftDataError(ValueError)       an SFT dataset file or row that cannot be trained on
+        ├── FireworksError                 the Fireworks API refused a request or a job failed
+        ├── TinkerError                    the Tinker service refused a request or a future failed
         └── TeacherError(RuntimeError)     the served distillation teacher could not be used
             ├── TeacherUnavailableError             unreachable, or 5xx/429 after retries
             └── TeacherResponseError(ValueError)    an answer refused or unusable
@@ -21,11 +24,14 @@ from rllm.errors import ConfigError, RllmError
 __all__ = [
     "CapabilityError",
     "CheckpointError",
+    "FireworksError",
     "MissingTokensError",
+    "SftDataError",
     "TeacherError",
     "TeacherResponseError",
     "TeacherTokenMismatchError",
     "TeacherUnavailableError",
+    "TinkerError",
     "TrainerError",
     "UnreproducibleSamplingError",
 ]
@@ -66,3 +72,15 @@ class TeacherResponseError(TeacherError, ValueError):
 
 class TeacherTokenMismatchError(TeacherResponseError):
     """The teacher scored other tokens than asked, or tokenizes unlike the student."""
+
+
+class SftDataError(TrainerError, ValueError):
+    """A dataset file or row that cannot be trained on; names the file, row and field."""
+
+
+class FireworksError(TrainerError):
+    """The Fireworks API refused a request or a job failed."""
+
+
+class TinkerError(TrainerError):
+    """The Tinker service refused a request or a future failed."""

@@ -16,17 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rllm.consumers.trainer.errors import TrainerError
+from rllm.consumers.trainer.errors import SftDataError
 from rllm.consumers.trainer.types import TrainSequence
 
 __all__ = ["SftDataError", "SftDataset", "SftRow", "load_sft_dataset", "read_rows", "row_tokens"]
 
 _REQUIRED = ("session_id", "step_index", "messages")
 _OPTIONAL_STR = ("run_id", "task_id", "benchmark", "model")
-
-
-class SftDataError(TrainerError, ValueError):
-    """A dataset file or row that cannot be trained on; names the file, row and field."""
 
 
 @dataclass(frozen=True)

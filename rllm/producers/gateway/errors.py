@@ -1,12 +1,20 @@
-"""Errors of the gateway; each carries the HTTP status and reason the caller gets."""
+"""Errors of the gateway; each carries the HTTP status and reason the caller gets.
+
+::
+
+    RllmError
+    ├── GatewayError        a request the gateway refuses (status, reason)
+    └── UpstreamFailure     the upstream failed (status and body passed to the agent)
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rllm.errors import RllmError
+from rllm.schemas.types import StepError
 
-__all__ = ["GatewayError", "anthropic_error"]
+__all__ = ["GatewayError", "UpstreamFailure", "anthropic_error"]
 
 
 class GatewayError(RllmError):
@@ -27,6 +35,24 @@ class GatewayError(RllmError):
         self.message = message
         self.retry_after = retry_after
         self.close = close
+
+
+class UpstreamFailure(RllmError):
+    """The upstream failed; ``status``/``body`` go to the agent, ``error`` into the step."""
+
+    def __init__(
+        self,
+        kind: str,
+        status: int,
+        body: bytes,
+        message: str,
+        content_type: str = "application/json",
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+        self.content_type = content_type
+        self.error = StepError(kind=kind, message=message[:2000], status_code=status)
 
 
 _ANTHROPIC_TYPES = {

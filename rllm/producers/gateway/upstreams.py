@@ -9,9 +9,8 @@ from typing import Any
 
 import httpx
 
-from rllm.schemas.types import StepError
-
 from .context import ContextWindow
+from .errors import UpstreamFailure
 from .settings import GatewaySettings, UpstreamKind
 from .sglang import SglangGenerate, load_tokenizer
 
@@ -23,24 +22,6 @@ FORWARD_HEADERS = ("anthropic-version", "anthropic-beta", "openai-organization",
 def error_body(message: str, kind: str, status: int) -> dict[str, Any]:
     """An OpenAI-style error body."""
     return {"error": {"message": message, "type": kind, "code": status}}
-
-
-class UpstreamFailure(Exception):
-    """The upstream failed; ``status``/``body`` go to the agent, ``error`` into the step."""
-
-    def __init__(
-        self,
-        kind: str,
-        status: int,
-        body: bytes,
-        message: str,
-        content_type: str = "application/json",
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.body = body
-        self.content_type = content_type
-        self.error = StepError(kind=kind, message=message[:2000], status_code=status)
 
 
 class Upstream:

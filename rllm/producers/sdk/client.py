@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from rllm.errors import RllmError
+from rllm.producers.sdk.errors import GatewayRequestError
 from rllm.producers.sdk.types import SessionTotals
 from rllm.schemas.convert import to_json_dict
 from rllm.schemas.types import SessionEvent, SessionStatus, Task
@@ -25,10 +25,6 @@ KEEPALIVE_S = 2.0
 
 MAX_BULK = 1024
 """Most opens or closes in one request (the gateway's limit)."""
-
-
-class GatewayRequestError(RllmError, ConnectionError):
-    """The gateway refused or could not be reached."""
 
 
 class SessionHandle:

@@ -10,13 +10,9 @@ from typing import Any
 import httpx
 
 from rllm.consumers.backends.remote import call_service, service_client
-from rllm.consumers.trainer.errors import TrainerError
+from rllm.consumers.trainer.errors import FireworksError
 
 __all__ = ["FireworksClient", "FireworksError"]
-
-
-class FireworksError(TrainerError):
-    """The Fireworks API refused a request or a job failed."""
 
 
 class FireworksClient:

@@ -14,14 +14,10 @@ from typing import Any
 import httpx
 
 from rllm.consumers.backends.remote import call_service, service_client
-from rllm.consumers.trainer.errors import TrainerError
+from rllm.consumers.trainer.errors import TinkerError
 from rllm.consumers.trainer.types import LossAgg, TrainSequence
 
 __all__ = ["TinkerClient", "TinkerError", "to_datums"]
-
-
-class TinkerError(TrainerError):
-    """The Tinker service refused a request or a future failed."""
 
 
 def _tensor(values: list[float] | list[int], dtype: str) -> dict[str, Any]:
