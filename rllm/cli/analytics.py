@@ -24,7 +24,9 @@ _NAMES = ("runs", "rewards", "passk", "tokens", "latency", "staleness", "failure
 @click.argument("query", type=click.Choice(_NAMES))
 @click.argument("sql_text", required=False)
 @click.option(
-    "--by", default=None, help="Grouping: rewards policy_version|time, latency model|time."
+    "--by",
+    default=None,
+    help="Grouping: rewards policy_version|time, latency model|time, passk benchmark|run.",
 )
 @click.option("--run", default=None, help="Only this run_id.")
 @click.option("--benchmark", default=None, help="Only this benchmark.")
@@ -62,7 +64,7 @@ def analytics(
     \b
     runs       sessions, steps, tokens, reward and accuracy per run
     rewards    reward and accuracy per run --by policy_version (default) or time
-    passk      pass@k per benchmark and model (--k)
+    passk      pass@k per benchmark and model (--k), --by run: per run too
     tokens     token usage by model and harness
     latency    p50/p95/p99 upstream and added latency --by model or time
     staleness  policy-version lag of the tokens that reached training

@@ -79,8 +79,8 @@ QUERIES: dict[str, NamedQuery] = {
         ),
         NamedQuery(
             "passk",
-            "pass@k per benchmark and model (unbiased estimator)",
-            {"benchmark": sql.PASSK},
+            "pass@k per benchmark and model, or per run too (unbiased estimator)",
+            {"benchmark": sql.PASSK, "run": sql.PASSK_BY_RUN},
             {"k": (_int(1, 10_000), 1)},
             {},
         ),

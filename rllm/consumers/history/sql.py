@@ -10,6 +10,7 @@ __all__ = [
     "LATENCY_BY_MODEL",
     "LATENCY_BY_TIME",
     "PASSK",
+    "PASSK_BY_RUN",
     "REWARDS_BY_TIME",
     "REWARDS_BY_VERSION",
     "RUNS",
@@ -29,9 +30,10 @@ _OPENED = """
            any(policy_version) AS policy_version, min(emitted_at) AS opened_at
     FROM __DB__.sessions WHERE kind = 'opened' GROUP BY session_id"""
 
-# one reward per session: the latest (RewardAssigned or scored trajectory)
+# one reward per session: the latest (RewardAssigned or scored trajectory); has_reward
+# tells a rewarded session from a LEFT JOIN's default row (readonly=1 keeps join_use_nulls off)
 _REWARDS = """
-    SELECT session_id, argMax(reward, emitted_at) AS reward,
+    SELECT session_id, 1 AS has_reward, argMax(reward, emitted_at) AS reward,
            argMax(is_correct, emitted_at) AS is_correct, max(emitted_at) AS rewarded_at
     FROM __DB__.rewards GROUP BY session_id"""
 
@@ -52,7 +54,8 @@ s AS (
            arrayStringConcat(arraySort(groupUniqArrayIf(model, model != '')), ',') AS models,
            arrayStringConcat(arraySort(groupUniqArrayIf(benchmark, benchmark != '')), ',')
                AS benchmarks,
-           avgOrNull(sr.reward) AS mean_reward, avgOrNull(sr.is_correct) AS accuracy
+           avgIfOrNull(sr.reward, sr.has_reward = 1) AS mean_reward,
+           avgOrNull(sr.is_correct) AS accuracy
     FROM so LEFT JOIN sr USING session_id WHERE {_FILTERS} GROUP BY run_id),
 st AS (
     SELECT run_id, count() AS steps, sum(prompt_tokens + completion_tokens) AS tokens
@@ -76,9 +79,11 @@ SELECT run_id, {_BUCKET.format(col="rewarded_at")} AS bucket, count() AS session
 FROM ({_SCORED})
 GROUP BY run_id, bucket ORDER BY run_id, bucket LIMIT {{limit:UInt32}}"""
 
+
 # unbiased pass@k per task (Chen et al. 2021): 1 - C(n-c, k) / C(n, k), as a product
-PASSK = f"""
-SELECT benchmark, model, count() AS tasks, sum(n) AS samples, {{k:UInt32}} AS k,
+def _passk(keys: str) -> str:
+    return f"""
+SELECT {keys}, count() AS tasks, sum(n) AS samples, {{k:UInt32}} AS k,
        round(avg(multiIf(
            c = 0, 0.0,
            n - c < {{k:UInt32}}, 1.0,
@@ -87,10 +92,14 @@ SELECT benchmark, model, count() AS tasks, sum(n) AS samples, {{k:UInt32}} AS k,
            AS pass_at_k,
        round(avg(c / n), 4) AS pass_at_1
 FROM (
-    SELECT benchmark, model, task_id, count() AS n, countIf(is_correct = 1) AS c
-    FROM ({_SCORED}) GROUP BY benchmark, model, task_id)
+    SELECT {keys}, task_id, count() AS n, countIf(is_correct = 1) AS c
+    FROM ({_SCORED}) GROUP BY {keys}, task_id)
 WHERE n >= {{k:UInt32}}
-GROUP BY benchmark, model ORDER BY benchmark, model LIMIT {{limit:UInt32}}"""
+GROUP BY {keys} ORDER BY {keys} LIMIT {{limit:UInt32}}"""
+
+
+PASSK = _passk("benchmark, model")
+PASSK_BY_RUN = _passk("run_id, benchmark, model")
 
 TOKENS = f"""
 WITH so AS ({_OPENED})
