@@ -346,7 +346,7 @@ def _threads_cpu(pid: int) -> dict[str, float]:
 
 
 PARTS = (
-    ("kafka produce", ("rllm/kafka.py", "confluent_kafka", "gateway/sink.py", "gateway/spool")),
+    ("kafka produce", ("rllm/kafka/", "confluent_kafka", "gateway/sink.py", "gateway/spool")),
     ("event encoding", ("fastavro", "rllm/schemas/", "numpy")),
     ("pydantic", ("pydantic",)),
     ("json", ("json/", "orjson")),
