@@ -19,6 +19,7 @@ from rllm.cli.sandbox import sandbox
 from rllm.cli.serve import serve
 from rllm.cli.stack import down, status, topics, up
 from rllm.cli.train import train
+from rllm.cli.view import view
 
 __all__ = ["cli", "main"]
 
@@ -50,6 +51,7 @@ cli.add_command(serve)
 cli.add_command(sandbox)
 cli.add_command(harness)
 cli.add_command(checkpoints)
+cli.add_command(view)
 
 
 def main() -> None:

@@ -1,0 +1,55 @@
+"""``rllm-cli view``: the history in a browser (runs, curves, trajectories, comparisons)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from rllm.cli.common import console, err_console, history_store_options, reports_errors
+
+__all__ = ["view"]
+
+
+@click.command()
+@click.option("--host", default=None, envvar="RLLM_VIEW_HOST", help="Interface [127.0.0.1].")
+@click.option("--port", type=int, default=None, envvar="RLLM_VIEW_PORT", help="Port [8500].")
+@click.option(
+    "--insecure",
+    is_flag=True,
+    default=None,
+    envvar="RLLM_VIEW_INSECURE",
+    help="Allow a --host that is not loopback: the viewer has no login, so anyone who "
+    "reaches it reads the whole history.",
+)
+@click.option(
+    "--refresh-s",
+    type=float,
+    default=None,
+    envvar="RLLM_VIEW_REFRESH_S",
+    help="Seconds between two refreshes of a run still being written [3].",
+)
+@history_store_options
+@reports_errors
+def view(history_dir: Path | None, clickhouse_url: str | None, **flags: Any) -> None:
+    """Serve a read-only web page over the history that `rllm-cli analytics` reads."""
+    from rllm.consumers.history import HistorySettings
+    from rllm.consumers.viewer import ViewerSettings, is_loopback, serve
+
+    settings = ViewerSettings(**{k: v for k, v in flags.items() if v is not None})
+    settings.check_host()
+    overrides: dict[str, Any] = {}
+    if history_dir is not None:
+        overrides["history_dir"] = history_dir
+    if clickhouse_url:
+        overrides["clickhouse_url"] = clickhouse_url
+    history = HistorySettings(**overrides)
+    if not is_loopback(settings.host):
+        err_console.print(
+            f"[red]warning:[/red] --insecure: serving the history on {settings.host}; anyone "
+            "who reaches it reads every run, prompt and answer"
+        )
+    where = history.clickhouse_url or history.history_dir
+    console.print(f"view: {settings.base_url} over the history in {where} (read-only)")
+    serve(settings, history)
