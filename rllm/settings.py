@@ -132,7 +132,7 @@ class StackSettings(BaseSettings):
     2 in sync; default what the last ``up`` started, else 1."""
     partitions: int = Field(default=3, ge=1)
     """Partitions of each event topic created by ``up``."""
-    services: str = "serve,gateway,processors,history"
+    services: str = "serve,gateway,processors,history,view"
     """Services ``up`` starts besides Kafka (comma-separated; ``serve`` only for a local
     model)."""
     model: str | None = None
@@ -142,6 +142,8 @@ class StackSettings(BaseSettings):
     """Port of the gateway ``up`` starts."""
     serve_port: int = Field(default=8000, ge=1, le=65535)
     """Port of the local model server ``up`` starts."""
+    view_port: int = Field(default=8500, ge=1, le=65535)
+    """Port of the history viewer ``up`` starts (``rllm-cli view``, on 127.0.0.1)."""
 
     @property
     def brokers_file(self) -> Path:

@@ -65,7 +65,7 @@ def _print(statuses: Any) -> None:
 @click.option(
     "--services",
     default=None,
-    help="Services besides Kafka [serve,gateway,processors,history]; '' for none.",
+    help="Services besides Kafka [serve,gateway,processors,history,view]; '' for none.",
 )
 @click.option(
     "--model",
@@ -90,7 +90,7 @@ def up(
     insecure: bool,
 ) -> None:
     """Start the local stack (Kafka in KRaft mode, topics, model server, gateway, processors,
-    history) and say where each piece listens."""
+    history, its viewer) and say where each piece listens."""
     from rllm.infra.admin_key import admin_key_path
     from rllm.infra.stack import stack_up
 

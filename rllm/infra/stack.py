@@ -2,7 +2,7 @@
 
 Kafka first (a real broker from ``infra/kafka``), its topics, then the services as
 background ``rllm-cli`` processes: the local model server (when the model is local), the
-gateway in front of the model, the stream processors and the history service.
+gateway in front of the model, the stream processors, the history service and its viewer.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from rllm.settings import KafkaSettings, StackSettings, private_home
 
 __all__ = ["ComponentStatus", "plan_services", "stack_down", "stack_status", "stack_up"]
 
-SERVICE_ORDER = ("serve", "gateway", "processors", "history")
+SERVICE_ORDER = ("serve", "gateway", "processors", "history", "view")
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,13 @@ def plan_services(stack: StackSettings, insecure: bool = False) -> list[ServiceS
         "history": ServiceSpec(
             "history", ("history", "--history-dir", str(stack.home / "history")), env=env
         ),
+        # after history: it reads through the history service's socket
+        "view": ServiceSpec(
+            "view",
+            ("view", "--port", str(stack.view_port), "--history-dir", str(stack.home / "history")),
+            health_url=f"http://127.0.0.1:{stack.view_port}/healthz",
+            env=env,
+        ),
     }
     wanted = _wanted(stack)
     return [specs[s] for s in wanted if s != "serve" or local_model]
@@ -235,6 +242,7 @@ def stack_status(stack: StackSettings) -> list[ComponentStatus]:
         "gateway": f"http://127.0.0.1:{stack.gateway_port}",
         "processors": "-",
         "history": str(stack.home / "history"),
+        "view": f"http://127.0.0.1:{stack.view_port}",
     }
     for name in SERVICE_ORDER:
         log = stack.home / "run" / f"{name}.log"

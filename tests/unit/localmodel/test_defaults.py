@@ -48,7 +48,7 @@ def test_serve_gets_the_default_model_measured_threads_and_a_batch_wait(
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     monkeypatch.setenv("RLLM_MODEL", "local")  # the stack's profile name, not a model path
     specs = plan_services(StackSettings(home=tmp_path, serve_port=18123))
-    assert [s.name for s in specs] == ["serve", "gateway", "processors", "history"]
+    assert [s.name for s in specs] == ["serve", "gateway", "processors", "history", "view"]
     serve = specs[0]
     assert serve.args == (
         "serve",
