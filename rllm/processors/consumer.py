@@ -2,8 +2,7 @@
 
 The lost-records bug (issue 19): after a rebalance, or after a peer's SIGKILL (the
 survivor rebalances), a contiguous run of records on a partition was never handled. The
-holes below were seen in the workers' logs of the processors' rebalance and SIGKILL tests;
-one loss remains (the rebalance test's docstring says how often):
+holes below were seen in the workers' logs of the processors' rebalance and SIGKILL tests:
 
 1. **Acks booked while no committed offset is known.** faust drops a partition's committed
    offset at the revoke and learns it again only when it seeks, after the changelog
@@ -33,6 +32,24 @@ No gap is ever booked, and a partition cannot stall on records fetched and dropp
 end of its log. A record fetched for a partition not yet sought since its assignment is
 not delivered (the seek brings it again).
 
+3. **A fetch racing the seek.** faust seeks aiokafka from its own thread while the
+   consumer's thread fetches; a batch fetched at the committed offset could come back
+   after the seek but before the partition counted as sought, be dropped, and leave
+   aiokafka's position at the end of the log: the worker stood still with records
+   uncommitted behind it (a third of the rebalance runs after the corrections above).
+   Partitions whose records were dropped that way are sought back once they count as
+   sought, and every seek back runs on the consumer's thread, in turn with its fetches.
+4. **A commit past the record at the committed offset.** faust commits the first run of
+   acked offsets when it starts at most one past the committed offset (or anywhere when
+   that is 0), so an unacked record at the head is skipped; here a run counts only from
+   the committed offset, or from the log's start for a partition with no commit (which
+   is also delivered strictly from there).
+5. **Records delivered into queues that are then cleared.** After the seek faust resumes
+   the flow, and ``flow_control.resume()`` clears every agent's queue: records delivered
+   between the seek and that call were dropped untracked, without an ack (33 of one
+   partition after a SIGKILL, its commit then stuck before them). A sought partition
+   counts as sought only once the streams resume (``resume_flow``).
+
 faust builds its consumer from ``Transport.Consumer``; ``GuardedApp`` swaps in a transport
 whose consumer is this one.
 """
@@ -49,6 +66,7 @@ from faust.transport.consumer import CONSUMER_FETCHING
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.types import TP
 from faust.types.tuples import ack_lock
+from faust.utils.functional import consecutive_numbers
 from mode.utils.futures import notify
 
 __all__ = ["GuardedApp", "GuardedConsumer"]
@@ -70,6 +88,9 @@ class GuardedConsumer(faust_aiokafka.Consumer):
         super().__init__(*args, **kwargs)
         self._sought: set[TP] = set()
         self._next: dict[TP, int] = {}  # next offset to deliver, of the topics that ack
+        self._base: dict[TP, int] = {}  # where a partition with no commit starts
+        self._skipped: set[TP] = set()  # records fetched and dropped before the seek
+        self._seeking: set[TP] | None = None  # sought, waiting for the streams to resume
         self.refused_acks = 0
         self.rewinds = 0
 
@@ -82,6 +103,9 @@ class GuardedConsumer(faust_aiokafka.Consumer):
     async def on_partitions_assigned(self, assigned: set[TP], generation_id: int = 0) -> None:
         self._sought.clear()  # sought again from the committed offsets after the recovery
         self._next.clear()
+        self._base.clear()
+        self._skipped.clear()
+        self._seeking = None
         await super().on_partitions_assigned(assigned, generation_id)
 
     async def perform_seek(self) -> None:
@@ -102,8 +126,21 @@ class GuardedConsumer(faust_aiokafka.Consumer):
             # records fetched before this seek were not delivered, and nothing committed
             # moves these partitions back: without this a restart's scoring topic began
             # where the fetch had got to (397 of 397 records skipped)
+            earliest = await self._thread.earliest_offsets(*fresh)
+            for tp in fresh:
+                start = earliest.get(tp)
+                if start is not None:  # delivered strictly from here, as a committed one
+                    self._next[tp] = self._base[tp] = start
             await self._thread.seek_to_beginning(*(TopicPartition(*tp) for tp in fresh))
-        self._sought = assignment
+        # Delivered only once the streams resume (``resume_flow``): faust resumes the
+        # flow right after this seek, and ``flow_control.resume()`` clears the agents'
+        # queues, dropping what was delivered in between without an ack.
+        self._seeking = assignment
+
+    def resume_flow(self) -> None:
+        super().resume_flow()
+        if self._seeking is not None:
+            self._sought, self._seeking = self._seeking, None
 
     async def seek(self, partition: TP, offset: int) -> None:
         await super().seek(partition, offset)
@@ -125,6 +162,7 @@ class GuardedConsumer(faust_aiokafka.Consumer):
                 await self.sleep(0)
                 if self.should_stop:
                     break
+                await self._seek_back_skipped()
                 records, active = await self._wait_next_records(1.0)
                 if not records or self.should_stop:
                     continue
@@ -148,6 +186,8 @@ class GuardedConsumer(faust_aiokafka.Consumer):
                             held = True  # a stream would skip it, and its ack would count
                             continue
                         expected = self._next.get(tp)
+                        if tp not in self._sought:
+                            self._skipped.add(tp)
                         if tp not in self._sought or (expected is not None and offset != expected):
                             continue  # not sought yet, delivered already, or past a hole
                     elif read[tp] is not None and offset < read[tp]:
@@ -195,7 +235,46 @@ class GuardedConsumer(faust_aiokafka.Consumer):
                     expected - 1,
                     expected,
                 )
-                await self._seek(tp, expected)
+                await self._seek_back(tp, expected)
+
+    async def _seek_back_skipped(self) -> None:
+        """A fetch that returned between the seek and the streams' resume moved aiokafka's
+        position past records dropped because their partition was not sought yet; with
+        nothing left to fetch the partition then stood still for good: seek those back to
+        the next offset to deliver."""
+        stale = self._skipped & self._sought
+        for tp in stale:
+            self._skipped.discard(tp)
+            if tp in self._next:
+                await self._seek_back(tp, self._next[tp])
+
+    async def _seek_back(self, tp: TP, offset: int) -> None:
+        """Seek on the consumer's own thread, in turn with its fetches (faust's ``_seek``
+        moves aiokafka's position from this thread, racing a fetch in flight)."""
+        consumer = self._thread._ensure_consumer()
+        try:
+            await self._thread.call_thread(consumer.seek, tp, offset)
+        except Exception as exc:  # revoked meanwhile: the next assignment seeks it
+            log.info("%s[%d]: not sought back to %d (%r)", tp.topic, tp.partition, offset, exc)
+
+    def _new_offset(self, tp: TP) -> int | None:
+        """The offset to commit: the end of the run of acked offsets that starts at the
+        committed one. faust's rule takes the first run whatever it starts at when less
+        than two past the committed offset (or when that is 0), which commits past an
+        unacked record at the head."""
+        acked = self._acked[tp]
+        if not acked or self._gap[tp] or not self.app.topics.acks_enabled_for(tp.topic):
+            return super()._new_offset(tp)
+        acked.sort()
+        base = self._committed_offset[tp]
+        if base is None:
+            base = self._base.get(tp)
+        if base is not None and acked[0] != base:
+            return None  # the record at the committed offset is not acked yet
+        run = next(consecutive_numbers(acked))
+        del acked[: len(run)]
+        self._acked_index[tp].difference_update(run)
+        return int(run[-1]) + 1
 
     def ack(self, message: Any) -> bool:
         with ack_lock:

@@ -12,8 +12,6 @@ import time
 from collections import Counter
 from typing import Any
 
-import pytest
-
 from rllm.schemas.convert import to_json_dict
 from rllm.schemas.ids import dedup_by_event_id
 from rllm.schemas.topics import EPISODES, TRAJECTORIES
@@ -39,10 +37,7 @@ def _content(record: Any) -> dict[str, Any]:
 # After the SIGKILL the restarted worker waits out the dead member, is assigned every
 # partition, restores the tables and reads on from the committed offsets. Before
 # rllm.processors.consumer corrected faust's consumer a few groups (9 to 25 of 500) never
-# completed in about one run of three (see test_rebalance.py for the two holes); with it, and
-# with partitions that have no commit sought to their beginning, 4 of 4 passed. It reruns at
-# most twice while the rebalance test's remaining loss stands.
-@pytest.mark.flaky(reruns=2)  # see the comment above
+# completed in about one run of three (the holes are in that module's docstring).
 def test_sigkill_mid_stream_then_restart_equals_uninterrupted_replay(
     kafka: KafkaSettings, make_topics: Any, workers: Workers
 ) -> None:

@@ -7,11 +7,9 @@ staying worker hung in recovery for good (``Still fetching changelog topics``, h
 -1); the app runs without standbys now.
 
 Before ``rllm.processors.consumer`` corrected faust's consumer, a contiguous run of records
-on a partition was never handled after a rebalance in about three runs of four (stale acks
-booked as the commit point while no committed offset was known, and a batch fetched before
-the recovery's seek delivered after it, its range booked as a gap). Not fixed yet: this test
-still lost one trajectory of 2,000 in 2 of 3 runs with the correction (the SIGKILL test
-passed 4 of 4), so it reruns at most twice until the rest of the cause is found.
+on a partition was never handled after a rebalance in about three runs of four, and with
+the first corrections the staying worker still stood still in about one run of four (a
+fetch racing the seek); that module's docstring lists the holes.
 """
 
 from __future__ import annotations
@@ -20,8 +18,6 @@ import threading
 import time
 from collections import Counter
 from typing import Any
-
-import pytest
 
 from rllm.schemas.ids import dedup_by_event_id
 from rllm.schemas.topics import EPISODES, TRAJECTORIES
@@ -38,7 +34,6 @@ from tests.integration.processors.conftest import (
 SESSIONS, GROUP = 2000, 4
 
 
-@pytest.mark.flaky(reruns=2)  # see the module docstring: not fixed yet
 def test_worker_joins_and_leaves_mid_stream(
     kafka: KafkaSettings, make_topics: Any, workers: Workers
 ) -> None:
