@@ -85,20 +85,21 @@ def _templates() -> Jinja2Templates:
 def create_app(
     source: StoreSource,
     settings: ViewerSettings | None = None,
-    where: str = "",
+    where: str | Callable[[], str] = "",
 ) -> Starlette:
     """The viewer over the history ``source`` gives.
 
     Args:
         source: called per page; a context manager yielding the ``HistoryStore``.
         settings: refresh interval, live window and the host it answers for.
-        where: the history in words, for the pages that say it is empty.
+        where: the history in words (or what says it, asked per page), for the header
+            and the pages that say it is empty.
     """
     settings = settings or ViewerSettings()
     templates = _templates()
 
     def page(request: Request, name: str, status: int = 200, **context: Any) -> Response:
-        context.setdefault("where", where)
+        context.setdefault("where", where() if callable(where) else where)
         context.setdefault("refresh_s", settings.refresh_s)
         resp = templates.TemplateResponse(request, name, context, status_code=status)
         resp.headers.update(_HEADERS)

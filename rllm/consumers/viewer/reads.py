@@ -95,14 +95,13 @@ def _num(value: Any) -> float | None:
 
 
 def _state(row: dict[str, Any], now: datetime, live_window_s: float) -> str:
-    """running: sessions open and an event within the live window; unfinished: sessions
-    open, nothing recent; finished: every session closed."""
-    open_sessions = int(row.get("opened") or 0) - int(row.get("closed") or 0)
-    if open_sessions <= 0:
-        return "finished"
+    """running: an event within the live window (a trainer between batches has every
+    session closed); unfinished: sessions open and nothing recent; finished: neither."""
     last = as_time(row.get("last_event"))
-    recent = last is not None and (now - last).total_seconds() <= live_window_s
-    return "running" if recent else "unfinished"
+    if last is not None and (now - last).total_seconds() <= live_window_s:
+        return "running"
+    open_sessions = int(row.get("opened") or 0) - int(row.get("closed") or 0)
+    return "unfinished" if open_sessions > 0 else "finished"
 
 
 @dataclass(frozen=True)
@@ -192,10 +191,11 @@ def run_ids(store: HistoryStore) -> list[str]:
 
 
 def _passk_text(rows: Sequence[dict[str, Any]]) -> str:
+    """pass@k as the page shows it: the number, or one per benchmark and model."""
     if len(rows) == 1:
-        return f"{rows[0]['pass_at_k']:.4f}"
+        return f"{round(rows[0]['pass_at_k'], 4):g}"
     return ", ".join(
-        f"{r['benchmark'] or '-'}/{r['model'] or '-'} {r['pass_at_k']:.4f}" for r in rows
+        f"{r['benchmark'] or '-'}/{r['model'] or '-'} {round(r['pass_at_k'], 4):g}" for r in rows
     )
 
 

@@ -39,8 +39,10 @@ class ViewerSettings(BaseSettings):
     # --- pages ----------------------------------------------------------------------
     refresh_s: float = Field(default=3.0, gt=0, le=3600)
     """Seconds between two refreshes of a run that is still being written."""
-    live_window_s: float = Field(default=300.0, gt=0)
-    """A run with open sessions and an event this recent is shown as running."""
+    live_window_s: float = Field(default=60.0, gt=0)
+    """A run whose last event is this recent is shown as running (a trainer between two
+    batches has no session open); one with sessions open and nothing this recent as
+    unfinished."""
 
     def check_host(self) -> None:
         """Refuse a non-loopback ``host`` unless ``insecure``.

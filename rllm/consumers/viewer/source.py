@@ -44,10 +44,13 @@ class HistorySource:
         self._lock = threading.Lock()
         self._chdb = threading.Lock()
 
-    @property
     def where(self) -> str:
-        """The history it reads, in words."""
-        return self.settings.clickhouse_url or str(self.settings.history_dir)
+        """The history it reads, in words (through the history service, when it holds one)."""
+        if self.settings.clickhouse_url:
+            return self.settings.clickhouse_url
+        if isinstance(self._held, ServiceClient):
+            return f"the history service on {self.settings.socket_path}"
+        return str(self.settings.history_dir)
 
     @contextmanager
     def __call__(self) -> Iterator[HistoryStore]:

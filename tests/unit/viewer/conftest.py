@@ -25,6 +25,7 @@ def history() -> HistoryStore:
 @pytest.fixture(scope="module")
 def client(history: HistoryStore) -> Iterator[TestClient]:
     """The viewer over ``history``, as a browser on this machine reaches it."""
-    app = create_app(fixed_source(history), ViewerSettings(), where="the test history")
+    settings = ViewerSettings(live_window_s=3600)  # the open session was written at fill
+    app = create_app(fixed_source(history), settings, where="the test history")
     with TestClient(app, base_url="http://127.0.0.1:8500") as c:
         yield c

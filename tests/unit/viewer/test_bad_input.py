@@ -151,7 +151,7 @@ def test_pages_through_the_history_service_equal_pages_over_the_store(
     """``rllm-cli view`` beside ``rllm-cli history`` reads through its socket, whose JSON
     carries times as text: the pages say the same."""
     with _service(history, tmp_path) as source:
-        app = create_app(source, ViewerSettings(), where="the test history")
+        app = create_app(source, ViewerSettings(live_window_s=3600), where="the test history")
         served = TestClient(app, base_url="http://127.0.0.1:8500")
         for url in ("/", "/runs/run-1", "/runs/agent-run", "/trajectories/agent-run/calc/0"):
             direct, through = client.get(url), served.get(url)

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import math
 import re
+from datetime import UTC, datetime, timedelta
 
 from starlette.testclient import TestClient
 
 from rllm.consumers.history import run_named
 from rllm.consumers.history.types import HistoryStore
+from rllm.consumers.viewer import reads
 from rllm.consumers.viewer.app import _fmt
 from tests.unit.viewer.history import (
     AGENT_RUN,
@@ -43,9 +45,9 @@ def test_runs_page_shows_every_run_with_the_analytics_numbers(
         assert got["first_seen"] == run["first_seen"].strftime("%Y-%m-%d %H:%M:%S")
         # one pass@1 per benchmark and model, as `analytics passk --run R` gives them
         want = (
-            f"{passk[0]['pass_at_k']:.4f}"
+            _fmt(passk[0]["pass_at_k"])
             if len(passk) == 1
-            else ", ".join(f"{p['benchmark']}/{p['model']} {p['pass_at_k']:.4f}" for p in passk)
+            else ", ".join(f"{p['benchmark']}/{p['model']} {_fmt(p['pass_at_k'])}" for p in passk)
         )
         assert got["pass_at_k"] == want
         assert got["kind"] == ("train" if run["run_id"] in TRAINING else "eval")
@@ -172,7 +174,8 @@ def test_a_run_still_being_written_refreshes_itself(
     page = client.get(f"/runs/{AGENT_RUN}").text
     assert cell(page, "state") == "running"
     assert 'hx-get="/live/runs/agent-run?k=1" hx-trigger="every 3.0s" hx-swap="outerHTML"' in page
-    assert "This run is still being written: 1 session open" in text(page)
+    assert "This run is still being written: last event" in text(page)
+    assert "UTC, 1 session open." in text(page)
     sessions = rows(page, "session")
     assert list(sessions) == [CHAT_SESSION, HARNESS_SESSION, OPEN_SESSION]
     assert "open" in text(sessions[OPEN_SESSION]) and cells(sessions[OPEN_SESSION])["reward"] == ""
@@ -283,3 +286,15 @@ def test_compare_says_what_is_missing(client: TestClient) -> None:
     assert bad.status_code == 400 and "parameter 'av': expected an integer, got 'x'" in text(
         bad.text
     )
+
+
+def test_a_run_s_state_from_its_last_event_and_open_sessions() -> None:
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    ago = lambda s: now - timedelta(seconds=s)  # noqa: E731
+    state = reads._state
+    assert state({"opened": 4, "closed": 4, "last_event": ago(10)}, now, 60) == "running"
+    assert state({"opened": 4, "closed": 3, "last_event": ago(10)}, now, 60) == "running"
+    assert state({"opened": 4, "closed": 3, "last_event": ago(61)}, now, 60) == "unfinished"
+    assert state({"opened": 4, "closed": 4, "last_event": ago(61)}, now, 60) == "finished"
+    # the history service's JSON carries the time as text
+    assert state({"opened": 1, "closed": 0, "last_event": ago(5).isoformat()}, now, 60) == "running"
