@@ -4,10 +4,10 @@ trajectories turn by turn, comparisons), reading what ``rllm-cli analytics`` rea
 from __future__ import annotations
 
 from rllm.consumers.viewer.app import create_app
+from rllm.consumers.viewer.errors import BadRequestError, NotFoundError, ViewerError
 from rllm.consumers.viewer.serve import serve
 from rllm.consumers.viewer.settings import ViewerSettings, is_loopback
 from rllm.consumers.viewer.source import HistorySource, StoreSource, fixed_source
-from rllm.consumers.viewer.types import BadRequestError, NotFoundError, ViewerError
 
 __all__ = [
     "BadRequestError",

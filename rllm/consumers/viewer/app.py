@@ -26,10 +26,12 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from rllm.consumers.history import HistoryError
+from rllm.consumers.viewer import compare as comparing
 from rllm.consumers.viewer import reads
+from rllm.consumers.viewer.errors import BadRequestError, ViewerError
 from rllm.consumers.viewer.settings import ViewerSettings, is_loopback
 from rllm.consumers.viewer.source import StoreSource
-from rllm.consumers.viewer.types import BadRequestError, ViewerError
+from rllm.consumers.viewer.trajectory import trajectory_page
 
 __all__ = ["create_app"]
 
@@ -140,7 +142,7 @@ def create_app(
         if request.query_params:
             raise BadRequestError("a trajectory's page takes no query parameters")
         with source() as store:
-            data = reads.trajectory_page(store, request.path_params["session_id"])
+            data = trajectory_page(store, request.path_params["session_id"])
         return page(request, "trajectory.html", data=data)
 
     def compare(request: Request) -> Response:
@@ -152,9 +154,9 @@ def create_app(
             all_runs = reads.run_ids(store)
             if not got.get("a") or not got.get("b"):
                 return page(request, "compare.html", runs=all_runs, got=got, result=None)
-            a = reads.CompareSide(got["a"], reads.int_param(got, "av", -1, -1, 1 << 62))
-            b = reads.CompareSide(got["b"], reads.int_param(got, "bv", -1, -1, 1 << 62))
-            result = reads.compare(store, a, b)
+            a = comparing.CompareSide(got["a"], reads.int_param(got, "av", -1, -1, 1 << 62))
+            b = comparing.CompareSide(got["b"], reads.int_param(got, "bv", -1, -1, 1 << 62))
+            result = comparing.compare(store, a, b)
         return page(request, "compare.html", runs=all_runs, got=got, a=a, b=b, result=result)
 
     def health(request: Request) -> Response:

@@ -1,9 +1,10 @@
-"""The viewer's reads: each page's data from the history, through the read-only path.
+"""The viewer's reads through the read-only path, and the runs and run pages' data.
 
 The numbers that ``rllm-cli analytics`` also prints come from the same named queries
 (``run_named``: runs, rewards, passk, tokens, latency, staleness, failures); the rest (a
-run's sessions and state, a trajectory's steps, a comparison) from ``viewer.sql`` through
-``store.query_user``. Nothing here writes, and nothing pastes a value into SQL.
+run's sessions and state here, a trajectory in ``trajectory``, a comparison in ``compare``)
+from ``viewer.sql`` through ``read``, that is ``store.query_user``. Nothing here writes,
+and nothing pastes a value into SQL.
 """
 
 from __future__ import annotations
@@ -16,19 +17,18 @@ from typing import Any
 
 from rllm.consumers.history import HistoryStore, QueryResult, run_named
 from rllm.consumers.viewer import sql
-from rllm.consumers.viewer.types import BadRequestError, NotFoundError
+from rllm.consumers.viewer.errors import BadRequestError, NotFoundError
 
 __all__ = [
     "RUN_COLUMNS",
-    "CompareSide",
     "RunFilter",
     "as_time",
-    "compare",
     "int_param",
+    "number",
+    "read",
     "run_ids",
     "run_page",
     "runs_page",
-    "trajectory_page",
 ]
 
 RUN_COLUMNS = (
@@ -66,7 +66,9 @@ def _records(result: QueryResult) -> list[dict[str, Any]]:
     return out
 
 
-def _read(store: HistoryStore, text: str, **params: Any) -> list[dict[str, Any]]:
+def read(store: HistoryStore, text: str, **params: Any) -> list[dict[str, Any]]:
+    """A viewer statement of ``viewer.sql`` through ``query_user`` (readonly=1, the read
+    limits), its parameters bound; rows as dicts with aware times."""
     return _records(store.query_user(text.replace("__DB__", f"`{store.database}`"), params))
 
 
@@ -86,7 +88,7 @@ def as_time(value: Any) -> datetime | None:
     return None if when.timestamp() <= 0 else when
 
 
-def _num(value: Any) -> float | None:
+def number(value: Any) -> float | None:
     """A number, None for NULL or NaN (an empty average)."""
     if value is None:
         return None
@@ -207,7 +209,7 @@ def _runs(
     passk: dict[str, list[dict[str, Any]]] = {}
     for row in _named(store, "passk", by="run", run=run, k=k):
         passk.setdefault(row["run_id"], []).append(row)
-    states = {r["run_id"]: r for r in _read(store, sql.RUN_STATES, run=run)}
+    states = {r["run_id"]: r for r in read(store, sql.RUN_STATES, run=run)}
     for row in runs:
         st = states.get(row["run_id"], {})
         row["kind"] = "train" if "train" in str(row["kinds"]).split(",") else "eval"
@@ -292,11 +294,11 @@ def run_page(
         raise NotFoundError(f"no run {run_id!r} in the history")
     rewards = _named(store, "rewards", run=run_id)
     every_failure = _named(store, "failures")
-    updates = _read(store, sql.POLICY_UPDATES, run=run_id)
+    updates = read(store, sql.POLICY_UPDATES, run=run_id)
     for u in updates:
         u["metrics"] = dict(zip(u.pop("metric_names"), u.pop("metric_values"), strict=True))
         u["created_at"] = as_time(u["created_at"])
-    sessions = _read(store, sql.RUN_SESSIONS, run=run_id, limit=SESSIONS_SHOWN)
+    sessions = read(store, sql.RUN_SESSIONS, run=run_id, limit=SESSIONS_SHOWN)
     for s in sessions:
         s["opened_at"] = as_time(s["opened_at"])
         s["status"] = s["status"] if s["has_close"] else "open"
@@ -315,158 +317,7 @@ def run_page(
         sessions=sessions,
         chart={
             "policy_version": [r["policy_version"] for r in rewards],
-            "mean_reward": [_num(r["mean_reward"]) for r in rewards],
-            "accuracy": [_num(r["accuracy"]) for r in rewards],
+            "mean_reward": [number(r["mean_reward"]) for r in rewards],
+            "accuracy": [number(r["accuracy"]) for r in rewards],
         },
     )
-
-
-@dataclass(frozen=True)
-class TrajectoryPage:
-    """One session: how it opened and closed, its steps turn by turn, its rewards."""
-
-    session_id: str
-    """The session."""
-    opened: dict[str, Any] | None
-    """Its SessionOpened row (None when only later events arrived)."""
-    closed: dict[str, Any] | None
-    """Its latest SessionClosed row (None: still open)."""
-    steps: list[dict[str, Any]]
-    """Each step with ``new_messages``, ``answer`` and ``tokens`` (``turns``)."""
-    rewards: list[dict[str, Any]]
-    """Its rewards, oldest first (the last one counts)."""
-    episode: dict[str, Any] | None
-    """The group it was trained in, with its advantage (None: not in an episode yet)."""
-    task: Any
-    """The task (its JSON)."""
-    output: Any
-    """What the agent returned (its JSON)."""
-    harness: dict[str, Any] | None
-    """A harness run's logs and verifier details, when there are any."""
-
-
-_HARNESS_KEYS = ("agent_output_tail", "verifier_error", "artifacts", "agent_exit_code", "reason")
-
-
-def trajectory_page(store: HistoryStore, session_id: str) -> TrajectoryPage:
-    """One trajectory's page.
-
-    Raises:
-        NotFoundError: when the history has no event of ``session_id``.
-    """
-    from rllm.consumers.viewer import turns
-
-    events = _read(store, sql.SESSION_EVENTS, session=session_id)
-    steps = _read(store, sql.STEPS_OF, session=session_id)
-    if not events and not steps:
-        raise NotFoundError(f"no trajectory (session) {session_id!r} in the history")
-    opened = next((e for e in events if e["kind"] == "opened"), None)
-    closes = [e for e in events if e["kind"] == "closed"]
-    closed = closes[-1] if closes else None
-    earlier: list[turns.Message] = []
-    for step in steps:
-        request = turns.parse_json(step.pop("request_json"))
-        response = turns.parse_json(step.pop("response_json"))
-        api = str(step["api"])
-        sent = turns.request_messages(api, request)
-        answer = turns.response_messages(api, response) if not step["error_kind"] else []
-        step["new_messages"] = turns.new_messages(earlier, sent)
-        step["answer"] = answer
-        step["tokens"] = turns.tokens(
-            api, response, step.pop("response_token_ids"), step.pop("response_logprobs")
-        )
-        step["started_at"] = as_time(step["started_at"])
-        step["sampling"] = turns.parse_json(step.pop("sampling_params_json"))
-        earlier = sent + answer
-    rewards = _read(store, sql.REWARDS_OF, session=session_id)
-    for r in rewards:
-        r["signals"] = dict(zip(r.pop("signal_names"), r.pop("signal_values"), strict=True))
-        r["metadata"] = turns.parse_json(r.pop("metadata_json"))
-        r["emitted_at"] = as_time(r["emitted_at"])
-    episodes = _read(store, sql.EPISODE_OF, session=session_id)
-    episode = episodes[0] if episodes else None
-    if episode is not None:
-        episode["advantage"] = _num(episode["advantage"])
-        episode["group_reward"] = _num(episode["group_reward"])
-    output = turns.parse_json(closed["output_json"]) if closed else None
-    harness = (
-        {k: output[k] for k in _HARNESS_KEYS if output.get(k) not in (None, "", {}, [])}
-        if isinstance(output, dict) and ("harness" in output or "agent_output_tail" in output)
-        else None
-    )
-    return TrajectoryPage(
-        session_id=session_id,
-        opened=opened,
-        closed=closed,
-        steps=steps,
-        rewards=rewards,
-        episode=episode,
-        task=turns.parse_json(opened["task_json"]) if opened else None,
-        output=output,
-        harness=harness or None,
-    )
-
-
-@dataclass(frozen=True)
-class CompareSide:
-    """One side of a comparison: a run, and one of its policy versions or all (-1)."""
-
-    run: str
-    """The run id."""
-    version: int = -1
-    """A policy version, or -1 for every version."""
-
-    @property
-    def label(self) -> str:
-        """``run`` or ``run @ vN``."""
-        return self.run if self.version < 0 else f"{self.run} @ v{self.version}"
-
-
-def compare(store: HistoryStore, a: CompareSide, b: CompareSide) -> dict[str, Any]:
-    """Two runs, or two policy versions, on the tasks both were scored on.
-
-    Returns:
-        ``tasks`` (common tasks: each side's sessions, mean reward, accuracy and the
-        difference), ``only_a``/``only_b`` (tasks scored on one side only) and per side
-        the mean over every scored session (``a_mean``/``b_mean``) and over the common
-        tasks' sessions (``a_common``/``b_common``).
-
-    Raises:
-        NotFoundError: when a side has no rewarded session.
-    """
-    rows = _read(
-        store,
-        sql.COMPARE,
-        a_run=a.run,
-        a_version=a.version,
-        b_run=b.run,
-        b_version=b.version,
-        limit=100_000,
-    )
-    for side, name in ((a, "a"), (b, "b")):
-        if not any(r[f"{name}_sessions"] for r in rows):
-            raise NotFoundError(f"{side.label}: no rewarded session in the history")
-
-    def mean(rs: list[dict[str, Any]], name: str) -> float | None:
-        n = sum(r[f"{name}_sessions"] for r in rs)
-        total = sum(
-            r[f"{name}_reward"] * r[f"{name}_sessions"] for r in rs if r[f"{name}_sessions"]
-        )
-        return total / n if n else None
-
-    common = [r for r in rows if r["a_sessions"] and r["b_sessions"]]
-    for r in common:
-        for name in ("a", "b"):
-            r[f"{name}_accuracy"] = _num(r[f"{name}_accuracy"])
-        r["delta"] = r["b_reward"] - r["a_reward"]
-    return {
-        "tasks": common,
-        "only_a": sum(1 for r in rows if r["a_sessions"] and not r["b_sessions"]),
-        "only_b": sum(1 for r in rows if r["b_sessions"] and not r["a_sessions"]),
-        "a_mean": mean(rows, "a"),
-        "b_mean": mean(rows, "b"),
-        "a_common": mean(common, "a"),
-        "b_common": mean(common, "b"),
-        "better": sum(1 for r in common if r["delta"] > 0),
-        "worse": sum(1 for r in common if r["delta"] < 0),
-    }
