@@ -16,8 +16,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FAULTS = ("broker-kill", "trainer-kill", "gateway-kill")
-# processors-kill is left out until the processors' loss after a SIGKILL is fixed (issue
-# 19, item 1): in --short runs it lost one group in three runs; perf/faults.py prints it
+# processors-kill and worker-rebalance are left out: their loss is fixed in the consumer
+# (tests/integration/processors cover it, without reruns) but their --short rows are not
+# measured since; perf/faults.py prints them
 SESSIONS, GROUP, STEPS = 64, 4, 3  # --short
 
 
