@@ -11,7 +11,6 @@ calls are serialised with its own lock, so a long read never holds up an insert.
 from __future__ import annotations
 
 import io
-import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,38 +21,11 @@ from urllib.parse import urlencode
 import pyarrow as pa
 
 from rllm.consumers.history.ddl import create_statements
+from rllm.consumers.history.errors import translate_clickhouse_error
 from rllm.consumers.history.limits import READ_ONLY, ReadLimits, limit_error
 from rllm.consumers.history.types import HistoryError, QueryError, QueryResult, StoreLockedError
 
 __all__ = ["ChdbStore", "arrow_stream_bytes", "translate_clickhouse_error"]
-
-_QUERY_CODES = {
-    "SYNTAX_ERROR",
-    "BAD_QUERY_PARAMETER",
-    "UNKNOWN_QUERY_PARAMETER",
-    "UNKNOWN_IDENTIFIER",
-    "UNKNOWN_TABLE",
-    "ILLEGAL_TYPE_OF_ARGUMENT",
-    "TYPE_MISMATCH",
-    "CANNOT_PARSE_TEXT",
-    "UNKNOWN_FUNCTION",
-    "NUMBER_OF_ARGUMENTS_DOESNT_MATCH",
-    "READONLY",
-    "UNKNOWN_DATABASE",
-    "CANNOT_PARSE_NUMBER",
-    "CANNOT_PARSE_DATETIME",
-    "UNKNOWN_TYPE",
-}
-
-
-def translate_clickhouse_error(exc: BaseException, context: str) -> HistoryError:
-    """Map a ClickHouse error (chDB or server) to a HistoryError; bad queries to QueryError."""
-    text = str(exc).strip()
-    match = re.search(r"\(([A-Z_]+)\)", text)
-    code = match.group(1) if match else ""
-    short = text.split(". Stack trace")[0][:600]
-    cls = QueryError if code in _QUERY_CODES else HistoryError
-    return cls(f"{context}: {short}")
 
 
 def arrow_stream_bytes(batch: pa.Table) -> bytes:

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from rllm.consumers.history.ddl import create_statements
-from rllm.consumers.history.engine_chdb import translate_clickhouse_error
+from rllm.consumers.history.errors import translate_clickhouse_error
 from rllm.consumers.history.limits import READ_ONLY, ReadLimits, limit_error
 from rllm.consumers.history.types import HistoryError, QueryResult
 
