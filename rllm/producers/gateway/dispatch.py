@@ -5,10 +5,9 @@ chunk)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -77,19 +76,12 @@ async def handle_call(
         )
     session.in_flight += 1
     try:
-        work = asyncio.ensure_future(_serve(call, path, body, headers, hosted, chat_body))
+        work = _serve(call, path, body, headers, hosted, chat_body)
         if gone is None:
             return await work
-        watch = asyncio.ensure_future(gone())
-        try:
-            await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            watch.cancel()
-        if work.done():
-            return work.result()
-        work.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await work
+        answer = await _unless_gone(work, gone)
+        if answer is not None:
+            return answer
         if not call.recorded:
             if call.t_up:
                 call.received()
@@ -104,6 +96,56 @@ async def handle_call(
     finally:
         session.in_flight -= 1
         session.last_seen = time.monotonic()
+
+
+_WATCH_AFTER_S = 0.05
+"""A call unanswered this long is watched for its client leaving; a quicker one is answered
+before a watcher task would have started."""
+
+
+async def _unless_gone(
+    work: Coroutine[Any, Any, Response], gone: Callable[[], Awaitable[None]]
+) -> Response | None:
+    """``work``'s answer, awaited in this task; None when the client left first (``gone``
+    returned), which cancels ``work`` where it waits. The watcher task waiting on ``gone``
+    starts only once the call has taken ``_WATCH_AFTER_S`` (a client that left before
+    then is seen at once: its disconnect is already queued)."""
+    task = asyncio.current_task()
+    assert task is not None
+    loop = asyncio.get_running_loop()
+    flags = {"left": False, "over": False}
+    watch: asyncio.Task[None] | None = None
+
+    def left(watcher: asyncio.Task[None]) -> None:
+        if watcher.cancelled() or flags["over"]:
+            return
+        watcher.exception()  # retrieved: a watcher that failed counts as the client gone
+        flags["left"] = True
+        task.cancel()
+
+    def start() -> None:
+        nonlocal watch
+        if not flags["over"]:
+            watch = loop.create_task(_wait(gone))
+            watch.add_done_callback(left)
+
+    timer = loop.call_later(_WATCH_AFTER_S, start)
+    try:
+        return await work
+    except asyncio.CancelledError:
+        if not flags["left"]:
+            raise
+        task.uncancel()
+        return None
+    finally:
+        flags["over"] = True
+        timer.cancel()
+        if watch is not None:
+            watch.cancel()
+
+
+async def _wait(gone: Callable[[], Awaitable[None]]) -> None:
+    await gone()
 
 
 async def _serve(
