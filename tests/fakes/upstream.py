@@ -108,8 +108,11 @@ class FakeUpstream:
         tokens_per_chunk: int = 3,
         generate_incremental: bool = False,
         max_model_len: int | None = None,
+        extra_models: tuple[str, ...] = (),
     ) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.extra_models = extra_models
+        """Model ids ``/v1/models`` lists after fake-model (answered like it)."""
         self.max_model_len = max_model_len
         """The context it reports and enforces (None: it says nothing, enforces nothing)."""
         self.tokenized = 0
@@ -167,7 +170,8 @@ def create_fake_app(state: FakeUpstream | None = None) -> Starlette:
         model: dict[str, Any] = {"id": "fake-model", "object": "model"}
         if state.max_model_len is not None:
             model["max_model_len"] = state.max_model_len
-        return JSONResponse({"object": "list", "data": [model]})
+        extra = [{"id": m, "object": "model"} for m in state.extra_models]
+        return JSONResponse({"object": "list", "data": [model, *extra]})
 
     async def tokenize_route(request: Request) -> Response:
         body = await request.json()

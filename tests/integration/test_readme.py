@@ -29,7 +29,7 @@ import pytest
 
 from rllm.producers.gateway import GatewaySettings, create_app
 from rllm.settings import KafkaSettings
-from tests.fakes.upstream import RunningUpstream, ThreadedServer, start_fake_upstream
+from tests.fakes.upstream import FakeUpstream, RunningUpstream, ThreadedServer, start_fake_upstream
 from tests.integration.processors.conftest import Workers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,7 +94,11 @@ def stack(
     from rllm.models.tiny import tiny_model_dir
 
     make_topics(partitions=2)
-    upstream: RunningUpstream = start_fake_upstream()
+    # it also lists the model the README's train and Python blocks name by default, as the
+    # local model server would (AgentTrainer refuses a model the upstream does not serve)
+    upstream: RunningUpstream = start_fake_upstream(
+        state=FakeUpstream(extra_models=("HuggingFaceTB/SmolLM2-135M-Instruct",))
+    )
     gateway = ThreadedServer(
         create_app(
             GatewaySettings(
