@@ -20,7 +20,7 @@ from rllm.consumers.history.batch import RowBuffer
 from rllm.consumers.history.rows import Position, event_rows, letter_row
 from rllm.consumers.history.settings import HistorySettings
 from rllm.consumers.history.types import HistoryStore
-from rllm.errors import RllmError
+from rllm.errors import KafkaUnavailableError, RllmError
 from rllm.kafka import TopicReader, make_codec
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.types import DeadLetter
@@ -156,10 +156,24 @@ class HistorySink:
         self.stats.insert_s += time.perf_counter() - t0
         if self._after_insert is not None:
             self._after_insert(self.stats.batches)
-        self._reader.commit()
+        self._commit()
         self._buffer.clear()
         self.stats.batches += 1
         self.stats.last_at = time.monotonic()
+
+    def _commit(self, attempts: int = 30) -> None:
+        """Commit the reader's offsets; a broker that is coming back ("coordinator load in
+        progress") is waited for, a second a try: the rows are in already, so giving up
+        early would only stop the sink (a re-read is deduplicated anyway)."""
+        for attempt in range(attempts):
+            try:
+                self._reader.commit()
+                return
+            except KafkaUnavailableError as exc:
+                if attempt == attempts - 1:
+                    raise
+                log.warning("history: %s; trying again in 1 s", exc)
+                time.sleep(1.0)
 
     # the loop --------------------------------------------------------------------------
 
