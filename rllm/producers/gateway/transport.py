@@ -12,6 +12,7 @@ way; tests replace the transport as before (``httpx.MockTransport``, ``httpx.ASG
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, NamedTuple
@@ -102,14 +103,19 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         self._limit = max_connections
         self._keepalive_s = keepalive_s
         self._session: aiohttp.ClientSession | None = None
+        self._closed = False
         self._urls: dict[str, URL] = {}
         self._timeouts: dict[tuple[float | None, ...], aiohttp.ClientTimeout] = {}
 
     def _open(self) -> aiohttp.ClientSession:
+        """The session, made on the first request (never again once closed: a request
+        after ``aclose`` would open connections nothing closes)."""
+        if self._closed:
+            raise httpx.TransportError("the upstream transport is closed")
         connector = aiohttp.TCPConnector(
             limit=self._limit, limit_per_host=0, keepalive_timeout=self._keepalive_s
         )
-        return aiohttp.ClientSession(
+        self._session = aiohttp.ClientSession(
             connector=connector,
             cookie_jar=aiohttp.DummyCookieJar(),  # httpx's client keeps the cookies
             auto_decompress=False,  # httpx decodes by Content-Encoding
@@ -118,6 +124,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             max_line_size=65536,
             max_field_size=65536,
         )
+        return self._session
 
     def _limits(self, timeout: Mapping[str, float | None]) -> aiohttp.ClientTimeout:
         """aiohttp's timeouts for httpx's (``connect`` counts the wait for a pooled
@@ -142,13 +149,12 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         Raises:
             httpx.HTTPError: what httpx would raise (``ConnectError``, ``ReadTimeout``, ...).
         """
-        if self._session is None:
-            self._session = self._open()
+        session = self._session or self._open()
         target = self._urls.get(url)
         if target is None:
             target = self._urls[url] = URL(url, encoded=True)
         with _httpx_errors(None, answered=False):
-            resp = await self._session.request(
+            resp = await session.request(
                 "POST",
                 target,
                 headers=headers,
@@ -167,13 +173,12 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         return Answer(resp.status, names, body)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if self._session is None:
-            self._session = self._open()
+        session = self._session or self._open()
         timeout: dict[str, Any] = request.extensions.get("timeout") or {}
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
         body = await request.aread()
         with _httpx_errors(request, answered=False):
-            resp = await self._session.request(
+            resp = await session.request(
                 request.method,
                 URL(str(request.url), encoded=True),
                 headers=headers,
@@ -190,9 +195,11 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         )
 
     async def aclose(self) -> None:
+        self._closed = True
         if self._session is not None:
             await self._session.close()
             self._session = None
+            await asyncio.sleep(0)  # the closed connections' sockets close on the next turn
 
 
 def _sum(*parts: float | None) -> float | None:

@@ -94,6 +94,10 @@ async def test_the_fast_path_sends_and_reads_what_httpx_does() -> None:
             headers.append(got)
         await fast.aclose()
         await plain.aclose()
+        with pytest.raises(UpstreamFailure) as closed:  # a closed one opens no connection
+            await fast.post_json("/v1/chat/completions", body, incoming)
+        assert closed.value.status == 502 and "closed" in closed.value.error.message
+        assert len(seen) == 3
     assert answers[0]["echo"] == answers[1]["echo"] == answers[2]["echo"] == body
     assert [a["conn"] for a in answers] == [1, 2, 1]
     assert headers[0]["x-rllm-policy-version"] == headers[1]["x-rllm-policy-version"] == "7"
