@@ -57,6 +57,7 @@ def test_multi_turn_chat_sync_is_captured_with_prefix_delta(
             {"role": "assistant", "content": text},
             {"role": "user", "content": f"and {turn}?"},
         ]
+    client.close()
     closed = httpx.post(
         f"{gw.url}/sessions/run-1/task:7/0/close",
         json={"status": "ok", "output": "56"},
@@ -177,6 +178,8 @@ def test_plain_v1_with_session_key_and_upstream_errors(
         assert exc.status_code == 401
     models = slow.models.list()
     assert [m.id for m in models.data] == ["fake-model"]
+    for used in (client, slow, wrong):
+        used.close()
     httpx.post(
         f"{gw.url}/sessions/keyed/close",
         json={"status": "error", "error": "boom"},

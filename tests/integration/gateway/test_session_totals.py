@@ -61,6 +61,7 @@ def silent(task: Task, config: RolloutConfig) -> str:
             messages=[{"role": "user", "content": f"{task.instruction} {turn}"}],
             max_tokens=5,
         )
+    client.close()
     return str(reply.choices[0].message.content)
 
 

@@ -34,6 +34,7 @@ def test_chat_through_generate(
     assert sent["sampling_params"] == {"max_new_tokens": 8} and sent["return_logprob"] is True
     stream = client.chat.completions.create(model="m", messages=msgs, stream=True, max_tokens=2)  # type: ignore[arg-type]
     text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    client.close()
     assert text == "ok done"[:6]
     steps = [e.payload for _, e in session_events() if isinstance(e.payload, StepCaptured)]
     assert len(steps) == 2 and all(s.token_status is TokenStatus.OK for s in steps)

@@ -60,6 +60,7 @@ def _wait_depth(url: str, depth: int, timeout_s: float = 60) -> dict[str, object
 def _chat(base: str, text: str) -> str:
     client = openai.OpenAI(base_url=base, api_key=ADMIN_KEY, max_retries=0, timeout=60)
     reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": text}])
+    client.close()
     return reply.choices[0].message.content or ""
 
 

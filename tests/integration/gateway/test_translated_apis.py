@@ -54,6 +54,7 @@ def test_responses_api_plain_and_streaming(
         input="weather?",
         tools=[{"type": "function", "name": "get_weather", "parameters": TOOL["input_schema"]}],
     )
+    client.close()
     calls = [o for o in tool.output if o.type == "function_call"]
     assert len(calls) == 1 and calls[0].name == "get_weather"
     assert json.loads(calls[0].arguments) == {"x": 1}
@@ -116,6 +117,7 @@ def test_anthropic_messages_beta_streaming_and_tool_use(
         ],
     )
     assert second.stop_reason == "end_turn" and second.content[0].type == "text"
+    client.close()
     sent = upstream.state.requests[-1]
     assert [m["role"] for m in sent["messages"]] == ["user", "assistant", "tool"]
     assert sent["messages"][2] == {"role": "tool", "tool_call_id": use.id, "content": "sunny"}

@@ -36,6 +36,8 @@ def test_timeout_unreachable_and_stream_errors(
     with pytest.raises(openai.APIStatusError) as gone:
         client2.chat.completions.create(model="m", messages=MSG)  # type: ignore[arg-type]
     assert gone.value.status_code == 502
+    client.close()
+    client2.close()
     by_session: dict[str, list[StepCaptured]] = {}
     for key, event in session_events():
         if isinstance(event.payload, StepCaptured):
@@ -57,6 +59,7 @@ def test_hosted_passthrough_records_missing_tokens(
     gw = start_gateway(upstream_kind="hosted", upstream_api_key="sk-upstream-secret")
     client = openai.OpenAI(base_url=f"{gw.url}/sessions/h/v1", api_key=ADMIN_KEY)
     reply = client.chat.completions.create(model="m", messages=MSG)  # type: ignore[arg-type]
+    client.close()
     assert reply.choices[0].message.content
     sent = upstream.state.requests[-1]
     assert "return_token_ids" not in sent and "logprobs" not in sent
