@@ -1,5 +1,6 @@
 """Run the gateway with uvicorn: uvloop's event loop and httptools' HTTP parser where they
-are installed (the gateway extra pulls them in), else asyncio's and h11."""
+are installed (measured by ``perf/gateway.py``, they take ~0.8 ms of CPU off each call),
+else asyncio's and h11."""
 
 from __future__ import annotations
 
