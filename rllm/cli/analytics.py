@@ -10,6 +10,7 @@ import click
 from rllm.cli.common import (
     console,
     err_console,
+    history_settings,
     history_store_options,
     is_terminal,
     reports_errors,
@@ -71,16 +72,11 @@ def analytics(
     failures   failed steps, unfinished sessions, dead letters
     sql        one read-only SELECT over the tables (rllm.steps, rllm.sessions, ...)
     """
-    from rllm.consumers.history import HistorySettings, QueryError, open_store, run_named, run_sql
+    from rllm.consumers.history import QueryError, open_store, run_named, run_sql
     from rllm.consumers.history.queries import QUERIES
     from rllm.consumers.history.render import to_csv, to_json, to_rich, to_tsv
 
-    overrides: dict[str, Any] = {}
-    if history_dir is not None:
-        overrides["history_dir"] = history_dir
-    if clickhouse_url:
-        overrides["clickhouse_url"] = clickhouse_url
-    settings = HistorySettings(**overrides)
+    settings = history_settings(history_dir, clickhouse_url)
     given = {k: v for k, v in params.items() if v is not None}
     if query == "sql" and not sql_text:
         raise QueryError("sql: give the SELECT statement as the second argument")

@@ -133,6 +133,18 @@ def history_store_options(func: F) -> F:
     return func
 
 
+def history_settings(history_dir: Path | None, clickhouse_url: str | None) -> Any:
+    """HistorySettings from ``history_store_options``' flags, falling back to the environment."""
+    from rllm.consumers.history import HistorySettings
+
+    overrides: dict[str, Any] = {}
+    if history_dir is not None:
+        overrides["history_dir"] = history_dir
+    if clickhouse_url:
+        overrides["clickhouse_url"] = clickhouse_url
+    return HistorySettings(**overrides)
+
+
 def kafka_settings(bootstrap_servers: str | None, topic_prefix: str | None) -> Any:
     """KafkaSettings from flags, falling back to the environment."""
     from rllm.settings import KafkaSettings

@@ -7,7 +7,13 @@ from typing import Any
 
 import click
 
-from rllm.cli.common import console, err_console, history_store_options, reports_errors
+from rllm.cli.common import (
+    console,
+    err_console,
+    history_settings,
+    history_store_options,
+    reports_errors,
+)
 
 __all__ = ["view"]
 
@@ -34,17 +40,11 @@ __all__ = ["view"]
 @reports_errors
 def view(history_dir: Path | None, clickhouse_url: str | None, **flags: Any) -> None:
     """Serve a read-only web page over the history that `rllm-cli analytics` reads."""
-    from rllm.consumers.history import HistorySettings
     from rllm.consumers.viewer import ViewerSettings, is_loopback, serve
 
     settings = ViewerSettings(**{k: v for k, v in flags.items() if v is not None})
     settings.check_host()
-    overrides: dict[str, Any] = {}
-    if history_dir is not None:
-        overrides["history_dir"] = history_dir
-    if clickhouse_url:
-        overrides["clickhouse_url"] = clickhouse_url
-    history = HistorySettings(**overrides)
+    history = history_settings(history_dir, clickhouse_url)
     if not is_loopback(settings.host):
         err_console.print(
             f"[red]warning:[/red] --insecure: serving the history on {settings.host}; anyone "
