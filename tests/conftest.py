@@ -95,3 +95,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
         report.longrepr = f"skipped in CI, where nothing may be skipped: {reason}"
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random Llama with a char-level tokenizer (an HF directory), made once."""
+    from rllm.models.tiny import tiny_model_dir
+
+    return tiny_model_dir(tmp_path_factory.mktemp("tiny-model"))

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-import pytest
 
 import rllm
 from rllm.agent_trainer import UpdateRecord
@@ -52,13 +51,6 @@ async def completer(task: Task, config: RolloutConfig) -> str:
 def by_index(task: Task, outcome: RolloutOutcome) -> tuple[float, bool]:
     """A reward that always differs inside a group of two, so no group is uniform."""
     return float(outcome.rollout_index), outcome.rollout_index == 1
-
-
-@pytest.fixture
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from rllm.models.tiny import tiny_model_dir
-
-    return tiny_model_dir(tmp_path_factory.mktemp("tiny"))
 
 
 def test_agent_trainer_closes_the_loop(

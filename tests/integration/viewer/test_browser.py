@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -73,13 +72,6 @@ async def chatter(task: Task, config: RolloutConfig) -> str:
 def by_index(task: Task, outcome: RolloutOutcome) -> tuple[float, bool]:
     """A reward that differs inside a group of two, so no group is uniform."""
     return float(outcome.rollout_index), outcome.rollout_index == 1
-
-
-@pytest.fixture
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from rllm.models.tiny import tiny_model_dir
-
-    return tiny_model_dir(tmp_path_factory.mktemp("tiny"))
 
 
 @contextmanager
