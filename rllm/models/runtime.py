@@ -10,6 +10,7 @@ from typing import Literal
 
 from rllm.models.loading import LoadedModel, load_model
 from rllm.models.memory import keep_freed_memory
+from rllm.models.precision import warn_if_slow_bf16
 from rllm.models.threads import FixedThreads, Threads, ThreadTuner, apply_threads, compute
 
 __all__ = ["ModelRuntime", "start_runtime"]
@@ -52,5 +53,6 @@ def start_runtime(
     if dtype != "float32":
         import torch
 
+        warn_if_slow_bf16(device, "the model (loaded in bfloat16)")
         loaded.model.to(getattr(torch, dtype))
     return ModelRuntime(loaded=loaded, threads=tuner)

@@ -33,6 +33,7 @@ from rllm.consumers.trainer.types import (
     UpdateResult,
 )
 from rllm.models.loading import LoadedModel, load_model, read_weights
+from rllm.models.precision import warn_if_slow_bf16
 from rllm.models.runtime import start_runtime
 from rllm.models.sampling import REPRODUCIBLE
 from rllm.models.threads import compute
@@ -80,6 +81,7 @@ class LocalBackend:
         self.compute: Any = self.model
         """The weights forward and backward run on: ``model`` itself, or its bf16 copy."""
         if settings.precision is Precision.BF16:
+            warn_if_slow_bf16(settings.device, "the local training backend")
             self.compute = copy.deepcopy(self.model).to(torch.bfloat16)
         if next(self.compute.parameters()).device.type == "cpu":
             # torch's fused CPU attention is slow to differentiate at these lengths: eager
