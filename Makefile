@@ -5,7 +5,7 @@ EXTRAS ?= dev,gateway,clickhouse,eval,train,examples,sandboxes
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-unit lint typecheck perf down clean
+.PHONY: install demo demo-humaneval test test-unit lint typecheck perf down clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -19,10 +19,15 @@ $(VENV)/.installed-$(EXTRAS): pyproject.toml | $(BIN)/activate
 
 install: $(VENV)/.installed-$(EXTRAS)
 
-# The main job: the whole local stack on the embedded defaults (the local model server on
-# SmolLM2-135M-Instruct, fetched on first use), 20 HumanEval tasks through the gateway, the
-# run's pass@k from the history, and `down` whatever happens.
+# The main job: `rllm-cli demo` starts the local stack on the embedded defaults (the local
+# model server on SmolLM2-135M-Instruct, fetched on first use), evaluates it on 20 held-out
+# `multiply` tasks, trains it with RL through the whole pipeline, evaluates it again, prints
+# before -> after and the reward curve's PNG, and stops the stack whatever happens. The
+# HumanEval run it used to be is `make demo-humaneval`.
 demo: install
+	$(BIN)/rllm-cli demo
+
+demo-humaneval: install
 	@set -e; trap '$(BIN)/rllm-cli down' EXIT; \
 	$(BIN)/rllm-cli up; \
 	$(BIN)/rllm-cli eval humaneval --model local --max-examples 20 --max-tokens 256; \

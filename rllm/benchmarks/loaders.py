@@ -25,7 +25,16 @@ from rllm.benchmarks.types import BenchmarkSpec
 from rllm.schemas.types import Task
 from rllm.settings import default_home
 
-__all__ = ["BenchmarkSettings", "cache_path", "load_tasks", "pull", "read_rows", "synthetic_rows"]
+__all__ = [
+    "MULTIPLY_HELD_OUT",
+    "MULTIPLY_SPLITS",
+    "BenchmarkSettings",
+    "cache_path",
+    "load_tasks",
+    "pull",
+    "read_rows",
+    "synthetic_rows",
+]
 
 
 class BenchmarkSettings(BaseSettings):
@@ -95,18 +104,36 @@ def _package_rows(source: str) -> list[dict[str, Any]]:
         return list(_json_lines(fh, Path(str(resource))))
 
 
-def synthetic_rows(source: str) -> list[dict[str, Any]]:
+MULTIPLY_HELD_OUT = 20
+"""Tasks of ``multiply`` held out as its ``test`` split: the first 20 of its fixed order."""
+MULTIPLY_SPLITS = ("all", "train", "test")
+"""Splits of ``multiply``: every product (81), the 61 to train on, the 20 held out."""
+
+
+def synthetic_rows(source: str, split: str = "all") -> list[dict[str, Any]]:
     """Rows generated here, for tasks small models can learn on a CPU.
 
     ``synthetic:multiply``: every single-digit product "What is a times b?" (a, b in 1..9),
-    in a fixed shuffled order.
+    in a fixed shuffled order; split ``test`` is its first ``MULTIPLY_HELD_OUT`` rows,
+    ``train`` the rest (disjoint by task id), ``all`` every row.
+
+    Raises:
+        DatasetUnavailableError: an unknown source or split (naming the known ones).
     """
     kind = source.removeprefix("synthetic:")
     if kind == "multiply":
         import random
 
+        if split not in MULTIPLY_SPLITS:
+            raise DatasetUnavailableError(
+                f"multiply has no split {split!r}; its splits: {', '.join(MULTIPLY_SPLITS)}"
+            )
         pairs = [(a, b) for a in range(1, 10) for b in range(1, 10)]
         random.Random(0).shuffle(pairs)
+        if split == "test":
+            pairs = pairs[:MULTIPLY_HELD_OUT]
+        elif split == "train":
+            pairs = pairs[MULTIPLY_HELD_OUT:]
         return [
             {"id": f"mul-{a}x{b}", "question": f"What is {a} times {b}?", "answer": str(a * b)}
             for a, b in pairs
@@ -212,7 +239,7 @@ def load_tasks(
     elif spec.source.startswith("package:"):
         rows = _package_rows(spec.source)
     elif spec.source.startswith("synthetic:"):
-        rows = synthetic_rows(spec.source)
+        rows = synthetic_rows(spec.source, split)
     elif spec.source == "harness":
         raise DatasetUnavailableError(
             f"{spec.name} is a harness benchmark (task folders from {spec.hf_id or spec.homepage});"

@@ -7,6 +7,7 @@ import click
 from rllm.cli.analytics import analytics
 from rllm.cli.bench import bench
 from rllm.cli.checkpoints import checkpoints
+from rllm.cli.demo import demo
 from rllm.cli.eval import eval_command
 from rllm.cli.events import events
 from rllm.cli.gateway import gateway
@@ -52,6 +53,7 @@ cli.add_command(sandbox)
 cli.add_command(harness)
 cli.add_command(checkpoints)
 cli.add_command(view)
+cli.add_command(demo)
 
 
 def main() -> None:

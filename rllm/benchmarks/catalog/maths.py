@@ -223,13 +223,14 @@ register_benchmarks(
         title="Single-digit multiplication",
         category=_M,
         source="synthetic:multiply",
-        split="train",
+        split="all",
         id_field="id",
         fields={"question": "question", "answer": "answer"},
         prompt="{question}",
         reward_fn="last_number",
         aliases=("multiplication",),
-        description="81 generated products 'What is 7 times 8?'; reward 1 when the last number "
-        "in the answer is right. Small models learn it with RL on a CPU.",
+        description="81 generated products 'What is 7 times 8?' (split all; train: 61, test: "
+        "20 held out); reward 1 when the last number in the answer is right. Small models "
+        "learn it with RL on a CPU.",
     ),
 )

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from rllm.benchmarks.errors import DatasetUnavailableError
 from rllm.benchmarks.loaders import load_tasks
 from rllm.benchmarks.rewards import get_reward_fn
+from rllm.errors import ConfigError
 from rllm.schemas.types import Task
 
 
@@ -40,3 +44,38 @@ def test_last_number_reward(answer: str, correct: bool) -> None:
     task = Task(task_id="t", ground_truth_json='"56"')
     result = get_reward_fn("last_number")(task, answer)
     assert result.is_correct is correct and result.reward == (1.0 if correct else 0.0)
+
+
+def test_multiply_splits_hold_out_20_tasks_disjoint_from_the_61_trained_on() -> None:
+    every = [t.task_id for t in load_tasks("multiply")]
+    train = [t.task_id for t in load_tasks("multiply", split="train")]
+    test = [t.task_id for t in load_tasks("multiply", split="test")]
+    assert (len(train), len(test)) == (61, 20)
+    assert not set(train) & set(test)
+    assert test == every[:20] and train == every[20:]  # the fixed order, cut once
+    assert test[:3] == ["mul-3x7", "mul-6x4", "mul-3x9"]
+    assert {json.loads(t.metadata_json)["split"] for t in load_tasks("multiply", split="test")} == {
+        "test"
+    }
+
+
+def test_multiply_names_its_splits_for_an_unknown_one() -> None:
+    with pytest.raises(
+        DatasetUnavailableError, match=r"no split 'validation'; its splits: all, train, test"
+    ):
+        load_tasks("multiply", split="validation")
+
+
+def test_held_out_split_refuses_more_than_the_test_split() -> None:
+    from rllm.demo import held_out_split
+
+    train, test = held_out_split(5)
+    assert len(train) == 61 and [t.task_id for t in test] == [
+        "mul-3x7",
+        "mul-6x4",
+        "mul-3x9",
+        "mul-9x4",
+        "mul-2x1",
+    ]
+    with pytest.raises(ConfigError, match="held_out 21 is more than the 20 tasks"):
+        held_out_split(21)

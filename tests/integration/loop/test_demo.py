@@ -1,0 +1,130 @@
+"""The demo (``rllm-cli demo``'s work) on the real broker with a tiny budget: a real gateway
+in front of the local model server (a tiny random model) that already serves another run's
+policy, a real processors worker, the local backend; before and after on held-out tasks
+that are never trained on."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rllm.demo import DemoConfig, held_out_split, run_demo
+from rllm.kafka import EventPublisher
+from rllm.models.loading import load_model
+from rllm.producers.gateway import GatewaySettings
+from rllm.producers.gateway import create_app as gateway_app
+from rllm.schemas.codec import AvroCodec
+from rllm.schemas.topics import EPISODES, POLICY_UPDATES
+from rllm.schemas.types import PolicyUpdated
+from rllm.serving.app import create_app as serving_app
+from rllm.serving.engine import Engine
+from rllm.serving.updates import PolicyFollower
+from rllm.settings import KafkaSettings
+from tests.fakes.upstream import ThreadedServer
+from tests.integration.helpers import read_all
+from tests.integration.processors.conftest import Workers
+
+RUN = "demo-test"
+
+
+def test_demo_trains_on_train_tasks_and_evaluates_the_trained_policy_on_held_out_ones(
+    kafka: KafkaSettings,
+    make_topics: Callable[..., list[str]],
+    tiny_model: Path,
+    tmp_path: Path,
+) -> None:
+    make_topics(partitions=2)
+    engine = Engine(load_model(str(tiny_model)))
+    follower = PolicyFollower(engine, kafka, poll_s=0.2).start()
+    server = ThreadedServer(serving_app(engine, model_name="tiny"), lifespan="on")
+    gateway = ThreadedServer(
+        gateway_app(
+            GatewaySettings(
+                upstream_url=server.url,
+                spool_dir=tmp_path / "spool",
+                spool_fsync=False,
+                admin_key="demo-admin-key",
+            ),
+            kafka,
+        ),
+        lifespan="on",
+    )
+    workers = Workers(kafka, tmp_path)
+    workers.start()
+    # an earlier run's policy, served when the demo starts: "before" must not measure it
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    for weights in tiny_model.glob("*.safetensors"):
+        (earlier / weights.name).write_bytes(weights.read_bytes())
+    with EventPublisher(kafka) as pub:
+        pub.publish_sync(
+            POLICY_UPDATES,
+            "earlier",
+            PolicyUpdated(
+                event_id="earlier/v7", run_id="earlier", version=7, checkpoint_uri=str(earlier)
+            ),
+        )
+    deadline = time.monotonic() + 30
+    while engine.version != 7 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert engine.version == 7, follower.errors
+    lines: list[str] = []
+    try:
+        report = run_demo(
+            DemoConfig(
+                run_id=RUN,
+                gateway_url=gateway.url,
+                admin_key="demo-admin-key",
+                model="tiny",
+                trainer_model=str(tiny_model),
+                held_out=3,
+                max_updates=2,
+                target_reward=0,
+                group_size=2,
+                batch_size=2,
+                max_tokens=4,
+                lr=0.05,
+                checkpoint_dir=tmp_path / "ckpt",
+                plot=tmp_path / "curve.png",
+                update_timeout_s=120,
+                trainer={"uniform_reward": "keep"},  # the random model's groups are all 0
+            ),
+            kafka,
+            say=lines.append,
+        )
+    finally:
+        workers.close()
+        gateway.stop()
+        server.stop()
+        follower.stop()
+
+    train, test = held_out_split(3)
+    assert report.held_out_ids == [t.task_id for t in test] == ["mul-3x7", "mul-6x4", "mul-3x9"]
+    assert set(report.trained_ids) == {t.task_id for t in train} and len(train) == 61
+    codec = AvroCodec()
+    episodes = [codec.decode(m.value()) for m in read_all(kafka, kafka.topic(EPISODES))]
+    trained = [e.task.task_id for e in episodes if e.run_id == RUN]
+    assert sorted(trained) == sorted(t.task_id for t in train[:4]), trained  # 2 batches of 2
+    assert not set(trained) & set(report.held_out_ids)
+    # before: the run's base weights, not the earlier run's v7; after: the trained v2
+    assert (report.before.policy_run, report.before.policy_version) == (RUN, 0)
+    assert (report.after.policy_run, report.after.policy_version) == (RUN, 2)
+    assert (report.before.tasks, report.after.tasks) == (3, 3)
+    progress = [line for line in lines if line.startswith("update ")]
+    assert [line.split(":")[0] for line in progress] == ["update 1/2", "update 2/2"], lines
+    assert "rollouts of v0:" in progress[0] and "-> v1;" in progress[0]
+    assert "rollouts of v1:" in progress[1] and "-> v2;" in progress[1]
+    said = re.fullmatch(
+        r"held-out reward: before (\d\.\d\d) -> after (\d\.\d\d) \(3 held-out multiply tasks; "
+        r"policy 0 \(run demo-test\) -> 2 \(run demo-test\)\)",
+        report.line(),
+    )
+    assert said is not None, report.line()
+    assert float(said[1]) == round(report.before.mean_reward, 2)
+    assert float(said[2]) == round(report.after.mean_reward, 2)
+    assert report.plot == tmp_path / "curve.png"
+    assert (
+        report.plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and report.plot.stat().st_size > 5000
+    )
