@@ -1,4 +1,4 @@
-"""Imports point down the layers of DESIGN.md: cli → agent_trainer → producers, processors,
+"""Imports point down the layers of DESIGN.md: cli → demo → agent_trainer → producers, processors,
 consumers, serving (which never import each other) → benchmarks → sandboxes, models →
 kafka → schemas; settings, errors and the small root modules are used by all."""
 
@@ -21,7 +21,8 @@ RANKS = {
     "consumers": 4,
     "serving": 4,
     "agent_trainer": 5,
-    "cli": 6,
+    "demo": 6,
+    "cli": 7,
 }
 ROOT_MODULES = {"settings", "errors", "tls"}
 KNOWN: set[tuple[str, str]] = set()
