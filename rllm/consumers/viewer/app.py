@@ -103,6 +103,7 @@ def create_app(
     def page(request: Request, name: str, status: int = 200, **context: Any) -> Response:
         context.setdefault("where", where() if callable(where) else where)
         context.setdefault("refresh_s", settings.refresh_s)
+        context.setdefault("idle_refresh_s", settings.idle_refresh_s)
         resp = templates.TemplateResponse(request, name, context, status_code=status)
         resp.headers.update(_HEADERS)
         return resp

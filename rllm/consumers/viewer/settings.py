@@ -39,6 +39,10 @@ class ViewerSettings(BaseSettings):
     # --- pages ----------------------------------------------------------------------
     refresh_s: float = Field(default=3.0, gt=0, le=3600)
     """Seconds between two refreshes of a run that is still being written."""
+    idle_refresh_s: float = Field(default=30.0, gt=0, le=3600)
+    """Seconds between two refreshes of a run shown as finished or unfinished: a trainer's
+    long update or the history sink's lag can leave a run without a new event for longer
+    than ``live_window_s``, and the page notices when its events resume."""
     live_window_s: float = Field(default=60.0, gt=0)
     """A run whose last event is this recent is shown as running (a trainer between two
     batches has no session open); one with sessions open and nothing this recent as
