@@ -1,6 +1,6 @@
 """``rllm-cli demo``: the stack up, ``multiply``'s held-out tasks evaluated, RL through the
 whole pipeline, the same tasks evaluated again, before / after side by side, the stack down
-whatever happens (``rllm.demo`` does the work)."""
+whatever happens (``rllm.app.demo`` does the work)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def demo(
     model server's reload; the stack is started, and stopped at the end."""
     import time
 
-    from rllm.demo import DemoConfig, run_demo
+    from rllm.app.demo import DemoConfig, run_demo
     from rllm.infra.stack import stack_down, stack_up
     from rllm.settings import KafkaSettings, StackSettings
 

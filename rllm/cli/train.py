@@ -164,7 +164,7 @@ def train(bootstrap_servers: str | None, topic_prefix: str | None, **flags: Any)
     --benchmark, run the whole loop (rollouts through the gateway, episodes from the
     processors, updates picked up by the model server); with --loss sft --data-file FILE,
     SFT on a dataset from rllm-cli replay (publishing PolicyUpdated only when -b is given)."""
-    from rllm.agent_trainer import describe_drops
+    from rllm.app import describe_drops
     from rllm.consumers.trainer.loop import run_trainer
     from rllm.consumers.trainer.settings import TrainerSettings
 
@@ -239,7 +239,7 @@ def _loop(loop: dict[str, Any], fields: dict[str, Any], kafka: Any) -> None:
     task folders (the flags in ``loop``)."""
     from rich.table import Table
 
-    from rllm.agent_trainer import TrainConfig, describe_drops
+    from rllm.app import TrainConfig, describe_drops
     from rllm.cli.eval import resolve_model
 
     backend = str(fields.pop("backend", "local"))
@@ -289,7 +289,7 @@ def _benchmark_trainer(
     loop: dict[str, Any], config: Any, backend: str, kafka: Any
 ) -> tuple[Any, str, Callable[[], None]]:
     """AgentTrainer of a built-in agent on ``--benchmark``'s tasks."""
-    from rllm.agent_trainer import AgentTrainer
+    from rllm.app import AgentTrainer
     from rllm.benchmarks.loaders import load_tasks
     from rllm.benchmarks.registry import get_benchmark
     from rllm.producers.sdk import builtin_agent
@@ -314,7 +314,7 @@ def _harbor_trainer(
     out."""
     import asyncio
 
-    from rllm.agent_trainer import AgentTrainer
+    from rllm.app import AgentTrainer
     from rllm.errors import ConfigError
     from rllm.producers.evaluation.harbor import open_harbor_run
     from rllm.producers.harnesses import verifier_evaluator

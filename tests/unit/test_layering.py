@@ -1,6 +1,7 @@
-"""Imports point down the layers of DESIGN.md: cli → demo → agent_trainer → producers, processors,
-consumers, serving (which never import each other) → benchmarks → sandboxes, models →
-kafka → schemas; settings, errors and the small root modules are used by all."""
+"""Imports point down the layers of DESIGN.md: cli → agent_trainer (the old name of app's
+AgentTrainer) → app (the RL loop and the demo) → producers, processors, consumers, serving
+(which never import each other) → benchmarks → sandboxes, models → kafka → schemas;
+settings, errors and the small root modules are used by all."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ RANKS = {
     "processors": 4,
     "consumers": 4,
     "serving": 4,
-    "agent_trainer": 5,
-    "demo": 6,
+    "app": 5,
+    "agent_trainer": 6,
     "cli": 7,
 }
 ROOT_MODULES = {"settings", "errors", "tls"}

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rllm.demo import DemoConfig, held_out_split, run_demo
+from rllm.app.demo import DemoConfig, held_out_split, run_demo
 from rllm.kafka import EventPublisher
 from rllm.models.loading import load_model
 from rllm.producers.gateway import GatewaySettings

@@ -67,7 +67,7 @@ def test_multiply_names_its_splits_for_an_unknown_one() -> None:
 
 
 def test_held_out_split_refuses_more_than_the_test_split() -> None:
-    from rllm.demo import held_out_split
+    from rllm.app.demo import held_out_split
 
     train, test = held_out_split(5)
     assert len(train) == 61 and [t.task_id for t in test] == [

@@ -19,7 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rllm.agent_trainer import AgentTrainer, TrainConfig, TrainReport, UpdateRecord
+from rllm.app.config import TrainConfig
+from rllm.app.report import TrainReport, UpdateRecord
+from rllm.app.trainer import AgentTrainer
 from rllm.errors import ConfigError, RllmError
 from rllm.producers.evaluation import EvalSummary
 from rllm.schemas.types import Task

@@ -1,0 +1,436 @@
+"""``AgentTrainer``: the same ``@rllm.rollout`` agent that drives evaluation, trained with RL.
+
+The loop is the event pipeline itself: rollouts go through the gateway (``SessionOpened``,
+``StepCaptured``, ``RewardAssigned``, ``SessionClosed``), the processors turn them into
+episodes, a trainer consumer in this process updates the policy and publishes
+``PolicyUpdated``, and the model server and the gateway take the new version. In ``sync``
+mode the next batch of rollouts waits for the gateway to serve the new version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+import httpx
+import numpy as np
+
+from rllm.app.config import TrainConfig
+from rllm.app.report import TrainReport, UpdateRecord, describe_drops
+from rllm.benchmarks.types import RewardResult
+from rllm.errors import ConfigError, RllmError
+from rllm.producers.evaluation import EvalSummary, run_tasks, summarize
+from rllm.producers.evaluation.progress import ProgressLines, say
+from rllm.producers.evaluation.served import ServedPolicy, check_served
+from rllm.producers.sdk import Evaluator, GatewayClient, Rollout, RolloutOutcome
+from rllm.schemas.run import with_run_estimator
+from rllm.schemas.types import Task
+from rllm.settings import KafkaSettings
+from rllm.tls import shared_tls
+
+__all__ = ["AgentTrainer"]
+
+log = logging.getLogger(__name__)
+
+
+def _tasks(dataset: Sequence[Task] | str | None, what: str) -> list[Task]:
+    if dataset is None:
+        return []
+    if isinstance(dataset, str):
+        from rllm.benchmarks.loaders import load_tasks
+
+        return load_tasks(dataset)
+    tasks = list(dataset)
+    bad = [i for i, t in enumerate(tasks) if not isinstance(t, Task)]
+    if bad:
+        raise ConfigError(f"{what}[{bad[0]}] is a {type(tasks[bad[0]]).__name__}, not a Task")
+    return tasks
+
+
+class AgentTrainer:
+    """Train an ``@rllm.rollout`` agent on a dataset with any backend.
+
+    Args:
+        rollout: the agent (``@rllm.rollout``).
+        evaluator: its scorer (``@rllm.evaluator``); default: each task's reward function.
+        train_dataset: tasks, or a benchmark name.
+        val_dataset: tasks or a benchmark name for ``evaluate()``.
+        backend: ``local`` (default), ``verl``, ``tinker`` or ``fireworks``.
+        config: a TrainConfig or a dict of its fields.
+        kafka: where the topics are (default: ``RLLM_*`` environment).
+    """
+
+    def __init__(
+        self,
+        rollout: Rollout,
+        evaluator: Evaluator | None = None,
+        train_dataset: Sequence[Task] | str | None = None,
+        val_dataset: Sequence[Task] | str | None = None,
+        backend: str = "local",
+        config: TrainConfig | dict[str, Any] | None = None,
+        kafka: KafkaSettings | None = None,
+    ) -> None:
+        if not isinstance(rollout, Rollout):
+            raise ConfigError(f"rollout must be an @rllm.rollout function, got {rollout!r}")
+        self.rollout = rollout
+        self.evaluator = evaluator
+        self.train_tasks = _tasks(train_dataset, "train_dataset")
+        self.val_tasks = _tasks(val_dataset, "val_dataset")
+        self.val_name = val_dataset if isinstance(val_dataset, str) else "custom"
+        """The benchmark name ``evaluate()``'s summary carries."""
+        self.backend = backend
+        self.kafka = kafka or KafkaSettings()
+        self.config = config if isinstance(config, TrainConfig) else TrainConfig(**(config or {}))
+        self._started = time.perf_counter()
+        """When the running train() began."""
+        self._submitted = 0
+        """Tasks the running train() has rolled out."""
+        self._policy_http: httpx.Client | None = None
+        """Asks the gateway which version it serves, every 50 ms while an update lands:
+        one client, as a new one per poll built a TLS context each time (25-170 ms of
+        CPU next to the trainer and the model server's reload)."""
+        if self.config.mode not in ("sync", "async"):
+            raise ConfigError(f"mode must be sync or async, got {self.config.mode!r}")
+
+    def trainer_settings(self) -> Any:
+        """The TrainerSettings this run uses (refused here when the backend cannot honour
+        them, before any rollout)."""
+        from rllm.consumers.trainer.settings import TrainerSettings
+
+        # In sync mode this driver holds new rollouts until the model server serves the
+        # new version and has the trainer flush each batch (Trainer.flush_after), so
+        # rollouts are on the trainer's version; a limit of 1 only keeps a batch whose
+        # first requests raced the server's reload.
+        trainer = {k: v for k, v in self.config.trainer.items() if k != "mode"}
+        if self.config.mode == "sync":
+            trainer["max_staleness"] = 1
+        fields = {
+            "run_id": self.config.run_id,
+            "backend": self.backend,
+            "batch_size": self.config.batch_size,
+            "mode": "async",
+            "group_id": f"rllm-trainer-{self.config.run_id}",
+            "episode_run_ids": (self.config.run_id,),
+            "poll_timeout_s": 0.2,
+            **trainer,
+        }
+        return TrainerSettings(**fields)
+
+    def evaluate(self, attempts: int = 1, progress: bool = True) -> EvalSummary:
+        """Run the validation set through the gateway and summarise it.
+
+        Args:
+            attempts: rollouts per task (pass@k).
+            progress: print a line on stderr when the run starts, about every tenth of its
+                attempts, and at the end.
+
+        Returns:
+            The summary; ``print()`` it for a few lines of figures.
+        """
+        if not self.val_tasks:
+            raise ConfigError("evaluate() needs a val_dataset")
+        served = self._served_policy()  # a stack that is down is one error naming rllm-cli up
+        check_served(served, self.config.model, self.config.gateway_url)
+        run_id = f"{self.config.run_id}-val"
+        total = len(self.val_tasks) * attempts
+        lines = ProgressLines(f"evaluate {run_id}", total) if progress else None
+        if progress:
+            say(
+                f"evaluate {run_id}: {len(self.val_tasks)} tasks x {attempts} attempt(s) of "
+                f"{self.config.model} through {self.config.gateway_url}"
+            )
+        started = time.perf_counter()
+        results = asyncio.run(self._run(self.val_tasks, attempts, run_id, lines))
+        summary = summarize(
+            run_id,
+            self.val_name,
+            self.config.model,
+            results,
+            attempts,
+            time.perf_counter() - started,
+        )
+        return replace(summary, policy_version=served.policy_version, policy_run=served.policy_run)
+
+    def _served_policy(self) -> ServedPolicy:
+        """What the gateway's upstream serves (its policy version).
+
+        Raises:
+            ConfigError: the gateway does not answer (naming ``rllm-cli up``).
+        """
+        from rllm.infra.admin_key import resolve_admin_key
+        from rllm.producers.evaluation.served import served_policy
+
+        key = resolve_admin_key(self.config.admin_key)
+        return asyncio.run(served_policy(self.config.gateway_url, key))
+
+    async def _run(
+        self,
+        tasks: list[Task],
+        attempts: int,
+        run_id: str,
+        progress: ProgressLines | None = None,
+    ) -> list[tuple[RolloutOutcome, RewardResult | None]]:
+        concurrency = self.config.concurrency or len(tasks) * attempts
+        # A sync agent or evaluator runs in the loop's default executor, whose cpu + 4
+        # threads (6 on 2 cores) would hold a batch of 32 rollouts to 6 calls at once
+        # (the model server generating batches of 6) and queue the scoring behind the
+        # last rollout: this loop is ours, so give it a thread per rollout and scorer.
+        pool = ThreadPoolExecutor(max_workers=2 * concurrency, thread_name_prefix="rllm-agent")
+        asyncio.get_running_loop().set_default_executor(pool)
+        gateway = GatewayClient(self.config.gateway_url, self.config.admin_key)
+        try:
+            return await run_tasks(
+                tasks,
+                self.rollout,
+                gateway,
+                run_id=run_id,
+                model=self.config.model,
+                attempts=attempts,
+                concurrency=concurrency,
+                sampling=self.config.sampling,
+                evaluator=self.evaluator,
+                progress=progress,
+            )
+        finally:
+            await gateway.aclose()
+
+    def check(self) -> Any:
+        """Check the run before anything starts: a train dataset, settings and sampling the
+        backend can honour; return the trainer's settings.
+
+        Raises:
+            ConfigError / CapabilityError: naming the setting.
+        """
+        from rllm.consumers.backends import backend_capabilities
+        from rllm.consumers.trainer.types import check_capabilities, check_sampling
+
+        if not self.train_tasks:
+            raise ConfigError("train() needs a train_dataset")
+        settings = self.trainer_settings()
+        caps = backend_capabilities(settings.backend)
+        check_capabilities(settings, settings.backend.value, caps)
+        check_sampling(self.config.sampling, settings.backend.value, caps)
+        return settings
+
+    def train(
+        self,
+        on_update: Callable[[UpdateRecord], bool | None] | None = None,
+        progress: bool = True,
+    ) -> TrainReport:
+        """Run the RL loop; return the per-update record.
+
+        Args:
+            on_update: called with each batch's record as soon as it is known; returning
+                False stops training there (an early stop of the caller's own).
+            progress: print a line on stderr when the run starts and one per batch.
+
+        Raises:
+            ConfigError / CapabilityError: a setting is bad or the backend cannot honour it.
+            RllmError: an update did not arrive within ``update_timeout_s`` (the message
+                says what the trainer saw).
+        """
+        from rllm.consumers.backends import make_backend
+        from rllm.consumers.trainer.loop import Trainer
+        from rllm.kafka import check_broker
+
+        settings = self.check()
+        check_broker(self.kafka, timeout_s=5.0)  # the stack answers before a model loads
+        # rollouts of a model the upstream does not serve would be filed under its name
+        check_served(self._served_policy(), self.config.model, self.config.gateway_url)
+        label = f"train {self.config.run_id}"
+        batches = self.planned_batches()
+        if progress:
+            say(
+                f"{label}: {len(self.train_tasks)} tasks x {self.config.group_size} rollouts, "
+                f"{self.config.batch_size} tasks per update, {batches} batch(es); loading "
+                f"the {settings.backend.value} backend"
+            )
+        trainer = Trainer(settings, self.kafka, make_backend(settings))
+        failure: list[BaseException] = []
+
+        def run_trainer() -> None:
+            try:
+                trainer.run()
+            except BaseException as exc:  # surfaced by the driver below
+                failure.append(exc)
+
+        thread = threading.Thread(target=run_trainer, name="rllm-trainer", daemon=True)
+        thread.start()
+        report = TrainReport(run_id=self.config.run_id, version=trainer.core.version)
+        self._started, self._submitted = time.perf_counter(), 0
+        try:
+            if self.config.mode == "sync":
+                self._wait_start(trainer, failure)
+            for batch in self._batches(settings.run_estimator()):
+                if self._out_of_budget(report):
+                    break
+                record = self._one_batch(trainer, batch, report, failure)
+                report.updates.append(record)
+                log.info("update %d: %s", len(report.updates), record)
+                if progress:
+                    say(f"{label}: batch {len(report.updates)}/{batches}: {record}")
+                if on_update is not None and on_update(record) is False:
+                    break
+        finally:
+            trainer.stop()
+            thread.join(timeout=120)
+            if self._policy_http is not None:
+                self._policy_http.close()
+                self._policy_http = None
+        if failure:
+            raise failure[0]
+        report.version = trainer.core.version
+        report.drops = trainer.core.batcher.drops.as_metrics()
+        report.messages = list(trainer.core.batcher.drops.messages)
+        if progress:
+            say(
+                f"{label}: done after {len(report.updates)} batch(es) at policy version "
+                f"{report.version}; {describe_drops(report.drops)}"
+            )
+        return report
+
+    def planned_batches(self) -> int:
+        """Batches ``train()`` runs unless ``max_minutes`` or ``on_update`` stops it first:
+        every epoch's, at most ``max_updates``."""
+        every = math.ceil(len(self.train_tasks) / self.config.batch_size) * self.config.epochs
+        return min(every, self.config.max_updates) if self.config.max_updates else every
+
+    def _batches(self, estimator: str | None = None) -> Iterator[list[Task]]:
+        """Batches of every epoch, each task carrying the run's ``estimator`` (so the
+        processors compute the advantages the loss trains on). From the second epoch on a
+        task's id gets ``@e<N>``: the processors group a run's rollouts by task id and the
+        trainer keeps one episode per id, so a task seen again must be a new group, not a
+        late or duplicate one."""
+        size = self.config.batch_size
+        base = (
+            self.train_tasks
+            if estimator is None
+            else [with_run_estimator(t, estimator) for t in self.train_tasks]
+        )
+        for epoch in range(self.config.epochs):
+            tasks = (
+                base
+                if epoch == 0
+                else [t.model_copy(update={"task_id": f"{t.task_id}@e{epoch + 1}"}) for t in base]
+            )
+            for start in range(0, len(tasks), size):
+                yield tasks[start : start + size]
+
+    def _out_of_budget(self, report: TrainReport) -> bool:
+        cfg = self.config
+        if cfg.max_updates and len(report.updates) >= cfg.max_updates:
+            return True
+        if not cfg.max_minutes:
+            return False
+        return time.perf_counter() - self._started >= cfg.max_minutes * 60
+
+    def _one_batch(
+        self, trainer: Any, batch: list[Task], report: TrainReport, failure: list[BaseException]
+    ) -> UpdateRecord:
+        """Roll out one batch, wait for its update (sync mode), and time both."""
+        cfg = self.config
+        began, version = time.perf_counter(), trainer.core.version
+        results = asyncio.run(self._run(batch, cfg.group_size, cfg.run_id))
+        self._submitted += len(batch)
+        rolled = time.perf_counter()
+        if cfg.mode == "sync":
+            trainer.flush_after(self._submitted)  # this batch's groups, all that are kept
+            self._wait(trainer, version, self._submitted, failure)
+        done = time.perf_counter()
+        updated = trainer.core.version > version
+        metrics = trainer.report.last_metrics if updated else {}
+        rewards = [r.reward for _, r in results if r is not None]
+        correct = [bool(r.is_correct) for _, r in results if r is not None]
+        return UpdateRecord(
+            version=trainer.core.version,
+            rollout_version=version,
+            reward_mean=float(np.mean(rewards)) if rewards else 0.0,
+            accuracy=float(np.mean(correct)) if correct else 0.0,
+            rollouts=len(results),
+            seconds=done - began,
+            rollout_s=rolled - began,
+            update_s=done - rolled,
+            train_s=float(metrics.get("train_s", 0.0)),
+            checkpoint_s=float(metrics.get("checkpoint_s", 0.0)),
+            completion_tokens=sum(o.completion_tokens for o, _ in results),
+            prompt_tokens=sum(o.prompt_tokens for o, _ in results),
+            elapsed_s=done - self._started,
+        )
+
+    def _poll_until(
+        self, done: Callable[[], bool], failure: list[BaseException], why: Callable[[], str]
+    ) -> None:
+        """Poll ``done`` every 0.02 s for ``update_timeout_s``; re-raise a trainer failure;
+        raise RllmError with ``why()`` when time is up. A batch's wait ends on two events in
+        turn (the trainer's flush, then the server's reload), each seen half an interval
+        late on average: 50 ms per batch at 0.05 s, 20 ms at 0.02 s."""
+        deadline = time.monotonic() + self.config.update_timeout_s
+        while time.monotonic() < deadline:
+            if failure:
+                raise failure[0]
+            if done():
+                return
+            time.sleep(0.02)
+        raise RllmError(why())
+
+    def _wait(
+        self, trainer: Any, version: int, submitted: int, failure: list[BaseException]
+    ) -> None:
+        """Until the trainer has settled every submitted episode and trained the kept ones
+        (``Trainer.flush_after``), and the model behind the gateway serves the result."""
+
+        def done() -> bool:
+            if trainer.report.flushed_through < submitted:
+                return False
+            now = trainer.core.version
+            return now == version or self._served(now)  # no update, or the new one is served
+
+        self._poll_until(
+            done,
+            failure,
+            lambda: (
+                f"no policy update within {self.config.update_timeout_s:.0f} s: the trainer "
+                f"consumed {trainer.report.episodes_consumed} of {submitted} episodes at "
+                f"version {trainer.core.version}; are the processors running (rllm-cli up)?"
+            ),
+        )
+
+    def _wait_start(self, trainer: Any, failure: list[BaseException]) -> None:
+        """Until the gateway (and the model server, when it reports one) serve this run's
+        starting version: a server that served another run switches to this run's base
+        weights first, so the first batch is sampled from the policy being trained."""
+        self._poll_until(
+            lambda: trainer.report.announced and self._served(trainer.core.version),
+            failure,
+            lambda: (
+                f"the gateway at {self.config.gateway_url} did not take run "
+                f"{self.config.run_id}'s policy version {trainer.core.version} within "
+                f"{self.config.update_timeout_s:.0f} s (it follows rllm.policy-updates; is it "
+                f"running with the same Kafka?)"
+            ),
+        )
+
+    def _served(self, version: int) -> bool:
+        """Whether the gateway stamps this run's ``version`` and its upstream serves it."""
+        try:
+            if self._policy_http is None:
+                self._policy_http = httpx.Client(timeout=5, verify=shared_tls())
+            resp = self._policy_http.get(f"{self.config.gateway_url}/admin/policy")
+            info = resp.json()
+        except (httpx.HTTPError, ValueError):
+            return False
+        if info.get("policy_run") != self.config.run_id or info.get("policy_version") != version:
+            return False
+        upstream = info.get("upstream_policy_version")
+        upstream_run = info.get("upstream_policy_run")
+        return (upstream is None or upstream == version) and upstream_run in (
+            None,
+            self.config.run_id,
+        )
