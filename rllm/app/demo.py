@@ -143,26 +143,32 @@ def run_demo(
         config=_train_config(config),
         kafka=kafka,
     )
-    settings = trainer.check()
+    trainer.check()
     seconds: dict[str, float] = {}
     began = time.perf_counter()
     say(
         f"serving the base weights as version 0 of run {config.run_id} (the model server "
         f"may still serve an earlier run's policy) ..."
     )
-    _serve_base(settings, kafka, config)
-    before = _evaluate(config, "before", say)
-    _expect_policy(before, config.run_id, 0, "before")
-    seconds["before"] = time.perf_counter() - began
-    say(
-        f"training on {len(train_tasks)} {BENCHMARK} tasks (the {config.held_out} held out "
-        f"are not among them): {config.batch_size} tasks x {config.group_size} rollouts per "
-        f"update, at most {config.max_updates} updates or {config.max_minutes:g} min"
-    )
-    began = time.perf_counter()
-    report = trainer.train(
-        on_update=_progress(config, trainer.planned_batches(), say), progress=False
-    )
+    try:
+        # The trainer loads the model once and keeps running from here into train(): the
+        # "before" figure must not measure an earlier run's policy the server still serves.
+        start = trainer.serve_start()
+        before = _evaluate(config, "before", say)
+        _expect_policy(before, config.run_id, start, "before")
+        seconds["before"] = time.perf_counter() - began
+        say(
+            f"training on {len(train_tasks)} {BENCHMARK} tasks (the {config.held_out} held "
+            f"out are not among them): {config.batch_size} tasks x {config.group_size} "
+            f"rollouts per update, at most {config.max_updates} updates or "
+            f"{config.max_minutes:g} min"
+        )
+        began = time.perf_counter()
+        report = trainer.train(
+            on_update=_progress(config, trainer.planned_batches(), say), progress=False
+        )
+    finally:
+        trainer.close()
     seconds["train"] = time.perf_counter() - began
     began = time.perf_counter()
     after = _evaluate(config, "after", say)
@@ -205,43 +211,6 @@ def _train_config(config: DemoConfig) -> TrainConfig:
             **config.trainer,
         },
     )
-
-
-def _serve_base(settings: Any, kafka: KafkaSettings, config: DemoConfig) -> None:
-    """Announce this run's base weights as its version 0, as its trainer does when it
-    starts, and wait until the gateway serves them: after an earlier training run the model
-    server serves that run's newest policy, which the "before" figure must not measure.
-    The trainer then resumes from this version-0 checkpoint."""
-    from rllm.consumers.backends import make_backend
-    from rllm.consumers.trainer.loop import TrainerCore
-    from rllm.kafka import EventPublisher
-    from rllm.schemas.topics import POLICY_UPDATES
-
-    core = TrainerCore(settings, make_backend(settings))
-    if not core.resumed:
-        core.write_base()
-    with EventPublisher(kafka) as publisher:
-        publisher.publish_sync(POLICY_UPDATES, settings.run_id, core.policy_event())
-    del core  # its weights: the trainer loads its own
-    deadline = time.monotonic() + config.update_timeout_s
-    while time.monotonic() < deadline:
-        served = _served(config)
-        if (served.policy_run, served.policy_version) == (config.run_id, 0):
-            return
-        time.sleep(0.2)
-    raise RllmError(
-        f"the gateway at {config.gateway_url} did not serve run {config.run_id}'s base "
-        f"weights within {config.update_timeout_s:.0f} s (it serves version "
-        f"{served.policy_version} of run {served.policy_run}); is the model server following "
-        f"the same Kafka?"
-    )
-
-
-def _served(config: DemoConfig) -> Any:
-    from rllm.infra.admin_key import resolve_admin_key
-    from rllm.producers.evaluation.served import served_policy
-
-    return asyncio.run(served_policy(config.gateway_url, resolve_admin_key(config.admin_key)))
 
 
 def _evaluate(config: DemoConfig, phase: str, say: Callable[[str], None]) -> EvalSummary:

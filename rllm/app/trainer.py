@@ -10,16 +10,16 @@ mode the next batch of rollouts waits for the gateway to serve the new version.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import numpy as np
 
 from rllm.app.config import TrainConfig
@@ -33,11 +33,25 @@ from rllm.producers.sdk import Evaluator, GatewayClient, Rollout, RolloutOutcome
 from rllm.schemas.run import with_run_estimator
 from rllm.schemas.types import Task
 from rllm.settings import KafkaSettings
-from rllm.tls import shared_tls
+
+if TYPE_CHECKING:
+    from rllm.app.served import GatewayServes
+    from rllm.consumers.trainer.loop import Trainer
+    from rllm.consumers.trainer.settings import TrainerSettings
 
 __all__ = ["AgentTrainer"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Running:
+    """A trainer consumer running in this process, on a thread of its own."""
+
+    trainer: Trainer
+    thread: threading.Thread
+    settings: TrainerSettings
+    served: GatewayServes
 
 
 def _tasks(dataset: Sequence[Task] | str | None, what: str) -> list[Task]:
@@ -92,10 +106,8 @@ class AgentTrainer:
         """When the running train() began."""
         self._submitted = 0
         """Tasks the running train() has rolled out."""
-        self._policy_http: httpx.Client | None = None
-        """Asks the gateway which version it serves, every 50 ms while an update lands:
-        one client, as a new one per poll built a TLS context each time (25-170 ms of
-        CPU next to the trainer and the model server's reload)."""
+        self._running: _Running | None = None
+        """This run's trainer, from ``serve_start()`` (or ``train()``) to ``close()``."""
         if self.config.mode not in ("sync", "async"):
             raise ConfigError(f"mode must be sync or async, got {self.config.mode!r}")
 
@@ -219,6 +231,83 @@ class AgentTrainer:
         check_sampling(self.config.sampling, settings.backend.value, caps)
         return settings
 
+    def serve_start(self) -> int:
+        """Start this run's trainer (the backend loads once, here) and wait until the
+        gateway serves the version it starts from: its base weights as version 0 on a fresh
+        run, else the version it resumed from. A model server that served another run
+        switches to this run's policy first, so what is sampled next (the first batch, or
+        a "before" evaluation) is the policy being trained. ``train()`` calls it in sync
+        mode; the trainer keeps running for ``train()`` until ``close()``.
+
+        Returns:
+            The policy version served.
+
+        Raises:
+            ConfigError / CapabilityError: a setting is bad or the backend cannot honour it.
+            RllmError: the gateway did not take it within ``update_timeout_s``; the trainer's
+                own failure.
+        """
+        run = self._start()
+        cfg = self.config
+        deadline = time.monotonic() + cfg.update_timeout_s
+        announced = run.trainer.announced(cfg.update_timeout_s)
+        version = run.trainer.version
+        if not (announced and run.served.wait(version, deadline, run.trainer)):
+            self._raise_failure(run)
+            raise RllmError(
+                f"the gateway at {cfg.gateway_url} did not take run {cfg.run_id}'s policy "
+                f"version {version} within {cfg.update_timeout_s:.0f} s (it follows "
+                f"rllm.policy-updates; is it running with the same Kafka?)"
+            )
+        return version
+
+    def close(self) -> None:
+        """Stop this run's trainer, if one runs (``train()`` does at its end)."""
+        run, self._running = self._running, None
+        if run is None:
+            return
+        run.trainer.stop()
+        run.thread.join(timeout=120)
+        run.served.close()
+
+    def _start(self, progress: bool = False) -> _Running:
+        """The running trainer; started (after the checks) if none runs."""
+        if self._running is not None:
+            return self._running
+        from rllm.consumers.backends import make_backend
+        from rllm.consumers.trainer.loop import Trainer
+        from rllm.kafka import check_broker
+
+        from .served import GatewayServes
+
+        settings = self.check()
+        check_broker(self.kafka, timeout_s=5.0)  # the stack answers before a model loads
+        # rollouts of a model the upstream does not serve would be filed under its name
+        check_served(self._served_policy(), self.config.model, self.config.gateway_url)
+        if progress:
+            say(
+                f"train {self.config.run_id}: {len(self.train_tasks)} tasks x "
+                f"{self.config.group_size} rollouts, {self.config.batch_size} tasks per "
+                f"update, {self.planned_batches()} batch(es); loading the "
+                f"{settings.backend.value} backend"
+            )
+        trainer = Trainer(settings, self.kafka, make_backend(settings))
+
+        def run_trainer() -> None:
+            with contextlib.suppress(BaseException):  # kept in trainer.failure
+                trainer.run()
+
+        thread = threading.Thread(target=run_trainer, name="rllm-trainer", daemon=True)
+        thread.start()
+        served = GatewayServes(self.config.gateway_url, self.config.run_id)
+        self._running = _Running(trainer, thread, settings, served)
+        return self._running
+
+    @staticmethod
+    def _raise_failure(run: _Running) -> None:
+        if run.trainer.failure is not None:
+            raise run.trainer.failure
+
     def train(
         self,
         on_update: Callable[[UpdateRecord], bool | None] | None = None,
@@ -236,42 +325,18 @@ class AgentTrainer:
             RllmError: an update did not arrive within ``update_timeout_s`` (the message
                 says what the trainer saw).
         """
-        from rllm.consumers.backends import make_backend
-        from rllm.consumers.trainer.loop import Trainer
-        from rllm.kafka import check_broker
-
-        settings = self.check()
-        check_broker(self.kafka, timeout_s=5.0)  # the stack answers before a model loads
-        # rollouts of a model the upstream does not serve would be filed under its name
-        check_served(self._served_policy(), self.config.model, self.config.gateway_url)
         label = f"train {self.config.run_id}"
-        batches = self.planned_batches()
-        if progress:
-            say(
-                f"{label}: {len(self.train_tasks)} tasks x {self.config.group_size} rollouts, "
-                f"{self.config.batch_size} tasks per update, {batches} batch(es); loading "
-                f"the {settings.backend.value} backend"
-            )
-        trainer = Trainer(settings, self.kafka, make_backend(settings))
-        failure: list[BaseException] = []
-
-        def run_trainer() -> None:
-            try:
-                trainer.run()
-            except BaseException as exc:  # surfaced by the driver below
-                failure.append(exc)
-
-        thread = threading.Thread(target=run_trainer, name="rllm-trainer", daemon=True)
-        thread.start()
-        report = TrainReport(run_id=self.config.run_id, version=trainer.core.version)
-        self._started, self._submitted = time.perf_counter(), 0
         try:
+            run = self._start(progress)
+            report = TrainReport(run_id=self.config.run_id, version=run.trainer.version)
+            self._started, self._submitted = time.perf_counter(), 0
             if self.config.mode == "sync":
-                self._wait_start(trainer, failure)
-            for batch in self._batches(settings.run_estimator()):
+                self.serve_start()
+            batches = self.planned_batches()
+            for batch in self._batches(run.settings.run_estimator()):
                 if self._out_of_budget(report):
                     break
-                record = self._one_batch(trainer, batch, report, failure)
+                record = self._one_batch(run, batch)
                 report.updates.append(record)
                 log.info("update %d: %s", len(report.updates), record)
                 if progress:
@@ -279,16 +344,11 @@ class AgentTrainer:
                 if on_update is not None and on_update(record) is False:
                     break
         finally:
-            trainer.stop()
-            thread.join(timeout=120)
-            if self._policy_http is not None:
-                self._policy_http.close()
-                self._policy_http = None
-        if failure:
-            raise failure[0]
-        report.version = trainer.core.version
-        report.drops = trainer.core.batcher.drops.as_metrics()
-        report.messages = list(trainer.core.batcher.drops.messages)
+            self.close()
+        self._raise_failure(run)
+        report.version = run.trainer.version
+        report.drops = dict(run.trainer.report.drops)
+        report.messages = list(run.trainer.report.messages)
         if progress:
             say(
                 f"{label}: done after {len(report.updates)} batch(es) at policy version "
@@ -331,25 +391,23 @@ class AgentTrainer:
             return False
         return time.perf_counter() - self._started >= cfg.max_minutes * 60
 
-    def _one_batch(
-        self, trainer: Any, batch: list[Task], report: TrainReport, failure: list[BaseException]
-    ) -> UpdateRecord:
+    def _one_batch(self, run: _Running, batch: list[Task]) -> UpdateRecord:
         """Roll out one batch, wait for its update (sync mode), and time both."""
-        cfg = self.config
-        began, version = time.perf_counter(), trainer.core.version
+        cfg, trainer = self.config, run.trainer
+        began, version = time.perf_counter(), trainer.version
         results = asyncio.run(self._run(batch, cfg.group_size, cfg.run_id))
         self._submitted += len(batch)
         rolled = time.perf_counter()
         if cfg.mode == "sync":
             trainer.flush_after(self._submitted)  # this batch's groups, all that are kept
-            self._wait(trainer, version, self._submitted, failure)
+            self._wait(run, version, self._submitted)
         done = time.perf_counter()
-        updated = trainer.core.version > version
+        updated = trainer.version > version
         metrics = trainer.report.last_metrics if updated else {}
         rewards = [r.reward for _, r in results if r is not None]
         correct = [bool(r.is_correct) for _, r in results if r is not None]
         return UpdateRecord(
-            version=trainer.core.version,
+            version=trainer.version,
             rollout_version=version,
             reward_mean=float(np.mean(rewards)) if rewards else 0.0,
             accuracy=float(np.mean(correct)) if correct else 0.0,
@@ -364,73 +422,18 @@ class AgentTrainer:
             elapsed_s=done - self._started,
         )
 
-    def _poll_until(
-        self, done: Callable[[], bool], failure: list[BaseException], why: Callable[[], str]
-    ) -> None:
-        """Poll ``done`` every 0.02 s for ``update_timeout_s``; re-raise a trainer failure;
-        raise RllmError with ``why()`` when time is up. A batch's wait ends on two events in
-        turn (the trainer's flush, then the server's reload), each seen half an interval
-        late on average: 50 ms per batch at 0.05 s, 20 ms at 0.02 s."""
-        deadline = time.monotonic() + self.config.update_timeout_s
-        while time.monotonic() < deadline:
-            if failure:
-                raise failure[0]
-            if done():
-                return
-            time.sleep(0.02)
-        raise RllmError(why())
-
-    def _wait(
-        self, trainer: Any, version: int, submitted: int, failure: list[BaseException]
-    ) -> None:
+    def _wait(self, run: _Running, version: int, submitted: int) -> None:
         """Until the trainer has settled every submitted episode and trained the kept ones
         (``Trainer.flush_after``), and the model behind the gateway serves the result."""
-
-        def done() -> bool:
-            if trainer.report.flushed_through < submitted:
-                return False
-            now = trainer.core.version
-            return now == version or self._served(now)  # no update, or the new one is served
-
-        self._poll_until(
-            done,
-            failure,
-            lambda: (
-                f"no policy update within {self.config.update_timeout_s:.0f} s: the trainer "
-                f"consumed {trainer.report.episodes_consumed} of {submitted} episodes at "
-                f"version {trainer.core.version}; are the processors running (rllm-cli up)?"
-            ),
-        )
-
-    def _wait_start(self, trainer: Any, failure: list[BaseException]) -> None:
-        """Until the gateway (and the model server, when it reports one) serve this run's
-        starting version: a server that served another run switches to this run's base
-        weights first, so the first batch is sampled from the policy being trained."""
-        self._poll_until(
-            lambda: trainer.report.announced and self._served(trainer.core.version),
-            failure,
-            lambda: (
-                f"the gateway at {self.config.gateway_url} did not take run "
-                f"{self.config.run_id}'s policy version {trainer.core.version} within "
-                f"{self.config.update_timeout_s:.0f} s (it follows rllm.policy-updates; is it "
-                f"running with the same Kafka?)"
-            ),
-        )
-
-    def _served(self, version: int) -> bool:
-        """Whether the gateway stamps this run's ``version`` and its upstream serves it."""
-        try:
-            if self._policy_http is None:
-                self._policy_http = httpx.Client(timeout=5, verify=shared_tls())
-            resp = self._policy_http.get(f"{self.config.gateway_url}/admin/policy")
-            info = resp.json()
-        except (httpx.HTTPError, ValueError):
-            return False
-        if info.get("policy_run") != self.config.run_id or info.get("policy_version") != version:
-            return False
-        upstream = info.get("upstream_policy_version")
-        upstream_run = info.get("upstream_policy_run")
-        return (upstream is None or upstream == version) and upstream_run in (
-            None,
-            self.config.run_id,
+        trainer, timeout_s = run.trainer, self.config.update_timeout_s
+        deadline = time.monotonic() + timeout_s
+        flushed = trainer.flushed(submitted, timeout_s)
+        now = trainer.version
+        if flushed and (now == version or run.served.wait(now, deadline, trainer)):
+            return  # no update, or the new one is served
+        self._raise_failure(run)
+        raise RllmError(
+            f"no policy update within {timeout_s:.0f} s: the trainer consumed "
+            f"{trainer.report.episodes_consumed} of {submitted} episodes at version "
+            f"{trainer.version}; are the processors running (rllm-cli up)?"
         )

@@ -11,6 +11,7 @@ whatever Kafka's committed offsets say. So every episode is trained exactly once
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,6 +56,9 @@ class TrainerReport:
     flushed_through: int = 0
     """The last ``flush_after`` point whose episodes are settled and trained."""
     drops: dict[str, float] = field(default_factory=dict)
+    """What the batcher refused, by reason (``DropCounts.as_metrics``)."""
+    messages: list[str] = field(default_factory=list)
+    """The batcher's refusal messages, most recent last."""
     last_metrics: dict[str, float] = field(default_factory=dict)
 
 
@@ -165,10 +169,40 @@ class Trainer:
         }
         self._stop = False
         self._flush_after: int | None = None
+        self._changed = threading.Condition()
+        """Notified when the run announces its policy, flushes, or ends."""
+        self._ended = False
+        self.failure: BaseException | None = None
+        """What ended ``run()`` with an error (set before ``announced``/``flushed`` wake)."""
+
+    @property
+    def version(self) -> int:
+        """The policy version the backend holds now."""
+        return self.core.version
 
     def stop(self) -> None:
         """Ask the loop to stop after the current poll."""
         self._stop = True
+
+    def announced(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for ``run()`` to publish the policy it starts from;
+        whether it has (False also when the run ended first)."""
+        return self._wait_for(lambda: self.report.announced, timeout_s)
+
+    def flushed(self, episodes: int, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the ``flush_after(episodes)`` point: every such
+        episode settled and the kept ones trained; whether it was reached (False also when
+        the run ended first)."""
+        return self._wait_for(lambda: self.report.flushed_through >= episodes, timeout_s)
+
+    def _wait_for(self, done: Callable[[], bool], timeout_s: float) -> bool:
+        with self._changed:
+            self._changed.wait_for(lambda: done() or self._ended, timeout_s)
+            return done()
+
+    def _notify(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
 
     def flush_after(self, episodes: int) -> None:
         """Train the pending batch, full or not, as soon as ``episodes`` episodes of the
@@ -187,6 +221,7 @@ class Trainer:
         if self.core.batcher.pending:
             self._update(reader, publisher)
         self.report.flushed_through = target
+        self._notify()
 
     def _assign(self, reader: TopicReader) -> None:
         """Take every partition, at the checkpoint's offsets where it has them (else the
@@ -251,7 +286,18 @@ class Trainer:
         )
 
     def run(self) -> TrainerReport:
-        """Consume until ``max_updates``, ``idle_exit_s`` or ``stop()``."""
+        """Consume until ``max_updates``, ``idle_exit_s`` or ``stop()``; an error that ends
+        the run is kept in ``failure`` before ``announced``/``flushed`` waiters wake."""
+        try:
+            return self._consume()
+        except BaseException as exc:
+            self.failure = exc
+            raise
+        finally:
+            self._ended = True
+            self._notify()
+
+    def _consume(self) -> TrainerReport:
         s = self.settings
         publisher = EventPublisher(self.kafka, codec=self.codec)
         reader = TopicReader(
@@ -271,6 +317,7 @@ class Trainer:
                 self.core.write_base()
             publisher.publish_sync(POLICY_UPDATES, s.run_id, self.core.policy_event())
             self.report.announced = True
+            self._notify()
             self._assign(reader)
             idle_since = time.monotonic()
             while not self._stop:
@@ -290,6 +337,8 @@ class Trainer:
                 self._check_flush(reader, publisher)
         finally:
             self.report.drops = self.core.batcher.drops.as_metrics()
+            self.report.messages = list(self.core.batcher.drops.messages)
+            self.report.version = self.core.version
             publisher.close()
             reader.close()
         return self.report
