@@ -574,7 +574,7 @@ def main() -> None:
     )
     ap.add_argument("--pipeline-first", action="store_true", help="--sequential in the other order")
     args = ap.parse_args()
-    os.environ["RLLM_TORCH_THREADS"] = str(args.threads)  # the model server `up` starts
+    os.environ["RLLM_SERVE_TORCH_THREADS"] = str(args.threads)  # the model server `up` starts
     if args.compare:
         if args.sequential:
             summary, inner = compare_sequential(args)

@@ -1,20 +1,41 @@
 """Settings shared by every service: where Kafka is, where the local stack keeps its data.
 
 Each service has one frozen pydantic-settings class with env prefix ``RLLM_``; a CLI flag
-and an environment variable set the same field.
+and an environment variable set the same field, and one variable sets one field of one
+class: a field whose ``prefix + name`` another class already reads has a variable of its
+own (``OwnEnvSettings``), and the name it read before logs a warning naming the new one.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar
 
-from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from rllm.errors import ConfigError
 
-__all__ = ["KafkaSettings", "StackSettings", "default_home", "private_home"]
+__all__ = [
+    "KafkaSettings",
+    "MovedEnv",
+    "OwnEnvSettings",
+    "StackSettings",
+    "default_home",
+    "env_var",
+    "private_home",
+]
+
+log = logging.getLogger(__name__)
 
 
 def default_home() -> Path:
@@ -34,6 +55,89 @@ def private_home(home: Path | None = None) -> Path:
     if info.st_uid == os.getuid() and info.st_mode & 0o077:
         path.chmod(info.st_mode & 0o700)
     return path
+
+
+@dataclass(frozen=True)
+class MovedEnv:
+    """A field that reads a variable of its own instead of ``env_prefix + name``."""
+
+    field: str
+    """The field (``model``)."""
+    new: str
+    """The variable it reads (``RLLM_SERVE_MODEL``)."""
+    old: str
+    """The variable it read before (``RLLM_MODEL``)."""
+    now: str = ""
+    """What ``old`` sets today, if anything (``the stack's model profile``)."""
+
+
+class _OwnEnvSource(EnvSettingsSource):
+    """The environment, with some fields read from a variable of their own."""
+
+    def __init__(self, settings_cls: type[BaseSettings], names: dict[str, str]) -> None:
+        super().__init__(settings_cls)
+        self._names = names if self.case_sensitive else {k: v.lower() for k, v in names.items()}
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        name = self._names.get(field_name)
+        if name is None:
+            return super().get_field_value(field, field_name)
+        return self.env_vars.get(name), field_name, False
+
+
+class OwnEnvSettings(BaseSettings):
+    """Settings whose ``moved_env`` fields read their own variable (``RLLM_SERVE_MODEL``)
+    instead of ``env_prefix + name`` (``RLLM_MODEL``, which another class reads), and
+    log a warning when the old variable is set while nothing sets the field: a value the
+    user gave that this class no longer takes."""
+
+    moved_env: ClassVar[tuple[MovedEnv, ...]] = ()
+    """The fields that read a variable of their own, with the name they read before."""
+    owner: ClassVar[str] = ""
+    """Whose fields these are, for the warning (``the model server``)."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        names = {moved.field: moved.new for moved in cls.moved_env}
+        return init_settings, _OwnEnvSource(settings_cls, names), file_secret_settings
+
+    @model_validator(mode="before")
+    @classmethod
+    def _warn_moved(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        for moved in cls.moved_env:
+            # a keyword or the new variable sets the field: the old one would not count
+            if not os.environ.get(moved.old) or moved.field in data:
+                continue
+            now = f" (it sets {moved.now})" if moved.now else " (it sets nothing now)"
+            log.warning(
+                "%s is set but no longer sets %s's %s%s; set %s instead",
+                moved.old,
+                cls.owner,
+                moved.field,
+                now,
+                moved.new,
+            )
+        return data
+
+
+def env_var(cls: type[BaseSettings], field: str) -> str:
+    """The environment variable that sets ``field`` of settings class ``cls``."""
+    if issubclass(cls, OwnEnvSettings):
+        for moved in cls.moved_env:
+            if moved.field == field:
+                return moved.new
+    if field not in cls.model_fields:
+        raise ConfigError(f"{cls.__name__} has no field {field!r}")
+    return f"{cls.model_config.get('env_prefix', '')}{field}".upper()
 
 
 class KafkaSettings(BaseSettings):
@@ -119,7 +223,8 @@ class KafkaSettings(BaseSettings):
 class StackSettings(BaseSettings):
     """The local stack started by ``rllm-cli up``."""
 
-    model_config = SettingsConfigDict(env_prefix="RLLM_", frozen=True, extra="ignore")
+    # forbid: a keyword this class no longer has (``serve_port``) is an error, not ignored
+    model_config = SettingsConfigDict(env_prefix="RLLM_", frozen=True, extra="forbid")
 
     home: Path = Field(default_factory=default_home)
     """Directory for the stack's data, logs and pid files."""
@@ -137,13 +242,33 @@ class StackSettings(BaseSettings):
     model)."""
     model: str | None = None
     """Model profile (``rllm-cli model setup``) the gateway forwards to; default: the
-    active profile, else the local model."""
-    gateway_port: int = Field(default=8400, ge=1, le=65535)
-    """Port of the gateway ``up`` starts."""
-    serve_port: int = Field(default=8000, ge=1, le=65535)
-    """Port of the local model server ``up`` starts."""
-    view_port: int = Field(default=8500, ge=1, le=65535)
-    """Port of the history viewer ``up`` starts (``rllm-cli view``, on 127.0.0.1)."""
+    active profile, else the local model. The one field ``RLLM_MODEL`` sets (the model
+    server's model is ``RLLM_SERVE_MODEL``, the trainer's ``RLLM_TRAIN_MODEL``)."""
+
+    # The services' ports are the services' own settings (one variable, one field): the
+    # stack reads each from its service's class and passes it on with ``--port``.
+    @property
+    def gateway_port(self) -> int:
+        """Port of the gateway ``up`` starts: ``RLLM_GATEWAY_PORT`` (8400)."""
+        from rllm.producers.gateway.settings import GatewaySettings
+
+        return GatewaySettings().port
+
+    @property
+    def serve_port(self) -> int:
+        """Port of the local model server ``up`` starts: ``RLLM_SERVE_PORT`` (8000)."""
+        from rllm.serving.settings import ServeSettings
+
+        # model given: RLLM_MODEL, this stack's profile, is not a server model gone unread
+        return ServeSettings(model="").serve_port
+
+    @property
+    def view_port(self) -> int:
+        """Port of the history viewer ``up`` starts on 127.0.0.1: ``RLLM_VIEW_PORT``
+        (8500)."""
+        from rllm.consumers.viewer.settings import ViewerSettings
+
+        return ViewerSettings().port
 
     @property
     def brokers_file(self) -> Path:

@@ -12,9 +12,11 @@ __all__ = ["serve"]
 
 
 @click.command()
-@click.option("--model", default=None, help="Local HF model dir or .gguf file (RLLM_MODEL).")
+@click.option("--model", default=None, help="Local HF model dir or .gguf file (RLLM_SERVE_MODEL).")
 @click.option("--host", "serve_host", default=None, help="Listen address [127.0.0.1].")
-@click.option("--port", "serve_port", type=int, default=None, help="Listen port [8001].")
+@click.option(
+    "--port", "serve_port", type=int, default=None, help="Listen port [8000; RLLM_SERVE_PORT]."
+)
 @click.option("--served-model-name", default=None, help="Name in /v1/models [local].")
 @click.option("--max-batch", type=int, default=None, help="Sequences per batch [32].")
 @click.option(

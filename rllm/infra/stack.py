@@ -61,11 +61,11 @@ def _wanted(stack: StackSettings) -> list[str]:
 
 
 def _serve_threads() -> str:
-    """torch threads of the model server: ``$RLLM_TORCH_THREADS``, else ``auto``. The
+    """torch threads of the model server: ``$RLLM_SERVE_TORCH_THREADS``, else ``auto``. The
     broker, processors, history and the eval's sandboxes share the cores, so the fastest
     count depends on their load and changes while it runs. ``auto`` times the decode
     steps and keeps the faster of 1 and all cores."""
-    return os.environ.get("RLLM_TORCH_THREADS") or "auto"
+    return os.environ.get("RLLM_SERVE_TORCH_THREADS") or "auto"
 
 
 def plan_services(stack: StackSettings, insecure: bool = False) -> list[ServiceSpec]:
@@ -99,12 +99,13 @@ def plan_services(stack: StackSettings, insecure: bool = False) -> list[ServiceS
             "serve",
             ("serve", "--port", str(stack.serve_port), "--served-model-name", profile.model),
             health_url=f"http://127.0.0.1:{stack.serve_port}/health",
-            # RLLM_MODEL names the stack's model profile; the server loads the default model
+            # RLLM_MODEL names the stack's model profile: blank, so the server does not warn
+            # that it no longer reads it (it loads RLLM_SERVE_MODEL, else the default model);
             # it generates each batch to the end: wait for an eval's burst to join one batch
             env={
                 **env,
                 "RLLM_MODEL": "",
-                "RLLM_TORCH_THREADS": _serve_threads(),
+                "RLLM_SERVE_TORCH_THREADS": _serve_threads(),
                 "RLLM_BATCH_WAIT_MS": os.environ.get("RLLM_BATCH_WAIT_MS") or "500",
             },
             ready_timeout_s=300.0,

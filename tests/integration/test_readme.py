@@ -8,7 +8,7 @@ another copy of the README (default: the repository's).
 The stack is real but for the model: the session broker, a gateway in front of the fake
 upstream (``tests/fakes/upstream.py``) that follows policy updates, processor and history
 subprocesses, a model profile naming the fake's model, and the tiny random model for the
-trainer (``RLLM_MODEL``). A bash block runs under ``set -euo pipefail`` with one shell
+trainer (``RLLM_TRAIN_MODEL``). A bash block runs under ``set -euo pipefail`` with one shell
 function in front of ``rllm-cli``: ``rllm-cli up`` and ``down`` are no-ops, as the test
 stack stands in for them; before ``rllm-cli analytics`` it waits for the history to have
 committed every event (``history_caught_up``), as a person's next line would find it; and
@@ -124,7 +124,7 @@ def stack(
         "RLLM_GATEWAY_URL": gateway.url,
         "RLLM_ADMIN_KEY": ADMIN_KEY,
         "RLLM_HISTORY_GROUP_ID": f"history-{kafka.topic_prefix}",
-        "RLLM_MODEL": str(tiny_model_dir(tmp_path / "tiny")),
+        "RLLM_TRAIN_MODEL": str(tiny_model_dir(tmp_path / "tiny")),
         "RLLM_CHECKPOINT_DIR": str(tmp_path / "ckpt"),
     }
     profile = subprocess.run(

@@ -13,6 +13,8 @@ from typing import Any
 import yaml
 from pydantic_settings import BaseSettings
 
+from rllm.settings import env_var
+
 ROOT = Path(__file__).resolve().parents[2]
 
 SETTINGS_MODULES = (
@@ -40,8 +42,7 @@ def _read_variables() -> set[str]:
                 and issubclass(value, BaseSettings)
                 and value is not BaseSettings
             ):
-                prefix = str(value.model_config.get("env_prefix", ""))
-                names |= {f"{prefix}{field}".upper() for field in value.model_fields}
+                names |= {env_var(value, field) for field in value.model_fields}
     return names
 
 

@@ -1,17 +1,20 @@
-"""``TrainerSettings``: every knob of ``rllm-cli train``, env prefix ``RLLM_``."""
+"""``TrainerSettings``: every knob of ``rllm-cli train``, env prefix ``RLLM_``; the fields
+the model server or the processors have too read ``RLLM_TRAIN_*`` (one variable, one
+field)."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from rllm.consumers.trainer.types import LossAgg, LossKind
 from rllm.errors import ConfigError
 from rllm.models.threads import Threads, check_threads
-from rllm.settings import default_home
+from rllm.settings import MovedEnv, OwnEnvSettings, default_home
 
 __all__ = [
     "LOSS_ESTIMATORS",
@@ -75,10 +78,20 @@ class UniformPolicy(StrEnum):
     KEEP = "keep"
 
 
-class TrainerSettings(BaseSettings):
+class TrainerSettings(OwnEnvSettings):
     """The trainer consumer and its backend."""
 
     model_config = SettingsConfigDict(env_prefix="RLLM_", frozen=True, extra="ignore")
+    owner: ClassVar[str] = "the trainer"
+    moved_env: ClassVar[tuple[MovedEnv, ...]] = (
+        MovedEnv("model", "RLLM_TRAIN_MODEL", "RLLM_MODEL", "the stack's model profile"),
+        MovedEnv("gguf_file", "RLLM_TRAIN_GGUF_FILE", "RLLM_GGUF_FILE"),
+        MovedEnv("device", "RLLM_TRAIN_DEVICE", "RLLM_DEVICE"),
+        MovedEnv("torch_threads", "RLLM_TRAIN_TORCH_THREADS", "RLLM_TORCH_THREADS"),
+        MovedEnv(
+            "estimator", "RLLM_TRAIN_ESTIMATOR", "RLLM_ESTIMATOR", "the processors' estimator"
+        ),
+    )
 
     # --- run ------------------------------------------------------------------------
     run_id: str = "train"
@@ -128,16 +141,18 @@ class TrainerSettings(BaseSettings):
     kl_coef: float = Field(default=0.0, ge=0)
     """Weight of the KL penalty to the reference (initial) policy; 0 turns it off."""
     estimator: str | None = None
-    """Advantage estimator every episode of the run must carry (None: the loss's own,
+    """Advantage estimator every episode of the run must carry (``RLLM_TRAIN_ESTIMATOR``;
+    None: the loss's own,
     ``grpo``, ``rloo`` or ``reinforce``); loss=grpo also takes ``rloo``,
     ``reinforce_plus_plus`` and ``reinforce_plus_plus_baseline`` (verl's clipped PPO loss
     on those advantages)."""
 
     # --- optimiser and model --------------------------------------------------------
     model: str = ""
-    """Local HF model directory, or a directory holding ``gguf_file``; '' = SmolLM2-135M."""
+    """Local HF model directory, or a directory holding ``gguf_file``
+    (``RLLM_TRAIN_MODEL``); '' = SmolLM2-135M."""
     gguf_file: str | None = None
-    """GGUF file name inside ``model`` (or a full path)."""
+    """GGUF file name inside ``model`` (or a full path; ``RLLM_TRAIN_GGUF_FILE``)."""
     teacher_model: str | None = None
     """Local teacher model directory for distillation (or ``teacher_url``)."""
     lr: float = Field(default=2e-5, gt=0)
@@ -151,7 +166,7 @@ class TrainerSettings(BaseSettings):
     lora_rank: int = Field(default=0, ge=0)
     """LoRA rank; 0 trains all weights."""
     device: str = "cpu"
-    """torch device of the local backend."""
+    """torch device of the local backend (``RLLM_TRAIN_DEVICE``)."""
     precision: Precision = Precision.FP32
     """Local backend: ``bf16`` computes in bfloat16 with float32 master weights (AMX CPUs
     and GPUs run it several times faster; logprobs then differ from float32 in the
@@ -159,8 +174,9 @@ class TrainerSettings(BaseSettings):
     seed: int = 0
     """Seed of the local backend."""
     torch_threads: Threads = 0
-    """torch CPU threads of the local backend: a count (0: torch's default), or ``auto``,
-    which times the micro-batches and keeps the faster of 1 and all cores."""
+    """torch CPU threads of the local backend (``RLLM_TRAIN_TORCH_THREADS``): a count (0:
+    torch's default), or ``auto``, which times the micro-batches and keeps the faster of 1
+    and all cores."""
 
     @field_validator("torch_threads")
     @classmethod
@@ -243,7 +259,7 @@ class TrainerSettings(BaseSettings):
             fits = f"one of {', '.join(allowed)}" if allowed else "none (unset it)"
             raise ConfigError(
                 f"estimator={self.estimator!r} does not fit loss={self.loss.value}: it takes "
-                f"{fits} (RLLM_ESTIMATOR)"
+                f"{fits} (RLLM_TRAIN_ESTIMATOR)"
             )
         return self
 

@@ -16,7 +16,7 @@ from rllm.settings import StackSettings
 @pytest.fixture(autouse=True)
 def _config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RLLM_CONFIG_DIR", str(tmp_path / "config"))
-    for var in ("RLLM_TORCH_THREADS", "RLLM_BATCH_WAIT_MS", "RLLM_MODEL"):
+    for var in ("RLLM_SERVE_TORCH_THREADS", "RLLM_BATCH_WAIT_MS", "RLLM_MODEL"):
         monkeypatch.delenv(var, raising=False)
 
 
@@ -47,7 +47,8 @@ def test_serve_gets_the_default_model_measured_threads_and_a_batch_wait(
 ) -> None:
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     monkeypatch.setenv("RLLM_MODEL", "local")  # the stack's profile name, not a model path
-    specs = plan_services(StackSettings(home=tmp_path, serve_port=18123))
+    monkeypatch.setenv("RLLM_SERVE_PORT", "18123")  # the server's own setting, passed on
+    specs = plan_services(StackSettings(home=tmp_path))
     assert [s.name for s in specs] == ["serve", "gateway", "processors", "history", "view"]
     serve = specs[0]
     assert serve.args == (
@@ -58,6 +59,8 @@ def test_serve_gets_the_default_model_measured_threads_and_a_batch_wait(
         "HuggingFaceTB/SmolLM2-135M-Instruct",
     )
     assert serve.env["RLLM_MODEL"] == ""
-    assert (serve.env["RLLM_TORCH_THREADS"], serve.env["RLLM_BATCH_WAIT_MS"]) == ("auto", "500")
-    monkeypatch.setenv("RLLM_TORCH_THREADS", "3")
-    assert plan_services(StackSettings(home=tmp_path))[0].env["RLLM_TORCH_THREADS"] == "3"
+    threads = serve.env["RLLM_SERVE_TORCH_THREADS"]
+    assert (threads, serve.env["RLLM_BATCH_WAIT_MS"]) == ("auto", "500")
+    assert serve.health_url == "http://127.0.0.1:18123/health"
+    monkeypatch.setenv("RLLM_SERVE_TORCH_THREADS", "3")
+    assert plan_services(StackSettings(home=tmp_path))[0].env["RLLM_SERVE_TORCH_THREADS"] == "3"

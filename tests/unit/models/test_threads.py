@@ -88,12 +88,13 @@ def test_bad_thread_settings_are_refused_naming_the_value(bad: object) -> None:
 def test_settings_read_auto_and_counts_from_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("RLLM_TORCH_THREADS", "auto")
+    monkeypatch.setenv("RLLM_SERVE_TORCH_THREADS", "auto")
+    monkeypatch.setenv("RLLM_TRAIN_TORCH_THREADS", "2")
     assert ServeSettings().torch_threads == "auto"
-    assert TrainerSettings().torch_threads == "auto"
-    monkeypatch.setenv("RLLM_TORCH_THREADS", "3")
+    assert TrainerSettings().torch_threads == 2
+    monkeypatch.setenv("RLLM_SERVE_TORCH_THREADS", "3")
     assert ServeSettings().torch_threads == 3
-    monkeypatch.setenv("RLLM_TORCH_THREADS", "-2")
+    monkeypatch.setenv("RLLM_TRAIN_TORCH_THREADS", "-2")
     with pytest.raises(ValueError, match="-2"):
         TrainerSettings()
 

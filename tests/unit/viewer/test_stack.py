@@ -26,8 +26,9 @@ def test_up_plans_the_viewer_after_the_history(
     assert [s.name for s in only] == ["history"]
 
 
-def test_status_names_the_viewer_s_address(tmp_path: Path) -> None:
-    stack = StackSettings(home=tmp_path, kafka_port=1, view_port=18556)
+def test_status_names_the_viewer_s_address(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RLLM_VIEW_PORT", "18556")
+    stack = StackSettings(home=tmp_path, kafka_port=1)
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "view.log").write_text("stopped\n")
     (row,) = [s for s in stack_status(stack) if s.name == "view"]
