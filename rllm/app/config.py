@@ -6,9 +6,12 @@ import os
 import uuid
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["DEFAULT_MAX_TOKENS", "TrainConfig"]
+from rllm.consumers.trainer.settings import SyncMode
+from rllm.errors import ConfigError
+
+__all__ = ["DEFAULT_MAX_TOKENS", "TrainConfig", "train_config"]
 
 
 DEFAULT_MAX_TOKENS = 64
@@ -40,9 +43,9 @@ class TrainConfig(BaseModel):
     """Passes over the training set."""
     max_updates: int = Field(default=0, ge=0)
     """Stop after this many updates (0: after the epochs)."""
-    mode: str = "sync"
-    """sync: each batch of rollouts waits for the previous update; async: bounded
-    off-policy (the trainer's max_staleness)."""
+    mode: SyncMode = SyncMode.SYNC
+    """sync: each batch of rollouts waits for the previous update to be served; async:
+    bounded off-policy (the trainer's max_staleness). ``"sync"``/``"async"`` work too."""
     sampling: dict[str, Any] = Field(
         default_factory=lambda: {"temperature": 1.0, "max_tokens": DEFAULT_MAX_TOKENS}
     )
@@ -58,3 +61,33 @@ class TrainConfig(BaseModel):
     """How long a batch waits for its update before the run fails with a reason."""
     trainer: dict[str, Any] = Field(default_factory=dict)
     """More TrainerSettings fields (lr, loss, loss_agg, kl_coef, model, checkpoint_dir, ...)."""
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _known_mode(cls, value: Any) -> Any:
+        """Refuse a mode that is none of ``SyncMode``'s, naming the value and the choices."""
+        choices = [m.value for m in SyncMode]
+        if isinstance(value, SyncMode) or value in choices:
+            return value
+        raise ValueError(f"mode must be {' or '.join(choices)}, got {value!r}")
+
+
+def train_config(fields: TrainConfig | dict[str, Any] | None) -> TrainConfig:
+    """A TrainConfig from itself or a dict of its fields.
+
+    Raises:
+        ConfigError: a field is bad (pydantic's message for it: the field, the value, why).
+    """
+    if isinstance(fields, TrainConfig):
+        return fields
+    from pydantic import ValidationError
+
+    try:
+        return TrainConfig(**(fields or {}))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        why = str(first["msg"]).removeprefix("Value error, ")
+        if not why.startswith(where):
+            why = f"TrainConfig.{where}: {why}, got {first.get('input')!r}"
+        raise ConfigError(why) from exc

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rllm.app.config import TrainConfig
+from rllm.app.config import TrainConfig, train_config
 from rllm.app.report import TrainReport, UpdateRecord, describe_drops
 from rllm.benchmarks.types import RewardResult
+from rllm.consumers.trainer.settings import SyncMode
 from rllm.errors import ConfigError, RllmError
 from rllm.producers.evaluation import EvalSummary, run_tasks, summarize
 from rllm.producers.evaluation.progress import ProgressLines, say
@@ -101,15 +102,13 @@ class AgentTrainer:
         """The benchmark name ``evaluate()``'s summary carries."""
         self.backend = backend
         self.kafka = kafka or KafkaSettings()
-        self.config = config if isinstance(config, TrainConfig) else TrainConfig(**(config or {}))
+        self.config = train_config(config)
         self._started = time.perf_counter()
         """When the running train() began."""
         self._submitted = 0
         """Tasks the running train() has rolled out."""
         self._running: _Running | None = None
         """This run's trainer, from ``serve_start()`` (or ``train()``) to ``close()``."""
-        if self.config.mode not in ("sync", "async"):
-            raise ConfigError(f"mode must be sync or async, got {self.config.mode!r}")
 
     def trainer_settings(self) -> Any:
         """The TrainerSettings this run uses (refused here when the backend cannot honour
@@ -121,13 +120,13 @@ class AgentTrainer:
         # rollouts are on the trainer's version; a limit of 1 only keeps a batch whose
         # first requests raced the server's reload.
         trainer = {k: v for k, v in self.config.trainer.items() if k != "mode"}
-        if self.config.mode == "sync":
+        if self.config.mode is SyncMode.SYNC:
             trainer["max_staleness"] = 1
         fields = {
             "run_id": self.config.run_id,
             "backend": self.backend,
             "batch_size": self.config.batch_size,
-            "mode": "async",
+            "mode": SyncMode.ASYNC,
             "group_id": f"rllm-trainer-{self.config.run_id}",
             "episode_run_ids": (self.config.run_id,),
             "poll_timeout_s": 0.2,
@@ -330,7 +329,7 @@ class AgentTrainer:
             run = self._start(progress)
             report = TrainReport(run_id=self.config.run_id, version=run.trainer.version)
             self._started, self._submitted = time.perf_counter(), 0
-            if self.config.mode == "sync":
+            if self.config.mode is SyncMode.SYNC:
                 self.serve_start()
             batches = self.planned_batches()
             for batch in self._batches(run.settings.run_estimator()):
@@ -398,7 +397,7 @@ class AgentTrainer:
         results = asyncio.run(self._run(batch, cfg.group_size, cfg.run_id))
         self._submitted += len(batch)
         rolled = time.perf_counter()
-        if cfg.mode == "sync":
+        if cfg.mode is SyncMode.SYNC:
             trainer.flush_after(self._submitted)  # this batch's groups, all that are kept
             self._wait(run, version, self._submitted)
         done = time.perf_counter()

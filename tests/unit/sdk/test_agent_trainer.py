@@ -50,6 +50,23 @@ def test_bad_arguments_are_named() -> None:
         rllm.AgentTrainer(agent).train()
 
 
+def test_the_mode_is_a_sync_mode_and_a_bad_field_is_a_config_error_naming_it() -> None:
+    from rllm.app import TrainConfig
+    from rllm.consumers.trainer.settings import SyncMode
+
+    assert rllm.AgentTrainer(agent, config={"mode": "async"}).config.mode is SyncMode.ASYNC
+    assert TrainConfig().mode is SyncMode.SYNC
+    assert TrainConfig(mode=SyncMode.ASYNC).mode == "async"
+    with pytest.raises(
+        ConfigError, match=r"^TrainConfig\.group_size: .*greater than or equal to 1, got 0$"
+    ):
+        rllm.AgentTrainer(agent, config={"group_size": 0})
+    with pytest.raises(
+        ConfigError, match=r"^TrainConfig\.epoch: Extra inputs are not permitted, got 2$"
+    ):
+        rllm.AgentTrainer(agent, config={"epoch": 2})
+
+
 def test_sampling_a_backend_cannot_score_is_refused_before_any_rollout() -> None:
     from rllm.consumers.trainer.errors import CapabilityError
 
