@@ -7,11 +7,16 @@ light for processes that only handle events.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rllm.schemas.types import EpisodeAssembled as Episode
 from rllm.schemas.types import StepCaptured as Step
 from rllm.schemas.types import TrajectoryAssembled as Trajectory
+
+if TYPE_CHECKING:  # what ``__getattr__`` loads on first use, for mypy and pyright
+    from rllm.agent_trainer import AgentTrainer
+    from rllm.producers.sdk.evaluator import evaluator
+    from rllm.producers.sdk.rollout import rollout
 
 __all__ = ["AgentTrainer", "Episode", "Step", "Trajectory", "__version__", "evaluator", "rollout"]
 __version__ = "0.1.0"
