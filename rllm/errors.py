@@ -37,7 +37,7 @@ with two parents is drawn under its area's root, the other parent in parentheses
     ├── UpstreamFailure                              producers/gateway/errors.py
     ├── GatewayRequestError(ConnectionError)         producers/sdk/errors.py
     ├── HarnessError(RuntimeError)                   producers/harnesses/errors.py
-    ├── ProcessorError                               processors/types.py
+    ├── ProcessorError                               processors/errors.py
     │   └── AssemblyError(ValueError)
     ├── TrainerError                                 consumers/trainer/errors.py
     │   ├── CapabilityError(ConfigError)

@@ -11,10 +11,10 @@ from rllm.processors.advantages import (
 )
 from rllm.processors.app import Processors
 from rllm.processors.assemble import assemble_trajectory
+from rllm.processors.errors import AssemblyError, ProcessorError
 from rllm.processors.group import build_episode
 from rllm.processors.score import RewardRunner, extract_answer
 from rllm.processors.settings import ProcessorSettings
-from rllm.processors.types import AssemblyError, ProcessorError
 from rllm.processors.worker import run_processors
 from rllm.schemas.ids import dedup_by_event_id, episode_id, trajectory_id
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from rllm.processors.types import AssemblyError
+from rllm.processors.errors import AssemblyError
 from rllm.schemas.delta import encode_step_dicts
 from rllm.schemas.ids import trajectory_id
 

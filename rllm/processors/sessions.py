@@ -16,8 +16,9 @@ from typing import Any
 from rllm.processors.assemble_dicts import assemble_trajectory_dict
 from rllm.processors.deadletter import report
 from rllm.processors.deadlines import DeadlineIndex
+from rllm.processors.errors import AssemblyError
 from rllm.processors.settings import ProcessorSettings
-from rllm.processors.types import AssemblyError, Emit, Output, SessionHeader, SessionPhase
+from rllm.processors.types import Emit, Output, SessionHeader, SessionPhase
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.convert import to_avro
 from rllm.schemas.types import SessionEvent, TrajectoryAssembled

@@ -1,11 +1,5 @@
-"""Contracts of the processors: their errors, the outputs they emit and their table state.
-
-Errors::
-
-    RllmError
-     └── ProcessorError
-          └── AssemblyError (ValueError)   a session's events cannot form a trajectory
-"""
+"""Contracts of the processors: the outputs they emit and their table state (their errors
+are in ``rllm.processors.errors``)."""
 
 from __future__ import annotations
 
@@ -14,26 +8,15 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from rllm.errors import RllmError
 from rllm.schemas.types import _Record
 
 __all__ = [
-    "AssemblyError",
     "Emit",
     "GroupHeader",
     "Output",
-    "ProcessorError",
     "SessionHeader",
     "SessionPhase",
 ]
-
-
-class ProcessorError(RllmError):
-    """Something in the stream processors failed."""
-
-
-class AssemblyError(ProcessorError, ValueError):
-    """A session's events cannot be assembled into a trajectory (the reason says why)."""
 
 
 class Output(StrEnum):

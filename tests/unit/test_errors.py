@@ -13,10 +13,6 @@ import rllm
 import rllm.errors
 from rllm.errors import RllmError
 
-OUTSIDE_ERRORS_MODULES = {"rllm.processors.types"}
-"""Modules that still define errors outside an ``errors.py`` (processors: edited in
-another change; move ProcessorError and AssemblyError to processors/errors.py)."""
-
 _LINE = re.compile(
     r"^(?P<indent>(?:│   |    )*)(?:├── |└── )(?P<name>\w+)(?:\((?P<extra>[\w, ]+)\))?"
 )
@@ -74,11 +70,5 @@ def test_the_drawn_tree_is_the_class_tree() -> None:
 
 
 def test_each_area_defines_its_errors_in_its_errors_module() -> None:
-    misplaced = sorted(
-        q
-        for q, cls in _classes().items()
-        if not cls.__module__.endswith(".errors") and cls.__module__ not in OUTSIDE_ERRORS_MODULES
-    )
+    misplaced = sorted(q for q, cls in _classes().items() if not cls.__module__.endswith(".errors"))
     assert misplaced == []
-    still = {cls.__module__ for cls in _classes().values()} & OUTSIDE_ERRORS_MODULES
-    assert still == OUTSIDE_ERRORS_MODULES, "moved: take it off OUTSIDE_ERRORS_MODULES"

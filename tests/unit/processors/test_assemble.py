@@ -8,7 +8,7 @@ import pytest
 
 from rllm.processors.assemble import assemble_trajectory
 from rllm.processors.assemble_dicts import assemble_trajectory_dict
-from rllm.processors.types import AssemblyError
+from rllm.processors.errors import AssemblyError
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.delta import encode_step_dicts, restore_step_dicts, restore_steps
 from rllm.schemas.tokens import pack_tokens
