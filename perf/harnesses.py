@@ -133,11 +133,11 @@ def main() -> None:
     from rllm.kafka import ensure_topics
     from rllm.producers.gateway import GatewaySettings, create_app
     from rllm.settings import KafkaSettings
-    from tests.conftest import _free_port
     from tests.fakes.recorder import RecordingProxy
     from tests.fakes.scripted import start_scripted_upstream
     from tests.fakes.server import ThreadedServer
     from tests.integration.harnesses.test_contract import SOLVE
+    from tests.ports import free_broker_port
 
     home = harnesses_home()
     rows: list[dict[str, Any]] = []
@@ -146,7 +146,7 @@ def main() -> None:
         broker = None
         bootstrap = args.bootstrap
         if bootstrap is None:
-            broker = LocalBroker(_free_port(), tmp / "kafka")
+            broker = LocalBroker(free_broker_port(), tmp / "kafka")
             broker.start()
             bootstrap = broker.bootstrap_servers
         kafka = KafkaSettings(

@@ -170,9 +170,9 @@ def _broker(args: argparse.Namespace) -> tuple[str, Any]:
     if args.bootstrap:
         return args.bootstrap, None
     from rllm.infra.broker import LocalBroker
-    from tests.conftest import _free_port
+    from tests.ports import free_broker_port
 
-    broker = LocalBroker(_free_port(), Path(tempfile.mkdtemp(prefix="rllm-perf-")), heap="1g")
+    broker = LocalBroker(free_broker_port(), Path(tempfile.mkdtemp(prefix="rllm-perf-")), heap="1g")
     broker.start()
     return broker.bootstrap_servers, broker
 

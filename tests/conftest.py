@@ -9,7 +9,6 @@ temporary directory, stopped at the end.
 from __future__ import annotations
 
 import os
-import socket
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,19 +16,15 @@ from pathlib import Path
 import pytest
 
 from rllm.settings import KafkaSettings
+from tests.ports import free_broker_port
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    # the controller takes port + 1: make sure it is free too
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port + 1))
-        except OSError:
-            return _free_port()
-    return port
+pytest_plugins = [
+    "tests.integration.gateway.fixtures",
+    "tests.integration.sandboxes.fixtures",
+    "tests.integration.sandboxes.docker_fixtures",
+]
+"""Fixtures shared across folders (the gateway's by the harness and SDK tests, the
+sandboxes' by the harness tests), loaded as plugins rather than imported from a conftest."""
 
 
 @pytest.fixture(scope="session")
@@ -46,7 +41,7 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         return
     from rllm.infra.broker import LocalBroker
 
-    broker = LocalBroker(_free_port(), Path(tmp_path_factory.mktemp("kafka")))
+    broker = LocalBroker(free_broker_port(), Path(tmp_path_factory.mktemp("kafka")))
     broker.start()
     try:
         yield broker.bootstrap_servers

@@ -119,6 +119,14 @@ POLICY = t.PolicyUpdated(
     num_tokens=1234,
     created_at=T0,
 )
+SERVED = t.PolicyServed(
+    event_id="gw-1/run-1/v5",
+    gateway_id="gw-1",
+    run_id="run-1",
+    version=5,
+    upstream_reports=True,
+    served_at=T0,
+)
 DEAD = t.DeadLetter(
     source_topic="rllm.session-events",
     source_partition=1,
@@ -143,6 +151,7 @@ SAMPLES: dict[str, t._Record] = {
     "TrajectoryAssembled": TRAJECTORY,
     "EpisodeAssembled": EPISODE,
     "PolicyUpdated": POLICY,
+    "PolicyServed": SERVED,
     "DeadLetter": DEAD,
 }
 

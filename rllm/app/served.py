@@ -1,51 +1,98 @@
 """``GatewayServes``: when the gateway serves a run's policy version.
 
-The gateway adopts a version once its upstream reports it (``producers.gateway.policy``)
-and stamps steps with it; a sync run's next batch waits for that.
+The gateway adopts a version once its upstream serves it (``producers.gateway.policy``),
+stamps steps with it from then on, and says so on ``rllm.policy-updates`` with a
+``PolicyServed`` naming itself. A sync run's next batch waits for that record: a
+``PolicyFollower`` of the topic wakes the wait the moment it arrives. The gateway's id is
+asked once over HTTP (``GET /admin/policy``), and asked again after each ``ASK_S`` without
+the record: a gateway restarted under a new id, or one that publishes none, still ends the
+wait, one question a second instead of one every 20 ms.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from rllm.kafka import PolicyFollower
+from rllm.schemas.types import PolicyServed
+from rllm.settings import KafkaSettings
 from rllm.tls import shared_tls
 
 if TYPE_CHECKING:
     from rllm.consumers.trainer.loop import Trainer
 
-__all__ = ["GatewayServes"]
+__all__ = ["ASK_S", "GatewayServes"]
 
-POLL_S = 0.02
-"""Between two questions to the gateway while a version lands."""
+ASK_S = 1.0
+"""Longest wait on the topic before the gateway is asked over HTTP (and a trainer failure
+is seen)."""
 
 
 class GatewayServes:
-    """Asks one gateway whether it stamps a run's policy version.
+    """Follows the ``PolicyServed`` records of one gateway for one run.
 
     Args:
         gateway_url: the gateway's base URL.
-        run_id: the run whose versions are asked about.
+        run_id: the run whose versions are waited for.
+        kafka: where ``rllm.policy-updates`` is.
     """
 
-    def __init__(self, gateway_url: str, run_id: str) -> None:
+    def __init__(self, gateway_url: str, run_id: str, kafka: KafkaSettings) -> None:
         self.url = f"{gateway_url.rstrip('/')}/admin/policy"
         self.run_id = run_id
+        self.gateway_id: str | None = None
+        """The gateway's id, from its last answer (None: not asked yet, or it names none)."""
+        self.acks: list[PolicyServed] = []
+        """Every PolicyServed read, in log order."""
+        self.asked = 0
+        """HTTP questions asked (the fallback; the topic ends a wait first)."""
+        self._latest: dict[str, tuple[str, int]] = {}
+        """Per gateway id, the run and version it adopted last (log order)."""
+        self._changed = threading.Condition()
+        self._follower = PolicyFollower(
+            kafka, self._on_records, name="trainer-served", poll_s=0.2, records=(PolicyServed,)
+        )
         self._http: httpx.Client | None = None
         """One client: a new one per question built a TLS context each time (25-170 ms of
         CPU next to the trainer and the model server's reload)."""
 
-    def serves(self, version: int) -> bool:
-        """Whether the gateway stamps this run's ``version`` and its upstream serves it."""
+    def start(self) -> GatewayServes:
+        """Start following the topic."""
+        self._follower.start()
+        return self
+
+    def _on_records(self, records: list[PolicyServed], _caught_up: bool) -> None:
+        if not records:
+            return
+        with self._changed:
+            for rec in records:
+                self.acks.append(rec)
+                self._latest[rec.gateway_id] = (rec.run_id, rec.version)
+            self._changed.notify_all()
+
+    def acknowledged(self, version: int) -> bool:
+        """Whether the gateway's last ``PolicyServed`` names this run's ``version``."""
+        gateway = self.gateway_id
+        return gateway is not None and self._latest.get(gateway) == (self.run_id, version)
+
+    def _ask(self, version: int) -> bool:
+        """Ask the gateway once: learn its id; whether it serves this run's ``version``."""
+        self.asked += 1
         try:
             if self._http is None:
                 self._http = httpx.Client(timeout=5, verify=shared_tls())
             info = self._http.get(self.url).json()
         except (httpx.HTTPError, ValueError):
             return False
-        return isinstance(info, dict) and self._is(info, version)
+        if not isinstance(info, dict):
+            return False
+        gateway = info.get("gateway_id")
+        self.gateway_id = gateway if isinstance(gateway, str) and gateway else None
+        return self._is(info, version)
 
     def _is(self, info: dict[str, Any], version: int) -> bool:
         if info.get("policy_run") != self.run_id or info.get("policy_version") != version:
@@ -57,14 +104,22 @@ class GatewayServes:
     def wait(self, version: int, deadline: float, trainer: Trainer) -> bool:
         """Until the gateway serves ``version`` (True), or the ``time.monotonic()``
         ``deadline`` passes or the trainer fails (False)."""
-        while trainer.failure is None and time.monotonic() < deadline:
-            if self.serves(version):
+        if self.gateway_id is None and self._ask(version):
+            return True
+        while trainer.failure is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            with self._changed:
+                if self._changed.wait_for(lambda: self.acknowledged(version), min(ASK_S, left)):
+                    return True
+            if self._ask(version):  # no record within ASK_S: ask (and learn a new id)
                 return True
-            time.sleep(POLL_S)
         return False
 
     def close(self) -> None:
-        """Close the HTTP client (a later question opens another)."""
+        """Stop following and close the HTTP client."""
+        self._follower.stop()
         if self._http is not None:
             self._http.close()
             self._http = None

@@ -298,7 +298,7 @@ class AgentTrainer:
 
         thread = threading.Thread(target=run_trainer, name="rllm-trainer", daemon=True)
         thread.start()
-        served = GatewayServes(self.config.gateway_url, self.config.run_id)
+        served = GatewayServes(self.config.gateway_url, self.config.run_id, self.kafka).start()
         self._running = _Running(trainer, thread, settings, served)
         return self._running
 

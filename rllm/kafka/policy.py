@@ -1,5 +1,7 @@
-"""``PolicyFollower``: every gateway and model server reads ``rllm.policy-updates`` from
-the beginning, in log order, through a ``TopicReader`` of its own.
+"""``PolicyFollower``: every gateway, model server and sync trainer reads
+``rllm.policy-updates`` from the beginning, in log order, through a ``TopicReader`` of its
+own: gateways and servers the trainers' ``PolicyUpdated``, trainers the gateways'
+``PolicyServed``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ class PolicyFollower:
 
     Each follower has a consumer group of its own (every gateway and model server must see
     every update). After each poll round it calls ``on_updates(updates, caught_up)`` with the
-    PolicyUpdated records read in that round (possibly none) and whether it has read all
+    records of the ``records`` types read in that round (possibly none) and whether it has read all
     the log held at its last fetch, so a caller that acts on the newest update only (the
     model server's reload) need not wait out a poll timeout. An undecodable record is logged
     and kept in ``errors``; it never stops the follower.
@@ -35,6 +37,7 @@ class PolicyFollower:
         on_updates: called on the follower's thread.
         name: names the consumer group (``rllm-<name>-<random>``) and the thread.
         poll_s: how long one poll waits for a record.
+        records: the record types handed over (others on the topic are skipped).
     """
 
     def __init__(
@@ -44,8 +47,9 @@ class PolicyFollower:
         *,
         name: str,
         poll_s: float = 0.5,
+        records: tuple[type[Any], ...] = (PolicyUpdated,),
     ) -> None:
-        self.kafka, self.name, self.poll_s = kafka, name, poll_s
+        self.kafka, self.name, self.poll_s, self.records = kafka, name, poll_s, records
         self._on_updates = on_updates
         self.errors: list[str] = []
         self._stop = threading.Event()
@@ -74,7 +78,7 @@ class PolicyFollower:
         reader.subscribe([self.kafka.topic(POLICY_UPDATES)])
         try:
             while not self._stop.is_set():
-                updates: list[PolicyUpdated] = []
+                updates: list[Any] = []
                 # take what has arrived, then see whether that is all
                 for rec in reader.read_available(self.poll_s):
                     if rec.error is not None:
@@ -82,7 +86,7 @@ class PolicyFollower:
                             f"undecodable policy update at offset {rec.offset}: {rec.error}"
                         )
                         log.warning("policy updates: %s", self.errors[-1])
-                    elif isinstance(rec.event, PolicyUpdated):
+                    elif isinstance(rec.event, self.records):
                         updates.append(rec.event)
                 self._on_updates(updates, reader.quiet or reader.caught_up())
         finally:

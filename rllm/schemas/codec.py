@@ -18,12 +18,15 @@ from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from rllm.errors import DecodeError, EncodeError, UnknownSchemaError
 from rllm.schemas import fastpath, registry
 from rllm.schemas.convert import from_avro, to_avro
+from rllm.schemas.topics import TOPICS
 from rllm.schemas.types import _Record
 
 __all__ = ["CONFLUENT_MAGIC", "SINGLE_OBJECT_MAGIC", "AvroCodec", "SchemaRegistry"]
 
 SINGLE_OBJECT_MAGIC = b"\xc3\x01"
 CONFLUENT_MAGIC = b"\x00"
+_TOPIC_RECORDS = frozenset(spec.record for spec in TOPICS)
+"""Records that are some topic's own (``TopicSpec.record``): registered as ``<topic>-value``."""
 
 
 class SchemaRegistry(Protocol):
@@ -64,8 +67,11 @@ class AvroCodec:
 
     Args:
         registry_client: a schema registry (``SchemaRegistry``); when given, ``encode``
-            frames with its schema ids (subject ``<topic>-value``) and ``decode`` resolves
-            ids through it.
+            frames with its schema ids and ``decode`` resolves ids through it. A topic's
+            own record (``TopicSpec.record``) is registered under ``<topic>-value``; another
+            record on it (``PolicyServed`` on ``rllm.policy-updates``) under
+            ``<topic>-<record name>``, as a registry refuses two record types under one
+            subject.
         writer_schemas: older schemas (JSON dicts) whose single-object fingerprints should
             still decode; they are resolved against the current schema of the same name.
             The bundled earlier releases (``registry.released``) always decode.
@@ -124,7 +130,8 @@ class AvroCodec:
         key = (topic, name)
         if key not in self._ids:
             assert self._registry is not None
-            schema_id = self._registry.register(f"{topic}-value", registry.schema_json(name))
+            subject = f"{topic}-value" if name in _TOPIC_RECORDS else f"{topic}-{name}"
+            schema_id = self._registry.register(subject, registry.schema_json(name))
             self._ids[key] = schema_id
             self._by_id[schema_id] = (name, registry.parsed(name))
         return self._ids[key]

@@ -29,6 +29,7 @@ MODELS: dict[str, type[t._Record]] = {
         t.TrajectoryAssembled,
         t.EpisodeAssembled,
         t.PolicyUpdated,
+        t.PolicyServed,
         t.DeadLetter,
         t.Task,
         t.Usage,

@@ -56,7 +56,8 @@ TOPICS: tuple[TopicSpec, ...] = (
     TopicSpec(TRAJECTORIES, "rllm.events.TrajectoryAssembled", "run_id/task_id"),
     TopicSpec(EPISODES, "rllm.events.EpisodeAssembled", "run_id/task_id"),
     # One partition: versions of a run are totally ordered. Every version is kept (not
-    # compacted) so analytics and resumes can see the whole sequence.
+    # compacted) so analytics and resumes can see the whole sequence. Gateways publish a
+    # PolicyServed here each time they adopt a version (the trainer's "it is live").
     TopicSpec(POLICY_UPDATES, "rllm.events.PolicyUpdated", "run_id", partitions=1),
     TopicSpec(DEAD_LETTERS, "rllm.events.DeadLetter", "source topic", partitions=1),
 )

@@ -22,6 +22,7 @@ __all__ = [
     "DeadLetter",
     "EpisodeAssembled",
     "Event",
+    "PolicyServed",
     "PolicyUpdated",
     "RewardAssigned",
     "SessionClosed",
@@ -385,6 +386,26 @@ class PolicyUpdated(_Record):
     """When the update finished."""
 
 
+class PolicyServed(_Record):
+    """A gateway stamps steps with a policy version from now on: the acknowledgement of a
+    ``PolicyUpdated``, on the same topic, that a trainer waits for."""
+
+    avro_name: ClassVar[str] = "rllm.events.PolicyServed"
+    event_id: str
+    """Unique id: ``<gateway_id>/<run_id>/v<version>``."""
+    gateway_id: str
+    """The gateway process that adopted it (``GET /admin/policy``'s ``gateway_id``)."""
+    run_id: str
+    """Training run of the policy ("" for an upstream's own weights)."""
+    version: int
+    """Policy version steps are stamped with from now on."""
+    upstream_reports: bool = False
+    """Whether the upstream reported the version itself (the local model server, after its
+    reload); False when it reports none and the gateway took what the log names."""
+    served_at: datetime = Field(default_factory=utcnow)
+    """When the gateway adopted it."""
+
+
 class DeadLetter(_Record):
     """An event a consumer refused, with the reason."""
 
@@ -414,6 +435,7 @@ Event = (
     | TrajectoryAssembled
     | EpisodeAssembled
     | PolicyUpdated
+    | PolicyServed
     | DeadLetter
     | SessionOpened
     | StepCaptured

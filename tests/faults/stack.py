@@ -23,8 +23,7 @@ from rllm.infra.broker import LocalBroker, LocalCluster
 from rllm.kafka import ensure_topics, make_admin, make_consumer
 from rllm.schemas.topics import POLICY_UPDATES, TOPICS
 from rllm.settings import KafkaSettings
-from tests.conftest import _free_port
-from tests.integration.test_cluster import _free_ports
+from tests.ports import free_broker_port, free_ports
 
 __all__ = ["ADMIN_KEY", "HISTORY_GROUP", "PROCESSORS_GROUP", "Service", "Stack", "count", "members"]
 
@@ -170,9 +169,9 @@ class Stack:
         self.logs = root / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
         self.broker: LocalBroker | LocalCluster = (
-            LocalBroker(_free_port(), root / "kafka", heap="384m")
+            LocalBroker(free_broker_port(), root / "kafka", heap="384m")
             if brokers == 1
-            else LocalCluster(_free_ports(2 * brokers), root / "kafka", brokers, heap="384m")
+            else LocalCluster(free_ports(2 * brokers), root / "kafka", brokers, heap="384m")
         )
         replicas = 1 if brokers == 1 else min(brokers, 3)
         self.kafka = KafkaSettings(
@@ -180,7 +179,7 @@ class Stack:
             replication_factor=replicas,
             request_timeout_s=15,
         )
-        self.gateway_port = _free_port()
+        self.gateway_port = free_broker_port()
         self.gateway_url = f"http://127.0.0.1:{self.gateway_port}"
         self.checkpoints = root / "checkpoints"
         self.history_dir = root / "history"

@@ -21,7 +21,7 @@ from rllm.producers.sdk import GatewayClient
 from rllm.schemas.topics import SESSION_EVENTS
 from rllm.schemas.types import SessionStatus, Task
 from rllm.settings import KafkaSettings
-from tests.conftest import _free_port
+from tests.ports import free_broker_port
 from tests.samples import session_events
 
 
@@ -97,7 +97,7 @@ def test_tail_without_from_beginning_says_it_reads_only_new_records(
 def test_a_down_broker_is_one_line_naming_up_not_librdkafka_noise(
     kafka: KafkaSettings, tmp_path: Path
 ) -> None:
-    down = f"127.0.0.1:{_free_port()}"
+    down = f"127.0.0.1:{free_broker_port()}"
     tail = cli("events", "tail", "--from-beginning", env={"RLLM_BOOTSTRAP_SERVERS": down})
     assert tail.returncode == 1 and "rllm-cli up" in tail.stderr
     assert "%3|" not in tail.stderr and len(tail.stderr.strip().splitlines()) == 1, tail.stderr
@@ -108,7 +108,7 @@ def test_a_down_broker_is_one_line_naming_up_not_librdkafka_noise(
                 str(ckpt), env={"RLLM_BOOTSTRAP_SERVERS": down})  # fmt: skip
     assert train.returncode == 1 and "rllm-cli up" in train.stderr, train.stderr
     assert "%3|" not in train.stderr and time.monotonic() - began < 30
-    no_gateway = f"http://127.0.0.1:{_free_port()}"
+    no_gateway = f"http://127.0.0.1:{free_broker_port()}"
     train = cli("train", "--benchmark", "multiply", "--max-updates", "1", "--checkpoint-dir",
                 str(ckpt), "--gateway-url", no_gateway, env=_env(kafka))  # fmt: skip
     assert train.returncode == 1, train.stderr
@@ -135,7 +135,7 @@ def _port_open(port: int) -> bool:
 
 
 def test_up_status_demo_tail_down_for_a_new_user(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_broker_port()
     env = {
         "RLLM_HOME": str(tmp_path / "home"),
         "RLLM_KAFKA_PORT": str(port),
@@ -215,7 +215,7 @@ def test_gateway_cli_is_secure_by_default_and_the_sdk_reads_its_key(
     monkeypatch.delenv("RLLM_GATEWAY_ADMIN_KEY", raising=False)
     monkeypatch.setenv("RLLM_HOME", str(home))  # the SDK below reads the same key file
     env = {**_env(kafka), "RLLM_GATEWAY_FOLLOW_POLICY_UPDATES": "false"}
-    port = _free_port()
+    port = free_broker_port()
     proc = _start_gateway_cli(env, port)
     try:
         url = f"http://127.0.0.1:{port}"
@@ -242,7 +242,7 @@ def test_gateway_cli_is_secure_by_default_and_the_sdk_reads_its_key(
     assert key not in out, "the admin key must not be logged"
     assert str(key_file) in out
 
-    port = _free_port()
+    port = free_broker_port()
     proc = _start_gateway_cli(env, port, "--insecure")
     try:
         r = httpx.post(f"http://127.0.0.1:{port}/sessions", json={"session_id": "s"})

@@ -4,7 +4,6 @@ SIGKILLed and restarted all acknowledged, then read back once each and in order.
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,30 +17,8 @@ from rllm.schemas.codec import AvroCodec
 from rllm.schemas.topics import SESSION_EVENTS, TOPICS
 from rllm.settings import KafkaSettings, StackSettings
 from tests.integration.helpers import read_all
+from tests.ports import free_ports
 from tests.samples import session_events
-
-
-def _free_ports(count: int) -> int:
-    """The first of ``count`` consecutive free loopback ports."""
-    for _ in range(100):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            first = probe.getsockname()[1]
-        if first + count >= 65536:
-            continue
-        socks = []
-        try:
-            for p in range(first, first + count):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", p))
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-        return first
-    raise AssertionError(f"no {count} consecutive free ports on 127.0.0.1")
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +26,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackSettings]:
     """``up --brokers 3`` with no services, in a fresh home; ``down --purge`` after."""
     home: Path = tmp_path_factory.mktemp("cluster-home")
     settings = StackSettings(
-        home=home, kafka_port=_free_ports(6), kafka_brokers=3, services="", kafka_heap="384m"
+        home=home, kafka_port=free_ports(6), kafka_brokers=3, services="", kafka_heap="384m"
     )
     try:
         stack_up(settings)

@@ -11,16 +11,16 @@ import json
 import time
 from pathlib import Path
 
-from tests.conftest import _free_port
 from tests.fakes.upstream import start_fake_upstream
 from tests.integration.test_cli_stack import _port_open, cli
+from tests.ports import free_broker_port
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "benchmarks"
 
 
 def test_up_eval_analytics_down(tmp_path: Path) -> None:
     upstream = start_fake_upstream()
-    kafka_port, gateway_port = _free_port(), _free_port()
+    kafka_port, gateway_port = free_broker_port(), free_broker_port()
     env = {
         "RLLM_HOME": str(tmp_path / "home"),
         "RLLM_CONFIG_DIR": str(tmp_path / "config"),

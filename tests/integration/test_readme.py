@@ -30,7 +30,7 @@ import pytest
 from rllm.producers.gateway import GatewaySettings, create_app
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import FakeUpstream, RunningUpstream, ThreadedServer, start_fake_upstream
-from tests.integration.processors.conftest import Workers
+from tests.integration.processors.helpers import Workers
 
 ROOT = Path(__file__).resolve().parents[2]
 README = Path(os.environ.get("RLLM_TEST_README") or ROOT / "README.md")

@@ -181,9 +181,9 @@ def test_the_shipped_gsm8k_sample_loads_and_its_answers_grade_correct() -> None:
 
 
 def _down_url() -> str:
-    from tests.conftest import _free_port
+    from tests.ports import free_broker_port
 
-    return f"http://127.0.0.1:{_free_port()}"
+    return f"http://127.0.0.1:{free_broker_port()}"
 
 
 def test_eval_with_the_stack_down_is_one_line_naming_up() -> None:
@@ -204,7 +204,7 @@ def test_the_python_api_with_the_stack_down_says_up_before_any_rollout() -> None
     from rllm.producers.sdk import RolloutConfig
     from rllm.schemas.types import Task
     from rllm.settings import KafkaSettings
-    from tests.conftest import _free_port
+    from tests.ports import free_broker_port
 
     calls: list[str] = []
 
@@ -219,7 +219,7 @@ def test_the_python_api_with_the_stack_down_says_up_before_any_rollout() -> None
         train_dataset=[Task(task_id="t")],
         val_dataset=[Task(task_id="v")],
         config={"gateway_url": url},
-        kafka=KafkaSettings(bootstrap_servers=f"127.0.0.1:{_free_port()}"),
+        kafka=KafkaSettings(bootstrap_servers=f"127.0.0.1:{free_broker_port()}"),
     )
     with pytest.raises(ConfigError, match=rf"the gateway at {url} does not answer.*rllm-cli up"):
         trainer.evaluate()

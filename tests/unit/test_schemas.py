@@ -17,7 +17,7 @@ from rllm.schemas import registry
 from rllm.schemas.codec import SINGLE_OBJECT_MAGIC, AvroCodec
 from rllm.schemas.convert import MODELS, from_json_dict, to_avro, to_json_dict
 from rllm.schemas.types import SessionEvent, StepCaptured
-from tests.samples import ENVELOPE, SAMPLES, STEP
+from tests.samples import ENVELOPE, POLICY, SAMPLES, SERVED, STEP
 
 GOLDEN = Path(__file__).parent / "golden"
 codec = AvroCodec()
@@ -132,6 +132,27 @@ def test_confluent_framing_decodes_with_confluent_kafkas_own_deserializer() -> N
     assert framed.decode(data) == ENVELOPE
     # a codec without the id cached resolves it through the registry
     assert AvroCodec(ConfluentRegistry(client)).decode(data) == ENVELOPE
+
+
+def test_a_second_record_on_a_topic_gets_a_subject_of_its_own() -> None:
+    """A registry refuses two record types under one subject (NAME_MISMATCH): the gateways'
+    PolicyServed beside the trainer's PolicyUpdated on rllm.policy-updates."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    client = SchemaRegistryClient.new_client({"url": "mock://rllm-test-subjects"})
+    framed = AvroCodec(ConfluentRegistry(client))
+    topic = "rllm.policy-updates"
+    updated = framed.encode(POLICY, topic=topic)
+    served = framed.encode(SERVED, topic=topic)
+    assert sorted(client.get_subjects()) == [
+        "rllm.policy-updates-rllm.events.PolicyServed",
+        "rllm.policy-updates-value",
+    ]
+    ids = [int.from_bytes(d[1:5], "big") for d in (updated, served)]
+    assert ids[0] != ids[1]
+    assert client.get_latest_version("rllm.policy-updates-value").schema_id == ids[0]
+    fresh = AvroCodec(ConfluentRegistry(client))
+    assert (fresh.decode(updated), fresh.decode(served)) == (POLICY, SERVED)
 
 
 def test_confluent_framed_bytes_without_a_registry_name_the_schema_id() -> None:

@@ -147,7 +147,8 @@ async def metrics(request: Request) -> Response:
 @guarded
 async def policy(request: Request) -> Response:
     """GET: the version steps are stamped with and its run, the upstream's own (when it
-    reports one), and the one ``rllm.policy-updates`` names (adopted once served).
+    reports one), the one ``rllm.policy-updates`` names (adopted once served), and this
+    gateway's id (the ``gateway_id`` of its ``PolicyServed`` records).
     POST ``{"version": N[, "run_id": R]}``: set it by hand (a trainer without Kafka)."""
     st = state_of(request)
     if request.method == "POST":
@@ -175,6 +176,7 @@ async def policy(request: Request) -> Response:
             "upstream_policy_run": served.run_id if served else None,
             "announced_policy_version": st.announced.version if st.announced else None,
             "announced_policy_run": st.announced.run_id if st.announced else None,
+            "gateway_id": st.gateway_id,
         }
     )
 

@@ -4,7 +4,9 @@
 takes what the log names only once the upstream serves it. A local model server reports its
 policy on ``/health`` (``policy_version``, ``policy_run``), and the gateway adopts what it
 reports, so a checkpoint the server cannot load is never adopted; an upstream that reports
-none (vLLM, SGLang, a hosted API) is taken to serve what the log names.
+none (vLLM, SGLang, a hosted API) is taken to serve what the log names. Each run's version
+adopted is acknowledged on ``rllm.policy-updates`` with a ``PolicyServed`` (a trainer's
+"the update is live").
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from typing import TYPE_CHECKING
 import httpx
 
 from rllm.schemas.lineage import PolicyPointer, advance
-from rllm.schemas.types import PolicyUpdated
+from rllm.schemas.topics import POLICY_UPDATES
+from rllm.schemas.types import PolicyServed, PolicyUpdated
 
 from .settings import UpstreamKind
 
@@ -73,7 +76,8 @@ class PolicySync:
         self.state.announced = advance(self.state.announced, record)
         self._wake.set()
 
-    def _adopt(self, pointer: PolicyPointer) -> None:
+    def _adopt(self, pointer: PolicyPointer, reported: bool) -> None:
+        """Stamp steps with ``pointer`` from now on (``reported``: the upstream said so)."""
         st = self.state
         if pointer != st.policy:
             if st.announced is not None and pointer != st.announced:
@@ -85,6 +89,28 @@ class PolicySync:
                     st.announced.version,
                 )
             st.policy, st.policy_version = pointer, pointer.version
+            self._acknowledge(pointer, reported)
+
+    def _acknowledge(self, pointer: PolicyPointer, reported: bool) -> None:
+        """Publish ``PolicyServed`` for a run's version adopted (not for an upstream's own
+        weights, nor from a gateway that does not follow the log). Kafka away: the sink
+        spools it, as it does session events."""
+        st = self.state
+        if not pointer.run_id or not st.settings.follow_policy_updates:
+            return
+        record = PolicyServed(
+            event_id=f"{st.gateway_id}/{pointer.run_id}/v{pointer.version}",
+            gateway_id=st.gateway_id,
+            run_id=pointer.run_id,
+            version=pointer.version,
+            upstream_reports=reported,
+        )
+        try:
+            st.sink.submit(POLICY_UPDATES, pointer.run_id, record)
+        except Exception:  # the gateway serves on; a trainer falls back to asking it
+            log.exception(
+                "acknowledging policy %s version %d failed", pointer.run_id, pointer.version
+            )
 
     async def _confirm(self) -> None:
         """Ask the upstream until it serves what the log names (or says nothing)."""
@@ -93,10 +119,10 @@ class PolicySync:
             answered, served = await upstream_policy(self.state)
             if answered and served is None:  # it does not say: it serves what the log names
                 if self.state.announced is not None:
-                    self._adopt(self.state.announced)
+                    self._adopt(self.state.announced, reported=False)
                 return
             if served is not None:
-                self._adopt(served)
+                self._adopt(served, reported=True)
                 if self.state.announced in (None, served):
                     return
             with contextlib.suppress(TimeoutError):

@@ -37,6 +37,8 @@ class GatewayState:
     """The run and version ``rllm.policy-updates`` points at (None: none published yet);
     adopted once the upstream serves it (``policy.PolicySync``)."""
     paused: bool = False
+    gateway_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    """This gateway process, as its ``PolicyServed`` records and ``/admin/policy`` name it."""
 
     @property
     def wait_for_ack(self) -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 import anthropic
 import openai
 
-from tests.integration.gateway.conftest import ADMIN_KEY
+from tests.integration.gateway.fixtures import ADMIN_KEY
 
 APIS = ("chat", "completions", "responses", "anthropic")
 """The gateway's four APIs."""

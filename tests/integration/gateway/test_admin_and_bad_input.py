@@ -21,7 +21,7 @@ from rllm.schemas.types import (
 )
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import RunningUpstream, ThreadedServer
-from tests.integration.gateway.conftest import ADMIN as DEFAULT_ADMIN
+from tests.integration.gateway.fixtures import ADMIN as DEFAULT_ADMIN
 from tests.samples import session_events as sample_session_events
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]

@@ -16,7 +16,7 @@ from rllm.processors.assemble import order_steps
 from rllm.schemas.delta import restore_steps
 from rllm.schemas.types import SessionClosed, SessionEvent, StepCaptured, TokenStatus
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.gateway.conftest import ADMIN
+from tests.integration.gateway.fixtures import ADMIN
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 PROMPT = [1, 2, 3]

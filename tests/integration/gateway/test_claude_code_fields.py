@@ -23,7 +23,7 @@ from tests.fakes.upstream import (
     start_fake_upstream,
     tokenize,
 )
-from tests.integration.gateway.conftest import ADMIN
+from tests.integration.gateway.fixtures import ADMIN
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 CONTEXT = 512

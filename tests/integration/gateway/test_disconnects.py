@@ -20,7 +20,7 @@ from rllm.serving.app import create_app as serving_app
 from rllm.serving.engine import Completion
 from rllm.serving.sampling import SamplingParams
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.gateway.conftest import ADMIN, ADMIN_KEY
+from tests.integration.gateway.fixtures import ADMIN, ADMIN_KEY
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 

@@ -17,7 +17,7 @@ from rllm.schemas.types import (
     TokenStatus,
 )
 from tests.fakes.upstream import ThreadedServer, answer_text, chat_prompt_text, tokenize
-from tests.integration.gateway.conftest import ADMIN, ADMIN_KEY
+from tests.integration.gateway.fixtures import ADMIN, ADMIN_KEY
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 

@@ -22,7 +22,7 @@ from rllm.schemas.types import (
 )
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.gateway.conftest import ADMIN, ADMIN_KEY
+from tests.integration.gateway.fixtures import ADMIN, ADMIN_KEY
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "x"}]}

@@ -12,7 +12,7 @@ import pytest
 
 from rllm.schemas.types import SessionEvent, SessionOpened, StepCaptured
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.gateway.conftest import ADMIN
+from tests.integration.gateway.fixtures import ADMIN
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}

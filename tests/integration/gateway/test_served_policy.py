@@ -25,7 +25,7 @@ from rllm.serving.engine import Engine
 from rllm.serving.updates import PolicyFollower
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.gateway.conftest import ADMIN
+from tests.integration.gateway.fixtures import ADMIN
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 

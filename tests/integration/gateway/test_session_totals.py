@@ -11,7 +11,7 @@ import rllm
 from rllm.producers.sdk import GatewayClient, RolloutConfig
 from rllm.schemas.types import SessionEvent, SessionStatus, StepCaptured, Task
 from tests.fakes.upstream import ThreadedServer, answer_text, chat_prompt_text, tokenize
-from tests.integration.gateway.conftest import ADMIN
+from tests.integration.gateway.fixtures import ADMIN
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 

@@ -3,7 +3,6 @@ restarted gateway drains what the previous run spooled. Uses a broker of its own
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,27 +19,14 @@ from rllm.schemas.topics import SESSION_EVENTS, TOPICS
 from rllm.schemas.types import SessionClosed, SessionOpened, StepCaptured
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import RunningUpstream, ThreadedServer
-from tests.integration.gateway.conftest import ADMIN, ADMIN_KEY
+from tests.integration.gateway.fixtures import ADMIN, ADMIN_KEY
 from tests.integration.helpers import read_all
-
-
-def _free_port_pair() -> int:
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port: int = s.getsockname()[1]
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no free port pair")
+from tests.ports import free_broker_port
 
 
 @pytest.fixture
 def own_broker(tmp_path: Path) -> Iterator[LocalBroker]:
-    broker = LocalBroker(_free_port_pair(), tmp_path / "kafka")
+    broker = LocalBroker(free_broker_port(), tmp_path / "kafka")
     broker.start()
     try:
         yield broker

@@ -13,7 +13,7 @@ import httpx
 
 from rllm.schemas.types import SessionEvent, StepCaptured
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.gateway.conftest import ADMIN_KEY
+from tests.integration.gateway.fixtures import ADMIN_KEY
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 PAUSE_S = 0.3

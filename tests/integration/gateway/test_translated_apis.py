@@ -17,7 +17,7 @@ from tests.fakes.upstream import (
     chat_prompt_text,
     tokenize,
 )
-from tests.integration.gateway.conftest import ADMIN_KEY
+from tests.integration.gateway.fixtures import ADMIN_KEY
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 TOOL = {

@@ -10,7 +10,7 @@ import pytest
 
 from rllm.schemas.types import SessionEvent, StepCaptured, TokenStatus
 from tests.fakes.upstream import RunningUpstream, ThreadedServer, free_port
-from tests.integration.gateway.conftest import ADMIN_KEY
+from tests.integration.gateway.fixtures import ADMIN_KEY
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 MSG = [{"role": "user", "content": "x"}]

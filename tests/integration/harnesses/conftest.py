@@ -11,19 +11,7 @@ import pytest
 
 from rllm.sandboxes import SandboxBackend, SandboxSettings, get_backend
 from tests.fakes.scripted import ScriptedUpstream, start_scripted_upstream
-from tests.integration.gateway.conftest import session_events, start_gateway  # noqa: F401
-from tests.integration.sandboxes.conftest import base_image, sandbox_settings  # noqa: F401
-
-HELLO_SCRIPT = ["run: printf 'Hello, Harbor!\\n' > /app/hello.txt", "done"]
-"""The bash harness's answers that solve ``hello-file``: one command, then done."""
-
-HARNESS_CACHE = "/var/tmp/rllm-test-harnesses"
-"""Where tests install host-side harnesses (npm, PyPI): kept across runs, so a machine pays
-each install once."""
-
-needs_local_sandbox = pytest.mark.usefixtures("local_sandbox_tools")
-"""The local backend needs root and bubblewrap: .ci/run installs them, so without them the
-test fails with the fix, never skips."""
+from tests.integration.harnesses.helpers import HARNESS_CACHE, HELLO_SCRIPT
 
 
 @pytest.fixture
@@ -47,7 +35,7 @@ def upstream() -> Iterator[ScriptedUpstream]:
 
 
 @pytest.fixture
-async def backend(sandbox_settings: SandboxSettings) -> AsyncIterator[SandboxBackend]:  # noqa: F811
+async def backend(sandbox_settings: SandboxSettings) -> AsyncIterator[SandboxBackend]:
     """The local backend on the test's own home (the shared image store)."""
     made = get_backend("local", sandbox_settings)
     yield made

@@ -36,7 +36,7 @@ from rllm.schemas.types import (
 )
 from tests.fakes.scripted import ScriptedUpstream
 from tests.fakes.upstream import ThreadedServer, chat_prompt_text, tokenize
-from tests.integration.harnesses.conftest import HELLO_SCRIPT, needs_local_sandbox
+from tests.integration.harnesses.helpers import HELLO_SCRIPT, needs_local_sandbox
 
 TASKS = Path(__file__).resolve().parents[2] / "fixtures" / "harbor_tasks"
 Events = Callable[[], list[tuple[str, SessionEvent]]]

@@ -17,7 +17,7 @@ from rllm.sandboxes import SandboxSettings
 from rllm.schemas.types import RewardAssigned, SessionEvent
 from tests.fakes.scripted import ScriptedUpstream
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.harnesses.conftest import needs_local_sandbox
+from tests.integration.harnesses.helpers import needs_local_sandbox
 
 TASKS = Path(__file__).resolve().parents[2] / "fixtures" / "harbor_tasks"
 Events = Callable[[], list[tuple[str, SessionEvent]]]

@@ -17,13 +17,13 @@ from rllm.cli.main import cli
 from rllm.sandboxes import SandboxSettings
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.topics import EPISODES, POLICY_UPDATES
-from rllm.schemas.types import EpisodeAssembled
+from rllm.schemas.types import EpisodeAssembled, PolicyUpdated
 from rllm.settings import KafkaSettings
 from tests.fakes.scripted import ScriptedUpstream
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.harnesses.conftest import needs_local_sandbox
+from tests.integration.harnesses.helpers import needs_local_sandbox
 from tests.integration.helpers import read_all
-from tests.integration.processors.conftest import Workers
+from tests.integration.processors.helpers import Workers
 
 TASKS = Path(__file__).resolve().parents[2] / "fixtures" / "harbor_tasks"
 RUN = "harness-train"
@@ -101,7 +101,8 @@ def test_train_on_a_tasks_dir_runs_groups_of_harness_rollouts_into_updates(
         # one harness run = one trajectory of its model calls (command, then done)
         assert [len(t.steps) for t in episode.trajectories] == [2, 2], name
     updates = [codec.decode(m.value() or b"") for m in read_all(kafka, kafka.topic(POLICY_UPDATES))]
-    assert [u.version for u in updates if u.run_id == RUN] == [0, 1, 2, 3, 4]
+    versions = [u.version for u in updates if isinstance(u, PolicyUpdated) and u.run_id == RUN]
+    assert versions == [0, 1, 2, 3, 4]
     assert len(upstream.requests) == 16  # 2 epochs x 2 tasks x 2 rollouts x 2 calls
     state = json.loads((tmp_path / "ckpt" / RUN / "v000004" / "state.json").read_text())
     trained = sorted(i for h in state["history"] for i in h["episode_ids"])

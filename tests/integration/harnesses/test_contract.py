@@ -48,7 +48,7 @@ from tests.fakes.recorder import RecordedRequest, RecordingProxy
 from tests.fakes.scripted import ScriptedUpstream, _parse
 from tests.fakes.upstream import ThreadedServer, tokenize
 from tests.integration.harnesses.checks import CLI_CHECKS
-from tests.integration.harnesses.conftest import HELLO_SCRIPT, needs_local_sandbox
+from tests.integration.harnesses.helpers import HELLO_SCRIPT, needs_local_sandbox
 from tests.integration.harnesses.scripts import CLI_SOLVE, hello_file
 
 TASKS = Path(__file__).resolve().parents[2] / "fixtures" / "harbor_tasks"

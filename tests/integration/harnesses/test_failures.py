@@ -19,7 +19,7 @@ from rllm.sandboxes import OWNER_LABEL, SandboxBackend
 from rllm.schemas.types import RewardAssigned, SessionClosed, SessionEvent, SessionStatus
 from tests.fakes.scripted import ScriptedUpstream
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.harnesses.conftest import needs_local_sandbox
+from tests.integration.harnesses.helpers import needs_local_sandbox
 
 TASKS = Path(__file__).resolve().parents[2] / "fixtures" / "harbor_tasks"
 Events = Callable[[], list[tuple[str, SessionEvent]]]

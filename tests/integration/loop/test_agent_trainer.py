@@ -21,14 +21,14 @@ from rllm.producers.sdk import RolloutConfig, RolloutOutcome
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.run import run_estimator
 from rllm.schemas.topics import EPISODES, POLICY_UPDATES, SESSION_EVENTS
-from rllm.schemas.types import Task
+from rllm.schemas.types import PolicyServed, PolicyUpdated, Task
 from rllm.serving.app import create_app as serving_app
 from rllm.serving.engine import Engine
 from rllm.serving.updates import PolicyFollower
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
 from tests.integration.helpers import read_all
-from tests.integration.processors.conftest import Workers
+from tests.integration.processors.helpers import Workers
 from tests.unit.training.factory import episode
 
 RUN = "loop-run"
@@ -137,8 +137,22 @@ def test_agent_trainer_closes_the_loop(
         mine = [e for e in episodes if e.run_id == RUN]
         assert [run_estimator(e.task.metadata_json) for e in mine] == ["grpo"] * 4
         assert [e.estimator for e in mine] == ["grpo"] * 4
-        updates = [codec.decode(m.value()) for m in read_all(kafka, kafka.topic(POLICY_UPDATES))]
+        records = [codec.decode(m.value()) for m in read_all(kafka, kafka.topic(POLICY_UPDATES))]
+        updates = [r for r in records if isinstance(r, PolicyUpdated)]
         assert [u.version for u in updates] == [0, 1, 2]  # 0: the run's base weights
+        # the gateway acknowledged each version once the model server had reloaded it, on
+        # the same topic, after the update it acknowledges: what the sync wait followed
+        served = [r for r in records if isinstance(r, PolicyServed) and r.run_id == RUN]
+        assert [(s.version, s.upstream_reports) for s in served] == [
+            (0, True),
+            (1, True),
+            (2, True),
+        ]
+        assert len({s.gateway_id for s in served}) == 1
+        order = [(type(r).__name__, r.version) for r in records if r.run_id == RUN]
+        assert all(
+            order.index(("PolicyUpdated", v)) < order.index(("PolicyServed", v)) for v in range(3)
+        )
         state = json.loads((tmp_path / "ckpt" / RUN / "v000002" / "state.json").read_text())
         trained = [i for h in state["history"] for i in h["episode_ids"]]
         assert sorted(trained) == [f"ep:{RUN}/{t}" for t in ("t0", "t0@e2", "t1", "t1@e2")], (

@@ -24,7 +24,7 @@ from rllm.serving.updates import PolicyFollower
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
 from tests.integration.helpers import read_all
-from tests.integration.processors.conftest import Workers
+from tests.integration.processors.helpers import Workers
 
 RUN = "demo-test"
 

@@ -16,7 +16,7 @@ from rllm.schemas.convert import to_json_dict
 from rllm.schemas.ids import dedup_by_event_id
 from rllm.schemas.topics import EPISODES, TRAJECTORIES
 from rllm.settings import KafkaSettings
-from tests.integration.processors.conftest import (
+from tests.integration.processors.helpers import (
     Workers,
     count,
     grouped_sessions,

@@ -19,7 +19,7 @@ from rllm.schemas.delta import full_prompts, full_requests
 from rllm.schemas.topics import DEAD_LETTERS, EPISODES, SESSION_EVENTS, TRAJECTORIES
 from rllm.schemas.types import EpisodeAssembled, TrajectoryAssembled
 from rllm.settings import KafkaSettings
-from tests.integration.processors.conftest import CODEC, Workers, count, wait_until
+from tests.integration.processors.helpers import CODEC, Workers, count, wait_until
 from tests.unit.processors.factory import task
 from tests.unit.processors.long_session import CliSession
 

@@ -12,7 +12,7 @@ from rllm.schemas.delta import restore_steps
 from rllm.schemas.topics import DEAD_LETTERS, EPISODES, TRAJECTORIES
 from rllm.schemas.types import RewardAssigned, SessionEvent, SessionStatus
 from rllm.settings import KafkaSettings
-from tests.integration.processors.conftest import (
+from tests.integration.processors.helpers import (
     CODEC,
     Workers,
     count,

@@ -22,7 +22,7 @@ from typing import Any
 from rllm.schemas.ids import dedup_by_event_id
 from rllm.schemas.topics import EPISODES, TRAJECTORIES
 from rllm.settings import KafkaSettings
-from tests.integration.processors.conftest import (
+from tests.integration.processors.helpers import (
     Workers,
     count,
     grouped_sessions,

@@ -7,9 +7,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.gateway.conftest import start_gateway, upstream
 
-__all__ = ["gateway", "start_gateway", "upstream"]
+__all__ = ["gateway"]
 
 
 @pytest.fixture

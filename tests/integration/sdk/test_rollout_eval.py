@@ -167,7 +167,7 @@ async def test_the_eval_summary_names_the_policy_version_it_evaluated(
     so does every step the history keeps."""
     import httpx
 
-    from tests.integration.gateway.conftest import ADMIN
+    from tests.integration.gateway.fixtures import ADMIN
 
     async with httpx.AsyncClient(base_url=gateway.url, headers=ADMIN) as http:
         r = await http.post("/admin/policy", json={"version": 7, "run_id": "r"})

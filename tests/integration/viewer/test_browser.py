@@ -40,7 +40,7 @@ from rllm.serving.updates import PolicyFollower
 from rllm.settings import KafkaSettings
 from tests.fakes.server import free_port
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.processors.conftest import Workers
+from tests.integration.processors.helpers import Workers
 from tests.integration.viewer.browser import chromium, wait_for
 from tests.unit.history.shared import fresh_chdb
 

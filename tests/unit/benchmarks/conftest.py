@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from rllm.schemas.types import Task
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "benchmarks"
+from tests.unit.benchmarks.helpers import FIXTURES
 
 
 @pytest.fixture

@@ -20,8 +20,7 @@ from rllm.benchmarks import (
     pull,
 )
 from rllm.benchmarks.loaders import cache_path
-
-from .conftest import FIXTURES
+from tests.unit.benchmarks.helpers import FIXTURES
 
 # Ground truth of the first fixture row, as the loader must derive it.
 EXPECTED: dict[str, Any] = {

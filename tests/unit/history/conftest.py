@@ -10,11 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from rllm.consumers.history.batch import RowBuffer
-from rllm.consumers.history.rows import event_rows
 from rllm.consumers.history.types import HistoryStore
-from tests.unit.history.shared import fresh_chdb
-from tests.unit.history.synthetic import synthetic_events
+from tests.unit.history.shared import fresh_chdb, load
 
 ENGINES = ["chdb"] + (["server"] if os.environ.get("RLLM_TEST_CLICKHOUSE_URL") else [])
 
@@ -34,16 +31,6 @@ def store(request: pytest.FixtureRequest) -> Iterator[HistoryStore]:
     finally:
         server.command(f"DROP DATABASE IF EXISTS `{server.database}`")
         server.close()
-
-
-def load(store: HistoryStore, n_steps: int, tokens_per_step: int = 0) -> RowBuffer:
-    """Insert a synthetic history of ``n_steps`` steps; return the buffer it came from."""
-    buf = RowBuffer()
-    for i, (name, datum) in enumerate(synthetic_events(n_steps, tokens_per_step=tokens_per_step)):
-        buf.extend(event_rows(name, datum, ("synthetic", 0, i)))
-    for table, batch in buf.batches():
-        store.insert(table, batch)
-    return buf
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""One chDB directory per test process (chDB opens one path per process); each test gets
-its own database in it.
+"""Helpers of the history tests: one chDB directory per test process (chDB opens one path
+per process), each test with its own database in it, and ``load`` of a synthetic history.
 """
 
 from __future__ import annotations
@@ -10,7 +10,11 @@ import tempfile
 import uuid
 from pathlib import Path
 
+from rllm.consumers.history.batch import RowBuffer
 from rllm.consumers.history.engine_chdb import ChdbStore
+from rllm.consumers.history.rows import event_rows
+from rllm.consumers.history.types import HistoryStore
+from tests.unit.history.synthetic import synthetic_events
 
 _STORE: ChdbStore | None = None
 
@@ -32,3 +36,13 @@ def fresh_chdb(prefix: str = "t") -> ChdbStore:
     view = shared_chdb().view(f"{prefix}_{uuid.uuid4().hex[:10]}")
     view.create_schema()
     return view
+
+
+def load(store: HistoryStore, n_steps: int, tokens_per_step: int = 0) -> RowBuffer:
+    """Insert a synthetic history of ``n_steps`` steps; return the buffer it came from."""
+    buf = RowBuffer()
+    for i, (name, datum) in enumerate(synthetic_events(n_steps, tokens_per_step=tokens_per_step)):
+        buf.extend(event_rows(name, datum, ("synthetic", 0, i)))
+    for table, batch in buf.batches():
+        store.insert(table, batch)
+    return buf

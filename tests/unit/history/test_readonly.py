@@ -22,8 +22,7 @@ from rllm.consumers.history.queries import run_named, run_sql
 from rllm.consumers.history.service import ServiceClient, serve_queries
 from rllm.consumers.history.settings import HistorySettings
 from rllm.consumers.history.types import HistoryStore, QueryError
-from tests.unit.history.conftest import load
-from tests.unit.history.shared import fresh_chdb, shared_chdb
+from tests.unit.history.shared import fresh_chdb, load, shared_chdb
 
 TIGHT = ReadLimits(
     max_execution_s=1,

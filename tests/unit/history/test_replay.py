@@ -20,8 +20,7 @@ from rllm.consumers.replay import (
 )
 from rllm.consumers.replay.select import SessionRecord
 from rllm.errors import ConfigError
-from tests.unit.history.conftest import load
-from tests.unit.history.shared import fresh_chdb
+from tests.unit.history.shared import fresh_chdb, load
 
 
 def _step(

@@ -23,8 +23,7 @@ from rllm.consumers.history.engine_chdb import ChdbStore
 from rllm.consumers.history.limits import ReadLimits
 from rllm.consumers.history.queries import run_sql
 from rllm.consumers.history.types import HistoryError, QueryResult
-from tests.unit.history.conftest import load
-from tests.unit.history.shared import fresh_chdb, shared_chdb
+from tests.unit.history.shared import fresh_chdb, load, shared_chdb
 
 SEED = int(os.environ.get("RLLM_SQL_FUZZ_SEED", "20261121"))
 N = int(os.environ.get("RLLM_SQL_FUZZ_N", "3000"))

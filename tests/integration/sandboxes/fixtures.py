@@ -1,5 +1,6 @@
-"""Sandbox tests: real backends (bubblewrap, a dockerd that CI starts) and HTTP/SDK
-fakes for the hosted ones (daytona, modal).
+"""Fixtures of the sandbox tests (a pytest plugin that ``tests/conftest.py`` loads): real
+backends (bubblewrap, a dockerd that CI starts) and HTTP/SDK fakes for the hosted ones
+(daytona, modal).
 
 The base image is built once per machine by debootstrap into ``RLLM_TEST_SANDBOX_HOME``
 (default ``/var/tmp/rllm-test-sandboxes``) and shared by every test; each test gets its
@@ -20,10 +21,6 @@ import pytest
 from rllm.sandboxes.images.base import ensure_base
 from rllm.sandboxes.images.store import ImageStore, LocalImage
 from rllm.sandboxes.settings import SandboxSettings
-from tests.integration.sandboxes.docker_fixtures import (  # noqa: F401  (fixtures)
-    docker_backend_settings,
-    docker_url,
-)
 
 BASE_IMAGE = "debian:bookworm"
 

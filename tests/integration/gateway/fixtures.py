@@ -1,4 +1,5 @@
-"""Fixtures: the fake model upstream, and a real gateway (uvicorn thread) on the real broker."""
+"""Fixtures (a pytest plugin that ``tests/conftest.py`` loads): the fake model upstream, and
+a real gateway (uvicorn thread) on the real broker."""
 
 from __future__ import annotations
 
