@@ -20,11 +20,13 @@ from tests.ports import free_broker_port
 
 pytest_plugins = [
     "tests.integration.gateway.fixtures",
+    "tests.integration.loop.fixtures",
     "tests.integration.sandboxes.fixtures",
     "tests.integration.sandboxes.docker_fixtures",
 ]
 """Fixtures shared across folders (the gateway's by the harness and SDK tests, the
-sandboxes' by the harness tests), loaded as plugins rather than imported from a conftest."""
+sandboxes' by the harness tests, the loop's services by the loop and viewer tests), loaded
+as plugins rather than imported from a conftest."""
 
 
 @pytest.fixture(scope="session")

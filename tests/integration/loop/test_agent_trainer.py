@@ -14,21 +14,14 @@ import httpx
 import rllm
 from rllm.agent_trainer import UpdateRecord
 from rllm.kafka import EventPublisher
-from rllm.models.loading import load_model
-from rllm.producers.gateway import GatewaySettings
-from rllm.producers.gateway import create_app as gateway_app
 from rllm.producers.sdk import RolloutConfig, RolloutOutcome
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.run import run_estimator
 from rllm.schemas.topics import EPISODES, POLICY_UPDATES, SESSION_EVENTS
 from rllm.schemas.types import PolicyServed, PolicyUpdated, Task
-from rllm.serving.app import create_app as serving_app
-from rllm.serving.engine import Engine
-from rllm.serving.updates import PolicyFollower
 from rllm.settings import KafkaSettings
-from tests.fakes.upstream import ThreadedServer
 from tests.integration.helpers import read_all
-from tests.integration.processors.helpers import Workers
+from tests.integration.loop.fixtures import LoopStack
 from tests.unit.training.factory import episode
 
 RUN = "loop-run"
@@ -57,26 +50,12 @@ def test_agent_trainer_closes_the_loop(
     kafka: KafkaSettings,
     make_topics: Callable[..., list[str]],
     tiny_model: Path,
+    loop_stack: Callable[..., LoopStack],
     tmp_path: Path,
 ) -> None:
     make_topics(partitions=2)
-    engine = Engine(load_model(str(tiny_model)))
-    follower = PolicyFollower(engine, kafka, run_id=RUN, poll_s=0.2).start()
-    server = ThreadedServer(serving_app(engine, model_name="tiny"), lifespan="on")
-    gateway = ThreadedServer(
-        gateway_app(
-            GatewaySettings(
-                upstream_url=server.url,
-                spool_dir=tmp_path / "spool",
-                spool_fsync=False,
-                admin_key="loop-admin-key",
-            ),
-            kafka,
-        ),
-        lifespan="on",
-    )
-    workers = Workers(kafka, tmp_path)
-    workers.start()
+    stack = loop_stack("loop-admin-key", run_id=RUN)
+    engine, follower, server, gateway = stack.engine, stack.follower, stack.server, stack.gateway
     with EventPublisher(kafka) as pub:  # episodes of another run on the same topic
         for i in range(3):
             pub.publish_sync(EPISODES, f"other/{i}", episode(f"ep:other/{i}", run_id="other"))
@@ -164,7 +143,4 @@ def test_agent_trainer_closes_the_loop(
         dispatch = sorted(s.policy_version for s in steps if type(s).__name__ == "StepCaptured")
         assert dispatch == [0, 0, 0, 0, 1, 1, 1, 1], "sync mode: batch 2 ran on version 1"
     finally:
-        workers.close()
-        gateway.stop()
-        server.stop()
-        follower.stop()
+        stack.close()

@@ -12,19 +12,12 @@ from pathlib import Path
 
 from rllm.app.demo import DemoConfig, held_out_split, run_demo
 from rllm.kafka import EventPublisher
-from rllm.models.loading import load_model
-from rllm.producers.gateway import GatewaySettings
-from rllm.producers.gateway import create_app as gateway_app
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.topics import EPISODES, POLICY_UPDATES
 from rllm.schemas.types import PolicyUpdated
-from rllm.serving.app import create_app as serving_app
-from rllm.serving.engine import Engine
-from rllm.serving.updates import PolicyFollower
 from rllm.settings import KafkaSettings
-from tests.fakes.upstream import ThreadedServer
 from tests.integration.helpers import read_all
-from tests.integration.processors.helpers import Workers
+from tests.integration.loop.fixtures import LoopStack
 
 RUN = "demo-test"
 
@@ -33,26 +26,12 @@ def test_demo_trains_on_train_tasks_and_evaluates_the_trained_policy_on_held_out
     kafka: KafkaSettings,
     make_topics: Callable[..., list[str]],
     tiny_model: Path,
+    loop_stack: Callable[..., LoopStack],
     tmp_path: Path,
 ) -> None:
     make_topics(partitions=2)
-    engine = Engine(load_model(str(tiny_model)))
-    follower = PolicyFollower(engine, kafka, poll_s=0.2).start()
-    server = ThreadedServer(serving_app(engine, model_name="tiny"), lifespan="on")
-    gateway = ThreadedServer(
-        gateway_app(
-            GatewaySettings(
-                upstream_url=server.url,
-                spool_dir=tmp_path / "spool",
-                spool_fsync=False,
-                admin_key="demo-admin-key",
-            ),
-            kafka,
-        ),
-        lifespan="on",
-    )
-    workers = Workers(kafka, tmp_path)
-    workers.start()
+    stack = loop_stack("demo-admin-key")  # the server follows every run: an earlier one too
+    engine, follower, gateway = stack.engine, stack.follower, stack.gateway
     # an earlier run's policy, served when the demo starts: "before" must not measure it
     earlier = tmp_path / "earlier"
     earlier.mkdir()
@@ -95,10 +74,7 @@ def test_demo_trains_on_train_tasks_and_evaluates_the_trained_policy_on_held_out
             say=lines.append,
         )
     finally:
-        workers.close()
-        gateway.stop()
-        server.stop()
-        follower.stop()
+        stack.close()
 
     train, test = held_out_split(3)
     assert report.held_out_ids == [t.task_id for t in test] == ["mul-3x7", "mul-6x4", "mul-3x9"]

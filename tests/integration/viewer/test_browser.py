@@ -29,18 +29,11 @@ from rllm.consumers.history import HistorySettings, HistorySink, run_named
 from rllm.consumers.history.service import serve_queries
 from rllm.consumers.history.types import HistoryStore
 from rllm.consumers.viewer.app import _fmt
-from rllm.models.loading import load_model
-from rllm.producers.gateway import GatewaySettings
-from rllm.producers.gateway import create_app as gateway_app
 from rllm.producers.sdk import RolloutConfig, RolloutOutcome
 from rllm.schemas.types import Task
-from rllm.serving.app import create_app as serving_app
-from rllm.serving.engine import Engine
-from rllm.serving.updates import PolicyFollower
 from rllm.settings import KafkaSettings
 from tests.fakes.server import free_port
-from tests.fakes.upstream import ThreadedServer
-from tests.integration.processors.helpers import Workers
+from tests.integration.loop.fixtures import LoopStack
 from tests.integration.viewer.browser import chromium, wait_for
 from tests.unit.history.shared import fresh_chdb
 
@@ -186,28 +179,14 @@ def test_the_viewer_in_chromium_over_a_real_training_run(
     kafka: KafkaSettings,
     make_topics: Callable[..., list[str]],
     tiny_model: Path,
+    loop_stack: Callable[..., LoopStack],
     tmp_path: Path,
 ) -> None:
     make_topics(partitions=2)
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    engine = Engine(load_model(str(tiny_model)))
-    follower = PolicyFollower(engine, kafka, run_id=RUN, poll_s=0.2).start()
-    server = ThreadedServer(serving_app(engine, model_name="tiny"), lifespan="on")
-    gateway = ThreadedServer(
-        gateway_app(
-            GatewaySettings(
-                upstream_url=server.url,
-                spool_dir=tmp_path / "spool",
-                spool_fsync=False,
-                admin_key=ADMIN,
-            ),
-            kafka,
-        ),
-        lifespan="on",
-    )
-    workers = Workers(kafka, tmp_path)
-    workers.start()
+    stack = loop_stack(ADMIN, run_id=RUN)
+    gateway = stack.gateway
     tasks = [Task(task_id=f"t{i}", instruction=f"say {i}") for i in range(2)]
     trainer = rllm.AgentTrainer(
         rollout=chatter,
@@ -400,10 +379,7 @@ def test_the_viewer_in_chromium_over_a_real_training_run(
                 )
                 _shot(browser, shots / "not-found.png")
     finally:
-        workers.close()
-        gateway.stop()
-        server.stop()
-        follower.stop()
+        stack.close()
     names = sorted(p.name for p in shots.iterdir())
     assert names == [
         "compare-runs.png", "compare-versions.png", "not-found.png", "run-live.png", "run.png",
