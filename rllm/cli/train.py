@@ -17,11 +17,61 @@ from rllm.cli.common import (
     print_table,
     reports_errors,
 )
+from rllm.cli.groups import GroupedCommand
 
 __all__ = ["train"]
 
+OPTION_GROUPS = (
+    (
+        "Trainer (every mode)",
+        ("backend", "model", "run_id", "checkpoint_dir", "batch_size", "max_updates"),
+    ),
+    (
+        "Objective",
+        (
+            "loss",
+            "loss_agg",
+            "lr",
+            "kl_coef",
+            "clip_eps_low",
+            "clip_eps_high",
+            "lora_rank",
+            "precision",
+        ),
+    ),
+    ("Episodes and staleness", ("mode", "max_staleness", "uniform_reward", "idle_exit_s")),
+    ("Distillation (--loss distill)", ("teacher_model", "teacher_url", "teacher_api")),
+    (
+        "The whole loop (--benchmark or --tasks-dir: rollouts through the gateway)",
+        (
+            "benchmark",
+            "max_examples",
+            "agent",
+            "group_size",
+            "epochs",
+            "temperature",
+            "max_tokens",
+            "max_minutes",
+            "served_model",
+            "gateway_url",
+        ),
+    ),
+    (
+        "Harbor tasks (--tasks-dir)",
+        (
+            "tasks_dir",
+            "sandbox_backend",
+            "agent_timeout_multiplier",
+            "verifier_timeout_multiplier",
+        ),
+    ),
+    ("SFT on a file (--loss sft --data-file)", ("data_file", "offline")),
+    ("Kafka", ("bootstrap_servers", "topic_prefix")),
+)
+"""How ``rllm-cli train --help`` groups its options: the trainer's, then each mode's."""
 
-@click.command()
+
+@click.command(cls=GroupedCommand, option_groups=OPTION_GROUPS)
 @click.option(
     "--backend",
     type=click.Choice(["local", "verl", "tinker", "fireworks"]),
