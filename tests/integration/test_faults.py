@@ -1,11 +1,11 @@
-"""The fault table, shortened, in CI: ``perf/faults.py --short`` for every fault, in two
-runs of about three minutes each on two cores (one of three brokers SIGKILLed and
-restarted, the trainer SIGKILLed between update and commit, the gateway SIGKILLed with
-steps in its spool; a processors worker SIGKILLed, a second worker joining and leaving, the
-single broker stopped for 10 s, the history sink SIGKILLed mid-batch), each fault on a
-fresh broker with every stage running. Every row must lose nothing, duplicate nothing
-after dedup by ``event_id`` and yield the episodes of the fault-free run of the same
-input."""
+"""The fault table, shortened, in CI: ``perf/faults.py --short`` in two runs of a few
+minutes each on two cores (one of three brokers SIGKILLed and restarted, the trainer
+SIGKILLed between update and commit, the gateway SIGKILLed with steps in its spool; a
+processors worker SIGKILLed, a second worker joining and leaving), each fault on a fresh
+broker with every stage running. broker-outage and history-kill are left to
+``perf/faults.py`` (about 2.5 min more here; both measured 0 lost, 0 duplicated). Every
+row must lose nothing, duplicate nothing after dedup by ``event_id`` and yield the
+episodes of the fault-free run of the same input."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 FAULT_RUNS = (
     ("broker-kill", "trainer-kill", "gateway-kill"),
-    ("processors-kill", "worker-rebalance", "broker-outage", "history-kill"),
+    ("processors-kill", "worker-rebalance"),
 )
 SESSIONS, GROUP, STEPS = 64, 4, 3  # --short
 
