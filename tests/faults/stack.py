@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from confluent_kafka import ConsumerGroupState, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import TopicPartition
 
 from rllm.errors import InfraError
 from rllm.infra.broker import LocalBroker, LocalCluster
-from rllm.kafka import ensure_topics, make_admin, make_consumer
+from rllm.kafka import ensure_topics, make_consumer
 from rllm.schemas.topics import POLICY_UPDATES, TOPICS
 from rllm.settings import KafkaSettings
+from tests.integration.helpers import members
 from tests.ports import free_broker_port, free_ports
 
 __all__ = ["ADMIN_KEY", "HISTORY_GROUP", "PROCESSORS_GROUP", "Service", "Stack", "count", "members"]
@@ -48,27 +49,6 @@ def count(kafka: KafkaSettings, name: str) -> int:
         )
     finally:
         consumer.close()
-
-
-_NOT_YET = {
-    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,  # a broker just started
-    KafkaError.COORDINATOR_NOT_AVAILABLE,
-    KafkaError.NOT_COORDINATOR,
-    KafkaError.GROUP_ID_NOT_FOUND,  # nobody joined yet
-}
-
-
-def members(kafka: KafkaSettings, group: str) -> int:
-    """Members of consumer group ``group`` once it is stable (0 while it rebalances, or
-    while its coordinator is not ready to say)."""
-    admin = make_admin(kafka)  # held until the answer: a dropped client never answers
-    try:
-        found = admin.describe_consumer_groups([group])[group].result(timeout=10)
-    except KafkaException as exc:
-        if exc.args[0].code() in _NOT_YET:
-            return 0
-        raise
-    return len(found.members) if found.state == ConsumerGroupState.STABLE else 0
 
 
 class Service:

@@ -1,12 +1,21 @@
-"""Small helpers for integration tests: read a topic to its end."""
+"""Small helpers for integration tests: read a topic to its end; how far a consumer group
+has committed, and how many members it has."""
 
 from __future__ import annotations
 
 import uuid
 
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, Message, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    ConsumerGroupState,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
 
-from rllm.kafka import make_consumer
+from rllm.kafka import make_admin, make_consumer
 from rllm.settings import KafkaSettings
 
 
@@ -36,3 +45,43 @@ def read_all(settings: KafkaSettings, full_topic: str, timeout_s: float = 20.0) 
         return sorted(out, key=lambda m: (m.partition(), m.offset()))
     finally:
         consumer.close()
+
+
+def lag(consumer: Consumer, parts: list[TopicPartition]) -> dict[int, int]:
+    """Records of each partition that ``consumer``'s group has not committed yet (none:
+    caught up). Only for a topic written outside transactions: a transaction's commit
+    marker takes an offset that no record consumed ever reaches."""
+    done = {tp.partition: max(tp.offset, 0) for tp in consumer.committed(parts, timeout=10)}
+    ends = {p.partition: consumer.get_watermark_offsets(p, timeout=10)[1] for p in parts}
+    return {p: end - done.get(p, 0) for p, end in ends.items() if end > done.get(p, 0)}
+
+
+def group_lag(kafka: KafkaSettings, group: str, full_topic: str) -> dict[int, int]:
+    """``lag`` of consumer group ``group`` on ``full_topic``, asked once."""
+    consumer = make_consumer(kafka, group)
+    try:
+        meta = consumer.list_topics(full_topic, timeout=10).topics[full_topic]
+        return lag(consumer, [TopicPartition(full_topic, p) for p in sorted(meta.partitions)])
+    finally:
+        consumer.close()
+
+
+_NOT_YET = {
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,  # a broker just started
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.GROUP_ID_NOT_FOUND,  # nobody joined yet
+}
+
+
+def members(kafka: KafkaSettings, group: str) -> int:
+    """Members of consumer group ``group`` once it is stable (0 while it rebalances, or
+    while its coordinator is not ready to say)."""
+    admin = make_admin(kafka)  # held until the answer: a dropped client never answers
+    try:
+        found = admin.describe_consumer_groups([group])[group].result(timeout=10)
+    except KafkaException as exc:
+        if exc.args[0].code() in _NOT_YET:
+            return 0
+        raise
+    return len(found.members) if found.state == ConsumerGroupState.STABLE else 0

@@ -13,19 +13,13 @@ from __future__ import annotations
 import sys
 import time
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import TopicPartition
 
 from rllm.consumers.history.settings import HistorySettings
 from rllm.kafka import make_consumer
 from rllm.schemas.topics import SESSION_EVENTS
 from rllm.settings import KafkaSettings
-
-
-def lag(consumer: Consumer, parts: list[TopicPartition]) -> dict[int, int]:
-    """Records of each partition that the sink has not committed yet (none: caught up)."""
-    done = {tp.partition: max(tp.offset, 0) for tp in consumer.committed(parts, timeout=10)}
-    ends = {p.partition: consumer.get_watermark_offsets(p, timeout=10)[1] for p in parts}
-    return {p: end - done.get(p, 0) for p, end in ends.items() if end > done.get(p, 0)}
+from tests.integration.helpers import lag
 
 
 def main(timeout_s: float = 60.0) -> int:

@@ -10,9 +10,11 @@ import httpx
 import pytest
 
 from rllm.kafka import EventPublisher
+from rllm.schemas.codec import AvroCodec
 from rllm.schemas.convert import to_json_dict
 from rllm.schemas.topics import POLICY_UPDATES
 from rllm.schemas.types import (
+    PolicyServed,
     PolicyUpdated,
     SessionClosed,
     SessionEvent,
@@ -22,11 +24,13 @@ from rllm.schemas.types import (
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import RunningUpstream, ThreadedServer
 from tests.integration.gateway.fixtures import ADMIN as DEFAULT_ADMIN
+from tests.integration.helpers import read_all
 from tests.samples import session_events as sample_session_events
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 ADMIN = {"authorization": "Bearer admin-secret"}
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+CODEC = AvroCodec()
 
 
 def test_keys_and_bad_input_get_clear_4xx(
@@ -116,22 +120,42 @@ def test_pause_policy_version_and_metrics(
     assert [s.policy_version for s in steps] == [0, 3, 5]
     metrics = httpx.get(f"{url}/metrics").text
     assert "rllm_gateway_policy_version 5" in metrics
+
     # a new run takes over from its version 0; its own older versions do not go back
-    with EventPublisher(kafka) as pub:
-        for run, version in (("run2", 0), ("run2", 1), ("run2", 0)):
-            pub.publish_sync(
-                POLICY_UPDATES,
-                run,
-                PolicyUpdated(
-                    event_id=uuid.uuid4().hex, run_id=run, version=version, checkpoint_uri="x"
-                ),
-            )
-    while httpx.get(f"{url}/admin/policy").json()["policy_run"] != "run2":
-        assert time.monotonic() < deadline, "the new run's policy never arrived"
-        time.sleep(0.2)
-    time.sleep(1.0)  # let the follower read the last record too
-    now = httpx.get(f"{url}/admin/policy").json()
-    assert (now["policy_run"], now["policy_version"]) == ("run2", 1)
+    def publish_run2(*versions: int) -> None:
+        with EventPublisher(kafka) as pub:
+            for version in versions:
+                pub.publish_sync(
+                    POLICY_UPDATES,
+                    "run2",
+                    PolicyUpdated(
+                        event_id=uuid.uuid4().hex,
+                        run_id="run2",
+                        version=version,
+                        checkpoint_uri="x",
+                    ),
+                )
+
+    def wait_for_run2(version: int) -> None:
+        until = time.monotonic() + 30
+        while True:
+            now = httpx.get(f"{url}/admin/policy").json()
+            if (now["policy_run"], now["policy_version"]) == ("run2", version):
+                return
+            assert time.monotonic() < until, f"run2's version {version} never arrived: {now}"
+            time.sleep(0.2)
+
+    publish_run2(0, 1)
+    wait_for_run2(1)
+    # the stale version 0, then a version 2 that shows the follower has read past it
+    publish_run2(0, 2)
+    wait_for_run2(2)
+    served = [
+        e.version
+        for e in (CODEC.decode(m.value()) for m in read_all(kafka, kafka.topic(POLICY_UPDATES)))
+        if isinstance(e, PolicyServed) and e.run_id == "run2"
+    ]
+    assert served[served.index(1) :] == [1, 2]  # acknowledged as adopted: never 0 again
     assert 'rllm_gateway_requests_total{api="chat",status="200"} 3' in metrics
     assert 'rllm_gateway_requests_total{api="gateway",status="429"} 1' in metrics
     assert "rllm_gateway_produce_latency_seconds_count" in metrics

@@ -19,7 +19,7 @@ from rllm.schemas.codec import AvroCodec
 from rllm.schemas.topics import SESSION_EVENTS
 from rllm.schemas.types import SessionEvent
 from rllm.settings import KafkaSettings
-from tests.integration.helpers import read_all
+from tests.integration.helpers import group_lag, read_all
 from tests.unit.processors.factory import make_session, task
 
 CODEC = AvroCodec()
@@ -72,6 +72,16 @@ def count(kafka: KafkaSettings, name: str) -> int:
         )
     finally:
         consumer.close()
+
+
+def processors_group(kafka: KafkaSettings) -> str:
+    """The workers' consumer group (their faust app id, topic-prefixed)."""
+    return kafka.topic("rllm-processors")
+
+
+def read_every_session_event(kafka: KafkaSettings) -> bool:
+    """Whether the workers have committed every record on the session log so far."""
+    return not group_lag(kafka, processors_group(kafka), kafka.topic(SESSION_EVENTS))
 
 
 def wait_until(pred: Callable[[], bool], timeout_s: float, what: str | Callable[[], str]) -> None:

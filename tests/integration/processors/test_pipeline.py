@@ -4,7 +4,6 @@ poison, late rewards, step-count mismatch, idle timeout with a late step, partia
 
 from __future__ import annotations
 
-import time
 from itertools import zip_longest
 from typing import Any
 
@@ -18,6 +17,7 @@ from tests.integration.processors.helpers import (
     count,
     publish,
     publish_raw,
+    read_every_session_event,
     records,
     wait_until,
 )
@@ -61,7 +61,8 @@ def test_worker_handles_the_awkward_cases(
     publish_raw(kafka, b"dead", CODEC.encode(DEAD))  # valid Avro, wrong record type
     publish(kafka, _interleave(grouped)[::3])  # duplicates of events already sent
     publish(kafka, late_reward + never_scored + mismatch + abandoned + partial[0] + partial[1])
-    time.sleep(1.0)
+    # the reward comes after the worker has taken its session's SessionClosed
+    wait_until(lambda: read_every_session_event(kafka), 60, "the worker to read every event")
     publish(
         kafka,
         [
@@ -85,7 +86,18 @@ def test_worker_handles_the_awkward_cases(
         40,
         "8 episodes and 5 dead letters",
     )
-    time.sleep(1.5)  # anything extra (a second trajectory for the late step) would show now
+    wait_until(
+        lambda: any(d.error_type == "LateEvent" for d in records(kafka, DEAD_LETTERS)),
+        40,
+        "the late step's LateEvent",
+    )
+    # it was taken as late in the transaction that would have sent a second trajectory on
+    abandoned_scored = [
+        t.session_id
+        for t in records(kafka, "rllm-processors-scoring")
+        if t.session_id == "abandoned"
+    ]
+    assert abandoned_scored == ["abandoned"]
     assert workers.stop(worker) == 0
 
     trajs = {t.session_id: t for t in records(kafka, TRAJECTORIES)}

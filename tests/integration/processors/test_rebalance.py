@@ -22,10 +22,12 @@ from typing import Any
 from rllm.schemas.ids import dedup_by_event_id
 from rllm.schemas.topics import EPISODES, TRAJECTORIES
 from rllm.settings import KafkaSettings
+from tests.integration.helpers import members
 from tests.integration.processors.helpers import (
     Workers,
     count,
     grouped_sessions,
+    processors_group,
     publish,
     records,
     wait_until,
@@ -55,7 +57,9 @@ def test_worker_joins_and_leaves_mid_stream(
     feeder = threading.Thread(target=feed)
     feeder.start()
     second = workers.start()
-    time.sleep(10)
+    wait_until(  # it joined: the group rebalanced and gave it partitions
+        lambda: members(kafka, processors_group(kafka)) == 2, 60, "the second worker to join"
+    )
     assert workers.stop(second) == 0, workers.log(1)[-3000:]
     feeder.join()
     wait_until(
