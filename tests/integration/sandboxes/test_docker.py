@@ -45,6 +45,14 @@ pytestmark = pytest.mark.integration
 _PROCS = 'for d in /proc/[0-9]*; do tr "\\0" " " <"$d/cmdline" 2>/dev/null; echo; done'
 
 
+async def _until_running(sandbox: DockerSandbox, command: str, timeout_s: float = 30) -> None:
+    """Wait until a process whose command line is ``command`` runs in the sandbox."""
+    deadline = time.monotonic() + timeout_s
+    while command not in [line.strip() for line in (await sandbox.exec(_PROCS)).stdout.split("\n")]:
+        assert time.monotonic() < deadline, f"{command!r} never started in the sandbox"
+        await asyncio.sleep(0.05)
+
+
 @pytest.fixture
 async def backend(
     sandbox_settings: SandboxSettings, docker_backend_settings: dict[str, object]
@@ -277,7 +285,7 @@ async def test_close_leaves_no_container(backend: DockerBackend, owner: str) -> 
 async def test_died_mid_exec_is_a_result(backend: DockerBackend, owner: str) -> None:
     sandbox = await _sandbox(backend, owner)
     running = asyncio.ensure_future(sandbox.exec("sleep 30", timeout_s=60))
-    await asyncio.sleep(1.0)
+    await _until_running(sandbox, "sleep 30")
     backend.client.api.kill(sandbox.id)
     result = await running
     assert result.exit_code is None
@@ -377,7 +385,8 @@ async def test_spec_user_owns_the_workdir_and_written_files(
 async def test_cancelled_exec_kills_its_processes(backend: DockerBackend, owner: str) -> None:
     sandbox = await _sandbox(backend, owner)
     running = asyncio.ensure_future(sandbox.exec("setsid sleep 303 & sleep 304"))
-    await asyncio.sleep(1.0)
+    await _until_running(sandbox, "sleep 304")
+    await _until_running(sandbox, "sleep 303")
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running
