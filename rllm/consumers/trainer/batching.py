@@ -161,7 +161,8 @@ class Batcher:
                 f"advantages come from estimator {episode.estimator!r}, but this run's "
                 f"loss={s.loss.value} trains on {expected!r}; start the run with estimator "
                 f"{expected!r} (the processors' RLLM_ESTIMATOR or the run's task metadata "
-                f"{RUN_ESTIMATOR_KEY!r})"
+                f"{RUN_ESTIMATOR_KEY!r}), or train on {episode.estimator!r} "
+                f"(RLLM_TRAIN_ESTIMATOR)"
             )
             return False
         # Only group-centred estimators give a uniform group zero advantages; the
