@@ -255,10 +255,10 @@ def run_pipeline(
     """The whole loop through the local stack, timed per batch by AgentTrainer; with
     ``between``, that runs after each batch and the pipeline's clock counts its own batches
     only."""
+    from rllm.cli.stack import stack_settings
     from rllm.infra.stack import stack_up
-    from rllm.settings import StackSettings
 
-    stack = StackSettings(services="serve,gateway,processors")
+    stack = stack_settings(services="serve,gateway,processors")
     dtype = "bfloat16" if args.precision == "bf16" else "float32"
     os.environ["RLLM_SERVE_DTYPE"] = dtype
     t0 = time.perf_counter()

@@ -74,11 +74,19 @@ class MovedEnv:
 class _OwnEnvSource(EnvSettingsSource):
     """The environment, with some fields read from a variable of their own."""
 
-    def __init__(self, settings_cls: type[BaseSettings], names: dict[str, str]) -> None:
+    def __init__(
+        self,
+        settings_cls: type[BaseSettings],
+        names: dict[str, str],
+        init_only: tuple[str, ...] = (),
+    ) -> None:
         super().__init__(settings_cls)
         self._names = names if self.case_sensitive else {k: v.lower() for k, v in names.items()}
+        self._init_only = init_only
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        if field_name in self._init_only:  # another class's variable: never read here
+            return None, field_name, False
         name = self._names.get(field_name)
         if name is None:
             return super().get_field_value(field, field_name)
@@ -130,7 +138,10 @@ class OwnEnvSettings(BaseSettings):
 
 
 def env_var(cls: type[BaseSettings], field: str) -> str:
-    """The environment variable that sets ``field`` of settings class ``cls``."""
+    """The environment variable that sets ``field`` of settings class ``cls``; '' for a
+    field no variable sets (``StackSettings.gateway_port``: its service's variable)."""
+    if field in getattr(cls, "init_only", ()):
+        return ""
     if issubclass(cls, OwnEnvSettings):
         for moved in cls.moved_env:
             if moved.field == field:
@@ -223,7 +234,7 @@ class KafkaSettings(BaseSettings):
 class StackSettings(BaseSettings):
     """The local stack started by ``rllm-cli up``."""
 
-    # forbid: a keyword this class no longer has (``serve_port``) is an error, not ignored
+    # forbid: a keyword this class does not have is an error, not ignored
     model_config = SettingsConfigDict(env_prefix="RLLM_", frozen=True, extra="forbid")
 
     home: Path = Field(default_factory=default_home)
@@ -245,30 +256,30 @@ class StackSettings(BaseSettings):
     active profile, else the local model. The one field ``RLLM_MODEL`` sets (the model
     server's model is ``RLLM_SERVE_MODEL``, the trainer's ``RLLM_TRAIN_MODEL``)."""
 
-    # The services' ports are the services' own settings (one variable, one field): the
-    # stack reads each from its service's class and passes it on with ``--port``.
-    @property
-    def gateway_port(self) -> int:
-        """Port of the gateway ``up`` starts: ``RLLM_GATEWAY_PORT`` (8400)."""
-        from rllm.producers.gateway.settings import GatewaySettings
+    # The services' ports are the services' own settings (one variable, one field:
+    # RLLM_GATEWAY_PORT, RLLM_SERVE_PORT, RLLM_VIEW_PORT), so these are not read from the
+    # environment: ``rllm-cli up`` fills them from each service's class
+    # (``rllm.cli.stack.stack_settings``) and passes each on with ``--port``.
+    gateway_port: int = Field(default=8400, ge=1, le=65535)
+    """Port of the gateway ``up`` starts."""
+    serve_port: int = Field(default=8000, ge=1, le=65535)
+    """Port of the local model server ``up`` starts."""
+    view_port: int = Field(default=8500, ge=1, le=65535)
+    """Port of the history viewer ``up`` starts on 127.0.0.1."""
+    init_only: ClassVar[tuple[str, ...]] = ("gateway_port", "serve_port", "view_port")
+    """The fields no environment variable sets."""
 
-        return GatewaySettings().port
-
-    @property
-    def serve_port(self) -> int:
-        """Port of the local model server ``up`` starts: ``RLLM_SERVE_PORT`` (8000)."""
-        from rllm.serving.settings import ServeSettings
-
-        # model given: RLLM_MODEL, this stack's profile, is not a server model gone unread
-        return ServeSettings(model="").serve_port
-
-    @property
-    def view_port(self) -> int:
-        """Port of the history viewer ``up`` starts on 127.0.0.1: ``RLLM_VIEW_PORT``
-        (8500)."""
-        from rllm.consumers.viewer.settings import ViewerSettings
-
-        return ViewerSettings().port
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        source = _OwnEnvSource(settings_cls, {}, cls.init_only)
+        return init_settings, source, file_secret_settings
 
     @property
     def brokers_file(self) -> Path:

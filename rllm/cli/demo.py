@@ -56,8 +56,9 @@ def demo(
     import time
 
     from rllm.app.demo import DemoConfig, run_demo
+    from rllm.cli.stack import stack_settings
     from rllm.infra.stack import stack_down, stack_up
-    from rllm.settings import KafkaSettings, StackSettings
+    from rllm.settings import KafkaSettings
 
     flags = {
         "max_updates": max_updates,
@@ -66,7 +67,7 @@ def demo(
         "held_out": held_out,
         "plot": plot,
     }
-    stack = StackSettings()
+    stack = stack_settings()
     config = DemoConfig(
         gateway_url=f"http://127.0.0.1:{stack.gateway_port}",
         **{k: v for k, v in flags.items() if v is not None},

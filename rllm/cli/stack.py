@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -9,12 +10,30 @@ import click
 
 from rllm.cli.common import console, err_console, kafka_options, kafka_settings, reports_errors
 
-__all__ = ["down", "status", "topics", "up"]
+__all__ = ["down", "stack_settings", "status", "topics", "up"]
+
+
+def stack_settings(**overrides: Any) -> Any:
+    """``StackSettings`` with each service's port read from that service's own settings
+    (``RLLM_GATEWAY_PORT``, ``RLLM_SERVE_PORT``, ``RLLM_VIEW_PORT``) unless given."""
+    from rllm.consumers.viewer.settings import ViewerSettings
+    from rllm.producers.gateway.settings import GatewaySettings
+    from rllm.serving.settings import ServeSettings
+    from rllm.settings import StackSettings
+
+    ports: dict[str, Callable[[], int]] = {
+        "gateway_port": lambda: GatewaySettings().port,
+        # model given: RLLM_MODEL (the stack's profile) is not a server model gone unread
+        "serve_port": lambda: ServeSettings(model="").serve_port,
+        "view_port": lambda: ViewerSettings().port,
+    }
+    for name, read in ports.items():
+        if overrides.get(name) is None:
+            overrides[name] = read()
+    return StackSettings(**overrides)
 
 
 def _stack(home: Path | None, port: int | None, partitions: int | None = None, **more: Any) -> Any:
-    from rllm.settings import StackSettings
-
     overrides: dict[str, Any] = {k: v for k, v in more.items() if v is not None}
     if home is not None:
         overrides["home"] = home
@@ -22,7 +41,7 @@ def _stack(home: Path | None, port: int | None, partitions: int | None = None, *
         overrides["kafka_port"] = port
     if partitions is not None:
         overrides["partitions"] = partitions
-    return StackSettings(**overrides)
+    return stack_settings(**overrides)
 
 
 _home = click.option(

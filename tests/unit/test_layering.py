@@ -54,6 +54,13 @@ def _imports() -> set[tuple[str, str, str]]:
     return found
 
 
+def test_the_root_modules_import_no_area() -> None:
+    """settings, errors and tls sit under every area: an import of an area from one of
+    them (even inside a function) ties the bottom to the top."""
+    up = sorted((m, t) for m, a, t in _imports() if a in ROOT_MODULES and t in RANKS)
+    assert up == []
+
+
 def test_every_area_has_a_rank() -> None:
     areas = {a for _m, a, _t in _imports()} | {t for _m, _a, t in _imports()}
     assert areas - set(RANKS) - ROOT_MODULES - {"__init__", ""} == set()

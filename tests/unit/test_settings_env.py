@@ -61,12 +61,19 @@ def test_every_variable_sets_one_field_of_one_class() -> None:
     assert {"StackSettings", "ServeSettings", "TrainerSettings", "GatewaySettings"} <= names
     assert {"ProcessorSettings", "ViewerSettings", "KafkaSettings"} <= names
     claims: dict[str, list[str]] = defaultdict(list)
+    unread = []  # fields no variable sets (the stack's copies of its services' ports)
     for cls in classes:
         for field in cls.model_fields:
-            claims[env_var(cls, field)].append(f"{cls.__module__}.{cls.__qualname__}.{field}")
+            name = f"{cls.__module__}.{cls.__qualname__}.{field}"
+            var = env_var(cls, field)
+            (claims[var] if var else unread).append(name)
     shared = {name: owners for name, owners in claims.items() if len(owners) > 1}
     assert shared == {}
-    assert len(claims) == sum(len(cls.model_fields) for cls in classes)
+    assert len(claims) + len(unread) == sum(len(cls.model_fields) for cls in classes)
+    assert sorted(unread) == [
+        f"rllm.settings.StackSettings.{port}"
+        for port in ("gateway_port", "serve_port", "view_port")
+    ]
 
 
 def _moved() -> list[tuple[type[OwnEnvSettings], MovedEnv]]:
@@ -117,9 +124,11 @@ def test_the_old_names_keep_one_meaning_each(monkeypatch: pytest.MonkeyPatch) ->
 def test_the_stack_takes_each_service_s_port_from_that_service(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    from rllm.cli.stack import stack_settings
+
     for var in ("RLLM_GATEWAY_PORT", "RLLM_SERVE_PORT", "RLLM_VIEW_PORT"):
         monkeypatch.delenv(var, raising=False)
-    stack = StackSettings(home=tmp_path)
+    stack = stack_settings(home=tmp_path)
     assert (stack.gateway_port, stack.serve_port, stack.view_port) == (8400, 8000, 8500)
     assert ServeSettings().serve_port == 8000  # where the gateway's upstream is by default
     monkeypatch.setenv("RLLM_GATEWAY_PORT", "18400")
@@ -127,10 +136,15 @@ def test_the_stack_takes_each_service_s_port_from_that_service(
     monkeypatch.setenv("RLLM_VIEW_PORT", "18500")
     monkeypatch.setenv("RLLM_MODEL", "local")  # the stack's profile: the server does not warn
     with caplog.at_level(logging.WARNING, logger="rllm.settings"):
-        assert (stack.gateway_port, stack.serve_port, stack.view_port) == (18400, 18000, 18500)
+        stack = stack_settings(home=tmp_path)
+    assert (stack.gateway_port, stack.serve_port, stack.view_port) == (18400, 18000, 18500)
     assert caplog.records == []
-    with pytest.raises(ValidationError, match="serve_port"):
-        StackSettings(home=tmp_path, serve_port=1)  # type: ignore[call-arg]
+    # the stack's own class reads none of them: one variable, one field
+    plain = StackSettings(home=tmp_path)
+    assert (plain.gateway_port, plain.serve_port, plain.view_port) == (8400, 8000, 8500)
+    assert stack_settings(home=tmp_path, serve_port=9).serve_port == 9  # a flag wins
+    with pytest.raises(ValidationError, match="serve_prot"):
+        StackSettings(home=tmp_path, serve_prot=1)  # type: ignore[call-arg]
 
 
 def test_env_var_refuses_an_unknown_field() -> None:

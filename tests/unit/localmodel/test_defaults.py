@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from rllm.cli.eval import is_local_model
+from rllm.cli.stack import stack_settings
 from rllm.infra.stack import plan_services
 from rllm.models.profiles import ModelProfile, Provider, UserConfig, save_config
-from rllm.settings import StackSettings
 
 
 @pytest.fixture(autouse=True)
@@ -48,7 +48,7 @@ def test_serve_gets_the_default_model_measured_threads_and_a_batch_wait(
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     monkeypatch.setenv("RLLM_MODEL", "local")  # the stack's profile name, not a model path
     monkeypatch.setenv("RLLM_SERVE_PORT", "18123")  # the server's own setting, passed on
-    specs = plan_services(StackSettings(home=tmp_path))
+    specs = plan_services(stack_settings(home=tmp_path))
     assert [s.name for s in specs] == ["serve", "gateway", "processors", "history", "view"]
     serve = specs[0]
     assert serve.args == (
@@ -63,4 +63,4 @@ def test_serve_gets_the_default_model_measured_threads_and_a_batch_wait(
     assert (threads, serve.env["RLLM_BATCH_WAIT_MS"]) == ("auto", "500")
     assert serve.health_url == "http://127.0.0.1:18123/health"
     monkeypatch.setenv("RLLM_SERVE_TORCH_THREADS", "3")
-    assert plan_services(StackSettings(home=tmp_path))[0].env["RLLM_SERVE_TORCH_THREADS"] == "3"
+    assert plan_services(stack_settings(home=tmp_path))[0].env["RLLM_SERVE_TORCH_THREADS"] == "3"
