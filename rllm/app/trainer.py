@@ -16,7 +16,6 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -24,14 +23,13 @@ import numpy as np
 
 from rllm.app.config import TrainConfig, train_config
 from rllm.app.report import TrainReport, UpdateRecord, describe_drops
-from rllm.benchmarks.types import RewardResult
+from rllm.app.rollouts import dataset_tasks, epoch_batches, run_rollouts
 from rllm.consumers.trainer.settings import SyncMode
 from rllm.errors import ConfigError, RllmError
-from rllm.producers.evaluation import EvalSummary, run_tasks, summarize
+from rllm.producers.evaluation import EvalSummary, summarize
 from rllm.producers.evaluation.progress import ProgressLines, say
 from rllm.producers.evaluation.served import ServedPolicy, check_served
-from rllm.producers.sdk import Evaluator, GatewayClient, Rollout, RolloutOutcome
-from rllm.schemas.run import with_run_estimator
+from rllm.producers.sdk import Evaluator, Rollout
 from rllm.schemas.types import Task
 from rllm.settings import KafkaSettings
 
@@ -53,20 +51,6 @@ class _Running:
     thread: threading.Thread
     settings: TrainerSettings
     served: GatewayServes
-
-
-def _tasks(dataset: Sequence[Task] | str | None, what: str) -> list[Task]:
-    if dataset is None:
-        return []
-    if isinstance(dataset, str):
-        from rllm.benchmarks.loaders import load_tasks
-
-        return load_tasks(dataset)
-    tasks = list(dataset)
-    bad = [i for i, t in enumerate(tasks) if not isinstance(t, Task)]
-    if bad:
-        raise ConfigError(f"{what}[{bad[0]}] is a {type(tasks[bad[0]]).__name__}, not a Task")
-    return tasks
 
 
 class AgentTrainer:
@@ -96,8 +80,8 @@ class AgentTrainer:
             raise ConfigError(f"rollout must be an @rllm.rollout function, got {rollout!r}")
         self.rollout = rollout
         self.evaluator = evaluator
-        self.train_tasks = _tasks(train_dataset, "train_dataset")
-        self.val_tasks = _tasks(val_dataset, "val_dataset")
+        self.train_tasks = dataset_tasks(train_dataset, "train_dataset")
+        self.val_tasks = dataset_tasks(val_dataset, "val_dataset")
         self.val_name = val_dataset if isinstance(val_dataset, str) else "custom"
         """The benchmark name ``evaluate()``'s summary carries."""
         self.backend = backend
@@ -158,7 +142,11 @@ class AgentTrainer:
                 f"{self.config.model} through {self.config.gateway_url}"
             )
         started = time.perf_counter()
-        results = asyncio.run(self._run(self.val_tasks, attempts, run_id, lines))
+        results = asyncio.run(
+            run_rollouts(
+                self.config, self.rollout, self.evaluator, self.val_tasks, attempts, run_id, lines
+            )
+        )
         summary = summarize(
             run_id,
             self.val_name,
@@ -180,37 +168,6 @@ class AgentTrainer:
 
         key = resolve_admin_key(self.config.admin_key)
         return asyncio.run(served_policy(self.config.gateway_url, key))
-
-    async def _run(
-        self,
-        tasks: list[Task],
-        attempts: int,
-        run_id: str,
-        progress: ProgressLines | None = None,
-    ) -> list[tuple[RolloutOutcome, RewardResult | None]]:
-        concurrency = self.config.concurrency or len(tasks) * attempts
-        # A sync agent or evaluator runs in the loop's default executor, whose cpu + 4
-        # threads (6 on 2 cores) would hold a batch of 32 rollouts to 6 calls at once
-        # (the model server generating batches of 6) and queue the scoring behind the
-        # last rollout: this loop is ours, so give it a thread per rollout and scorer.
-        pool = ThreadPoolExecutor(max_workers=2 * concurrency, thread_name_prefix="rllm-agent")
-        asyncio.get_running_loop().set_default_executor(pool)
-        gateway = GatewayClient(self.config.gateway_url, self.config.admin_key)
-        try:
-            return await run_tasks(
-                tasks,
-                self.rollout,
-                gateway,
-                run_id=run_id,
-                model=self.config.model,
-                attempts=attempts,
-                concurrency=concurrency,
-                sampling=self.config.sampling,
-                evaluator=self.evaluator,
-                progress=progress,
-            )
-        finally:
-            await gateway.aclose()
 
     def check(self) -> Any:
         """Check the run before anything starts: a train dataset, settings and sampling the
@@ -362,25 +319,10 @@ class AgentTrainer:
         return min(every, self.config.max_updates) if self.config.max_updates else every
 
     def _batches(self, estimator: str | None = None) -> Iterator[list[Task]]:
-        """Batches of every epoch, each task carrying the run's ``estimator`` (so the
-        processors compute the advantages the loss trains on). From the second epoch on a
-        task's id gets ``@e<N>``: the processors group a run's rollouts by task id and the
-        trainer keeps one episode per id, so a task seen again must be a new group, not a
-        late or duplicate one."""
-        size = self.config.batch_size
-        base = (
-            self.train_tasks
-            if estimator is None
-            else [with_run_estimator(t, estimator) for t in self.train_tasks]
+        """This run's batches of every epoch (``rollouts.epoch_batches``)."""
+        return epoch_batches(
+            self.train_tasks, self.config.batch_size, self.config.epochs, estimator
         )
-        for epoch in range(self.config.epochs):
-            tasks = (
-                base
-                if epoch == 0
-                else [t.model_copy(update={"task_id": f"{t.task_id}@e{epoch + 1}"}) for t in base]
-            )
-            for start in range(0, len(tasks), size):
-                yield tasks[start : start + size]
 
     def _out_of_budget(self, report: TrainReport) -> bool:
         cfg = self.config
@@ -394,7 +336,9 @@ class AgentTrainer:
         """Roll out one batch, wait for its update (sync mode), and time both."""
         cfg, trainer = self.config, run.trainer
         began, version = time.perf_counter(), trainer.version
-        results = asyncio.run(self._run(batch, cfg.group_size, cfg.run_id))
+        results = asyncio.run(
+            run_rollouts(cfg, self.rollout, self.evaluator, batch, cfg.group_size, cfg.run_id)
+        )
         self._submitted += len(batch)
         rolled = time.perf_counter()
         if cfg.mode is SyncMode.SYNC:

@@ -126,3 +126,19 @@ def test_sft_runs_name_no_estimator() -> None:
     assert run.trainer_settings().run_estimator() is None
     (batch,) = run._batches(run.trainer_settings().run_estimator())
     assert [run_estimator(t.metadata_json) for t in batch] == [None]
+
+
+def test_epoch_batches_renames_later_epochs_and_carry_the_estimator() -> None:
+    from rllm.app.rollouts import epoch_batches
+
+    tasks = [Task(task_id=f"t{i}") for i in range(3)]
+    batches = list(epoch_batches(tasks, batch_size=2, epochs=2, estimator="rloo"))
+    assert [[t.task_id for t in b] for b in batches] == [
+        ["t0", "t1"],
+        ["t2"],
+        ["t0@e2", "t1@e2"],
+        ["t2@e2"],
+    ]
+    assert {run_estimator(t.metadata_json) for b in batches for t in b} == {"rloo"}
+    plain = list(epoch_batches(tasks, batch_size=3, epochs=1))
+    assert plain == [tasks], "no estimator: the tasks as given"
