@@ -9,8 +9,12 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from rllm.app.demo import DemoConfig, held_out_split, run_demo
+from rllm.consumers import backends
 from rllm.kafka import EventPublisher
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.topics import EPISODES, POLICY_UPDATES
@@ -28,8 +32,18 @@ def test_demo_trains_on_train_tasks_and_evaluates_the_trained_policy_on_held_out
     tiny_model: Path,
     loop_stack: Callable[..., LoopStack],
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     make_topics(partitions=2)
+    # the demo loads the trainer's model once (it built a second TrainerCore to serve v0)
+    loaded: list[str] = []
+    real_make_backend = backends.make_backend
+
+    def make_backend(settings: Any) -> Any:
+        loaded.append(settings.run_id)
+        return real_make_backend(settings)
+
+    monkeypatch.setattr(backends, "make_backend", make_backend)
     stack = loop_stack("demo-admin-key")  # the server follows every run: an earlier one too
     engine, follower, gateway = stack.engine, stack.follower, stack.gateway
     # an earlier run's policy, served when the demo starts: "before" must not measure it
@@ -76,6 +90,7 @@ def test_demo_trains_on_train_tasks_and_evaluates_the_trained_policy_on_held_out
     finally:
         stack.close()
 
+    assert loaded == [RUN], "the demo loaded the trainer's model once"
     train, test = held_out_split(3)
     assert report.held_out_ids == [t.task_id for t in test] == ["mul-3x7", "mul-6x4", "mul-3x9"]
     assert set(report.trained_ids) == {t.task_id for t in train} and len(train) == 61
