@@ -56,13 +56,16 @@ class GatewayServes:
         self._follower = PolicyFollower(
             kafka, self._on_records, name="trainer-served", poll_s=0.2, records=(PolicyServed,)
         )
+        self._following = False
         self._http: httpx.Client | None = None
         """One client: a new one per question built a TLS context each time (25-170 ms of
         CPU next to the trainer and the model server's reload)."""
 
     def start(self) -> GatewayServes:
-        """Start following the topic."""
-        self._follower.start()
+        """Start following the topic (``wait`` does on first use; again: nothing)."""
+        if not self._following:
+            self._following = True
+            self._follower.start()
         return self
 
     def _on_records(self, records: list[PolicyServed], _caught_up: bool) -> None:
@@ -104,6 +107,7 @@ class GatewayServes:
     def wait(self, version: int, deadline: float, trainer: Trainer) -> bool:
         """Until the gateway serves ``version`` (True), or the ``time.monotonic()``
         ``deadline`` passes or the trainer fails (False)."""
+        self.start()
         if self.gateway_id is None and self._ask(version):
             return True
         while trainer.failure is None:

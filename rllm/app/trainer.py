@@ -255,7 +255,8 @@ class AgentTrainer:
 
         thread = threading.Thread(target=run_trainer, name="rllm-trainer", daemon=True)
         thread.start()
-        served = GatewayServes(self.config.gateway_url, self.config.run_id, self.kafka).start()
+        # follows rllm.policy-updates from its first wait (sync mode, serve_start)
+        served = GatewayServes(self.config.gateway_url, self.config.run_id, self.kafka)
         self._running = _Running(trainer, thread, settings, served)
         return self._running
 
