@@ -184,22 +184,11 @@ def _timestamps(kafka: KafkaSettings, topic: str) -> list[tuple[int, bytes]]:
 
 
 def _count(kafka: KafkaSettings, topic: str) -> int:
-    """Records in a topic by its watermarks: cheap, so waiting does not steal the CPU the
+    """Records in a topic by its end offsets: cheap, so waiting does not steal the CPU the
     worker is being measured on (reading every episode each second did)."""
-    from confluent_kafka import TopicPartition
+    from rllm.kafka import end_offsets
 
-    from rllm.kafka import make_consumer
-
-    full = kafka.topic(topic)
-    consumer = make_consumer(kafka, "perf-count")
-    try:
-        meta = consumer.list_topics(full, timeout=10).topics[full]
-        return sum(
-            consumer.get_watermark_offsets(TopicPartition(full, p), timeout=10)[1]
-            for p in meta.partitions
-        )
-    finally:
-        consumer.close()
+    return sum(end_offsets(kafka, kafka.topic(topic)).values())
 
 
 def _interleave(

@@ -186,8 +186,9 @@ def topics_create(
 @kafka_options
 @reports_errors
 def topics_list(bootstrap_servers: str | None, topic_prefix: str | None) -> None:
-    """The design's topics: name, key, record, and whether the broker has them."""
-    from rllm.kafka import list_topics
+    """The design's topics: name, key, record, and whether the broker has them (with their
+    partitions and end offsets: the records written, transaction markers included)."""
+    from rllm.kafka import end_offsets, list_topics
     from rllm.schemas.topics import TOPICS
 
     settings = kafka_settings(bootstrap_servers, topic_prefix)
@@ -195,5 +196,9 @@ def topics_list(bootstrap_servers: str | None, topic_prefix: str | None) -> None
     for spec in TOPICS:
         name = settings.topic(spec.name)
         parts = held.get(name, 0)
-        state = f"{parts} partitions" if parts else "[red]missing[/red]"
+        if parts:
+            ends = sum(end_offsets(settings, name).values())
+            state = f"{parts} partitions, {ends:,} records"
+        else:
+            state = "[red]missing[/red]"
         console.print(f"{name:<32} key={spec.key:<16} {spec.record:<34} {state}")

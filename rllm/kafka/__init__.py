@@ -5,7 +5,8 @@ Modules:
 
 - ``clients``: producer, consumer and admin clients with our defaults; the codec (with
   the schema registry when one is set); the broker probe.
-- ``admin``: create the design's topics, delete topics, list what the broker holds.
+- ``admin``: create the design's topics, delete topics, list what the broker holds, end
+  offsets and a consumer group's lag.
 - ``publish``: ``EventPublisher`` (per-record futures, or ``Acks`` counted per batch).
 - ``consume``: ``TopicReader`` (decode each record or dead-letter it with the reason,
   offsets committed on demand) and the dead-letter helpers.
@@ -16,7 +17,14 @@ Modules:
 
 from __future__ import annotations
 
-from rllm.kafka.admin import created_partitions, delete_topics, ensure_topics, list_topics
+from rllm.kafka.admin import (
+    created_partitions,
+    delete_topics,
+    end_offsets,
+    ensure_topics,
+    group_lag,
+    list_topics,
+)
 from rllm.kafka.clients import (
     ConfluentRegistry,
     check_broker,
@@ -54,7 +62,9 @@ __all__ = [
     "dead_letter_for",
     "dead_letters_to",
     "delete_topics",
+    "end_offsets",
     "ensure_topics",
+    "group_lag",
     "kafka_errors",
     "list_topics",
     "make_admin",

@@ -1,21 +1,29 @@
 """Topic admin: create the design's topics (idempotently, with their settings), delete
-topics, and list what the broker holds.
+topics, list what the broker holds, and how far each partition and each consumer group
+has come.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from confluent_kafka import KafkaException
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
 from rllm.errors import TopicError
-from rllm.kafka.clients import make_admin
+from rllm.kafka.clients import make_admin, make_consumer
 from rllm.kafka.errors import is_already_exists, is_unknown_topic, kafka_errors, translate
 from rllm.schemas.topics import POLICY_UPDATES, TOPICS, TopicSpec
 from rllm.settings import KafkaSettings
 
-__all__ = ["created_partitions", "delete_topics", "ensure_topics", "list_topics"]
+__all__ = [
+    "created_partitions",
+    "delete_topics",
+    "end_offsets",
+    "ensure_topics",
+    "group_lag",
+    "list_topics",
+]
 
 
 def list_topics(settings: KafkaSettings, timeout_s: float | None = None) -> dict[str, int]:
@@ -107,3 +115,59 @@ def delete_topics(settings: KafkaSettings, names: Iterable[str]) -> None:
             if is_unknown_topic(exc):
                 continue
             raise translate(exc, f"deleting topic {name}") from exc
+
+
+def _partitions(consumer: Consumer, topic: str, timeout_s: float) -> list[TopicPartition]:
+    meta = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+    if meta is None or meta.error is not None or not meta.partitions:
+        raise TopicError(f"topic {topic!r} does not exist on the broker")
+    return [TopicPartition(topic, p) for p in sorted(meta.partitions)]
+
+
+def end_offsets(settings: KafkaSettings, topic: str, timeout_s: float = 10.0) -> dict[int, int]:
+    """Each partition's end offset (high watermark) of ``topic`` (a full name): on a topic
+    written outside transactions and never compacted, the records it holds.
+
+    Raises:
+        TopicError: naming the topic when the broker does not have it.
+        KafkaUnavailableError: if no broker answers.
+    """
+    with kafka_errors(f"reading the end offsets of {topic}"):
+        consumer = make_consumer(settings, "rllm-offsets")
+        try:
+            parts = _partitions(consumer, topic, timeout_s)
+            return {
+                tp.partition: consumer.get_watermark_offsets(tp, timeout=timeout_s)[1]
+                for tp in parts
+            }
+        finally:
+            consumer.close()
+
+
+def group_lag(
+    settings: KafkaSettings, group: str, topic: str, timeout_s: float = 10.0
+) -> dict[int, int]:
+    """Records of each partition of ``topic`` (a full name) that consumer group ``group``
+    has not committed yet; a partition caught up is left out (so ``{}``: caught up). Only
+    for a topic written outside transactions: a transaction's commit marker takes an offset
+    that no consumed record reaches.
+
+    Raises:
+        TopicError: naming the topic when the broker does not have it.
+        KafkaUnavailableError: if no broker answers.
+    """
+    with kafka_errors(f"reading group {group}'s lag on {topic}"):
+        consumer = make_consumer(settings, group)
+        try:
+            parts = _partitions(consumer, topic, timeout_s)
+            done = {
+                tp.partition: max(tp.offset, 0)
+                for tp in consumer.committed(parts, timeout=timeout_s)
+            }
+            ends = {
+                tp.partition: consumer.get_watermark_offsets(tp, timeout=timeout_s)[1]
+                for tp in parts
+            }
+        finally:
+            consumer.close()
+    return {p: end - done.get(p, 0) for p, end in ends.items() if end > done.get(p, 0)}

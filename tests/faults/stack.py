@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from confluent_kafka import TopicPartition
 
 from rllm.errors import InfraError
 from rllm.infra.broker import LocalBroker, LocalCluster
-from rllm.kafka import ensure_topics, make_consumer
+from rllm.kafka import end_offsets, ensure_topics
 from rllm.schemas.topics import POLICY_UPDATES, TOPICS
 from rllm.settings import KafkaSettings
 from tests.integration.helpers import members
@@ -38,17 +37,8 @@ HISTORY_GROUP = "rllm-history"
 
 
 def count(kafka: KafkaSettings, name: str) -> int:
-    """Records on a topic, by its watermarks."""
-    full = kafka.topic(name)
-    consumer = make_consumer(kafka, "faults-count")
-    try:
-        meta = consumer.list_topics(full, timeout=10).topics[full]
-        return sum(
-            consumer.get_watermark_offsets(TopicPartition(full, p), timeout=10)[1]
-            for p in meta.partitions
-        )
-    finally:
-        consumer.close()
+    """Records on a topic, by its end offsets."""
+    return sum(end_offsets(kafka, kafka.topic(name)).values())
 
 
 class Service:

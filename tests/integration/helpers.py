@@ -7,7 +7,6 @@ import uuid
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
-    Consumer,
     ConsumerGroupState,
     KafkaError,
     KafkaException,
@@ -43,25 +42,6 @@ def read_all(settings: KafkaSettings, full_topic: str, timeout_s: float = 20.0) 
             out.append(msg)
         assert not pending, f"partitions {pending} of {full_topic} did not reach their end"
         return sorted(out, key=lambda m: (m.partition(), m.offset()))
-    finally:
-        consumer.close()
-
-
-def lag(consumer: Consumer, parts: list[TopicPartition]) -> dict[int, int]:
-    """Records of each partition that ``consumer``'s group has not committed yet (none:
-    caught up). Only for a topic written outside transactions: a transaction's commit
-    marker takes an offset that no record consumed ever reaches."""
-    done = {tp.partition: max(tp.offset, 0) for tp in consumer.committed(parts, timeout=10)}
-    ends = {p.partition: consumer.get_watermark_offsets(p, timeout=10)[1] for p in parts}
-    return {p: end - done.get(p, 0) for p, end in ends.items() if end > done.get(p, 0)}
-
-
-def group_lag(kafka: KafkaSettings, group: str, full_topic: str) -> dict[int, int]:
-    """``lag`` of consumer group ``group`` on ``full_topic``, asked once."""
-    consumer = make_consumer(kafka, group)
-    try:
-        meta = consumer.list_topics(full_topic, timeout=10).topics[full_topic]
-        return lag(consumer, [TopicPartition(full_topic, p) for p in sorted(meta.partitions)])
     finally:
         consumer.close()
 

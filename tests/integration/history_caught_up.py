@@ -13,13 +13,10 @@ from __future__ import annotations
 import sys
 import time
 
-from confluent_kafka import TopicPartition
-
 from rllm.consumers.history.settings import HistorySettings
-from rllm.kafka import make_consumer
+from rllm.kafka import group_lag
 from rllm.schemas.topics import SESSION_EVENTS
 from rllm.settings import KafkaSettings
-from tests.integration.helpers import lag
 
 
 def main(timeout_s: float = 60.0) -> int:
@@ -27,21 +24,15 @@ def main(timeout_s: float = 60.0) -> int:
     kafka = KafkaSettings()
     group = HistorySettings().history_group_id
     topic = kafka.topic(SESSION_EVENTS)
-    consumer = make_consumer(kafka, group)
-    try:
-        meta = consumer.list_topics(topic, timeout=10).topics[topic]
-        parts = [TopicPartition(topic, p) for p in sorted(meta.partitions)]
-        deadline = time.monotonic() + timeout_s
-        behind = lag(consumer, parts)
-        while behind:
-            if time.monotonic() > deadline:
-                print(f"history group {group} still behind on {topic}: {behind}", file=sys.stderr)
-                return 1
-            time.sleep(0.2)  # polls the committed offsets, the sink's own signal
-            behind = lag(consumer, parts)
-        return 0
-    finally:
-        consumer.close()
+    deadline = time.monotonic() + timeout_s
+    behind = group_lag(kafka, group, topic)
+    while behind:
+        if time.monotonic() > deadline:
+            print(f"history group {group} still behind on {topic}: {behind}", file=sys.stderr)
+            return 1
+        time.sleep(0.2)  # polls the committed offsets, the sink's own signal
+        behind = group_lag(kafka, group, topic)
+    return 0
 
 
 if __name__ == "__main__":

@@ -12,14 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import TopicPartition
-
-from rllm.kafka import EventPublisher, make_consumer
+from rllm.kafka import EventPublisher, end_offsets, group_lag
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.topics import SESSION_EVENTS
 from rllm.schemas.types import SessionEvent
 from rllm.settings import KafkaSettings
-from tests.integration.helpers import group_lag, read_all
+from tests.integration.helpers import read_all
 from tests.unit.processors.factory import make_session, task
 
 CODEC = AvroCodec()
@@ -61,17 +59,8 @@ def records(kafka: KafkaSettings, name: str) -> list[Any]:
 
 
 def count(kafka: KafkaSettings, name: str) -> int:
-    """Records in a topic by its watermarks (cheap; counts aborted/uncommitted too)."""
-    full = kafka.topic(name)
-    consumer = make_consumer(kafka, "count")
-    try:
-        meta = consumer.list_topics(full, timeout=10).topics[full]
-        return sum(
-            consumer.get_watermark_offsets(TopicPartition(full, p), timeout=10)[1]
-            for p in meta.partitions
-        )
-    finally:
-        consumer.close()
+    """Records in a topic by its end offsets (cheap; counts aborted/uncommitted too)."""
+    return sum(end_offsets(kafka, kafka.topic(name)).values())
 
 
 def processors_group(kafka: KafkaSettings) -> str:
