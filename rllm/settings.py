@@ -103,6 +103,8 @@ class OwnEnvSettings(BaseSettings):
     """The fields that read a variable of their own, with the name they read before."""
     owner: ClassVar[str] = ""
     """Whose fields these are, for the warning (``the model server``)."""
+    init_only: ClassVar[tuple[str, ...]] = ()
+    """Fields no environment variable sets (another class's variable holds the value)."""
 
     @classmethod
     def settings_customise_sources(
@@ -114,7 +116,8 @@ class OwnEnvSettings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         names = {moved.field: moved.new for moved in cls.moved_env}
-        return init_settings, _OwnEnvSource(settings_cls, names), file_secret_settings
+        source = _OwnEnvSource(settings_cls, names, cls.init_only)
+        return init_settings, source, file_secret_settings
 
     @model_validator(mode="before")
     @classmethod
@@ -140,9 +143,9 @@ class OwnEnvSettings(BaseSettings):
 def env_var(cls: type[BaseSettings], field: str) -> str:
     """The environment variable that sets ``field`` of settings class ``cls``; '' for a
     field no variable sets (``StackSettings.gateway_port``: its service's variable)."""
-    if field in getattr(cls, "init_only", ()):
-        return ""
     if issubclass(cls, OwnEnvSettings):
+        if field in cls.init_only:
+            return ""
         for moved in cls.moved_env:
             if moved.field == field:
                 return moved.new
@@ -231,7 +234,7 @@ class KafkaSettings(BaseSettings):
         return conf
 
 
-class StackSettings(BaseSettings):
+class StackSettings(OwnEnvSettings):
     """The local stack started by ``rllm-cli up``."""
 
     # forbid: a keyword this class does not have is an error, not ignored
@@ -266,20 +269,7 @@ class StackSettings(BaseSettings):
     """Port of the local model server ``up`` starts."""
     view_port: int = Field(default=8500, ge=1, le=65535)
     """Port of the history viewer ``up`` starts on 127.0.0.1."""
-    init_only: ClassVar[tuple[str, ...]] = ("gateway_port", "serve_port", "view_port")
-    """The fields no environment variable sets."""
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        source = _OwnEnvSource(settings_cls, {}, cls.init_only)
-        return init_settings, source, file_secret_settings
+    init_only = ("gateway_port", "serve_port", "view_port")
 
     @property
     def brokers_file(self) -> Path:
