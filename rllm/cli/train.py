@@ -78,7 +78,7 @@ OPTION_GROUPS = (
     default=None,
     help="Training backend [default: local; env RLLM_BACKEND].",
 )
-@click.option("--model", default=None, help="Local HF model dir or .gguf file (RLLM_MODEL).")
+@click.option("--model", default=None, help="Local HF model dir or .gguf file (RLLM_TRAIN_MODEL).")
 @click.option(
     "--loss",
     type=click.Choice(["grpo", "reinforce", "rloo", "sft", "distill"]),
