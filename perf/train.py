@@ -356,6 +356,7 @@ def _pipeline(
             "seed": args.seed,
             "precision": args.precision,
             "torch_threads": args.threads,
+            "min_flush_episodes": args.min_flush_episodes,
         },
     )
     trainer = AgentTrainer(
@@ -540,6 +541,12 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=48)
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--micro-batch", type=int, default=8)
+    ap.add_argument(
+        "--min-flush-episodes",
+        type=int,
+        default=1,
+        help="--pipeline: a batch with fewer kept groups waits for the next one's",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
         "--precision",

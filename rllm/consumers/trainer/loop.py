@@ -205,9 +205,10 @@ class Trainer:
             self._changed.notify_all()
 
     def flush_after(self, episodes: int) -> None:
-        """Train the pending batch, full or not, as soon as ``episodes`` episodes of the
-        wanted runs have been settled in all: a driver that rolled out that many tasks
-        waits for their update (uniform groups dropped leave the batch short)."""
+        """Train the pending batch, full or not (if it holds ``min_flush_episodes``; fewer
+        wait for the next batch's), as soon as ``episodes`` episodes of the wanted runs
+        have been settled in all: a driver that rolled out that many tasks waits for their
+        update (uniform groups dropped leave the batch short)."""
         self._flush_after = episodes
 
     def _check_flush(self, reader: TopicReader, publisher: EventPublisher) -> None:
@@ -218,7 +219,7 @@ class Trainer:
             return
         if self.report.episodes_settled - self.report.other_runs < target:
             return
-        if self.core.batcher.pending:
+        if self.core.batcher.pending >= self.core.settings.min_flush_episodes:
             self._update(reader, publisher)
         self.report.flushed_through = target
         self._notify()

@@ -117,6 +117,12 @@ class TrainerSettings(OwnEnvSettings):
     # --- batching -------------------------------------------------------------------
     batch_size: int = Field(default=4, ge=1)
     """Episodes (tasks) per update; each brings its whole group."""
+    min_flush_episodes: int = Field(default=1, ge=1)
+    """A driver's flush (``Trainer.flush_after``, sync runs) trains the pending batch only
+    when it holds this many kept episodes; fewer wait for the next batch's, which the
+    driver samples on the same version, so they stay on-policy (DAPO's dynamic sampling).
+    Uniform groups dropped leave a flushed batch short, and AdamW moves the weights as far
+    on one group as on a full batch."""
     mode: SyncMode = SyncMode.ASYNC
     """sync: train only on-policy episodes; async: allow up to max_staleness."""
     max_staleness: int = Field(default=1, ge=0)

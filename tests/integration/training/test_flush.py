@@ -64,3 +64,46 @@ def test_flush_trains_the_kept_groups_of_a_short_batch(
     finally:
         trainer.stop()
         thread.join(timeout=30)
+
+
+def test_a_flush_short_of_min_flush_episodes_waits_for_the_next_batch(
+    kafka: KafkaSettings, make_topics: Callable[..., list[str]], tiny_model: Path, tmp_path: Path
+) -> None:
+    make_topics(partitions=1)
+    settings = TrainerSettings(
+        model=str(tiny_model),
+        checkpoint_dir=tmp_path,
+        lr=0.01,
+        run_id="carry-run",
+        batch_size=4,
+        min_flush_episodes=2,
+        group_id="carry-trainer",
+        poll_timeout_s=0.1,
+        episode_run_ids=("run",),
+    )
+    trainer = Trainer(settings, kafka, LocalBackend(settings))
+    thread = threading.Thread(target=trainer.run, daemon=True)
+    thread.start()
+    try:
+        with EventPublisher(kafka) as pub:  # batch 1: one kept group of two
+            for eid, rewards in (("c1", (1.0, 0.0)), ("c2", (1.0, 1.0))):
+                pub.publish_sync(EPISODES, eid, episode(eid, rewards=rewards))
+        trainer.flush_after(2)
+        _until(lambda: trainer.report.flushed_through == 2, "batch 1 never settled")
+        # no update on one group: it waits, still on version 0, for the next batch's
+        assert (trainer.report.updates, trainer.core.version, trainer.core.batcher.pending) == (
+            0,
+            0,
+            1,
+        )
+        with EventPublisher(kafka) as pub:  # batch 2: another kept group
+            for eid, rewards in (("c3", (0.0, 1.0)), ("c4", (0.0, 0.0))):
+                pub.publish_sync(EPISODES, eid, episode(eid, rewards=rewards))
+        trainer.flush_after(4)
+        _until(lambda: trainer.report.flushed_through == 4, "batch 2 never flushed")
+        assert trainer.report.updates == 1 and trainer.core.version == 1
+        assert sorted(trainer.core.state.history[-1]["episode_ids"]) == ["c1", "c3"]  # type: ignore[arg-type]
+        assert trainer.core.batcher.pending == 0
+    finally:
+        trainer.stop()
+        thread.join(timeout=30)
