@@ -174,7 +174,7 @@ def run_demo(
     after = _evaluate(config, "after", say)
     _expect_policy(after, config.run_id, report.version, "after")
     seconds["after"] = time.perf_counter() - began
-    plot = plot_rewards(report, config.plot, config.run_id)
+    plot = plot_rewards(report, config.plot, f"{config.run_id}: {BENCHMARK}", before, after)
     return DemoReport(
         run_id=config.run_id,
         held_out_ids=[t.task_id for t in test_tasks],
@@ -269,11 +269,41 @@ def _progress(
     return on_update
 
 
-def plot_rewards(report: TrainReport, path: Path, title: str) -> Path:
-    """The training reward of each batch against the policy version it ran on, as a PNG."""
-    from rllm.consumers.history.render import plot_result
-    from rllm.consumers.history.types import QueryResult
+def plot_rewards(
+    report: TrainReport, path: Path, title: str, before: EvalSummary, after: EvalSummary
+) -> Path:
+    """The training reward of each batch against the policy version it ran on (rollouts
+    sampled at temperature 1), and the held-out reward before and after (greedy) on the
+    versions they ran on, as a PNG."""
+    import matplotlib
 
-    rows = [(u.rollout_version, u.reward_mean, u.accuracy) for u in report.updates]
-    result = QueryResult(("policy_version", "reward", "accuracy"), rows)
-    return plot_result(result, "policy_version", ("reward",), path, f"{title}: training reward")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    versions = [u.rollout_version for u in report.updates]
+    ax.plot(
+        versions,
+        [u.reward_mean for u in report.updates],
+        marker=".",
+        label="training reward (rollouts sampled at temperature 1)",
+    )
+    held = [(e.policy_version or 0, e.mean_reward) for e in (before, after)]
+    ax.plot(
+        [v for v, _ in held],
+        [r for _, r in held],
+        linestyle=":",
+        marker="D",
+        color="C1",
+        label=f"held-out reward, greedy ({after.tasks} tasks never trained on)",
+    )
+    for version, reward in held:
+        ax.annotate(f"{reward:.2f}", (version, reward), textcoords="offset points", xytext=(6, 6))
+    ax.set(xlabel="policy version", ylabel="mean reward", ylim=(0, 1.08), title=title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize="small")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
