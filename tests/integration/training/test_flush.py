@@ -25,23 +25,32 @@ def _until(check: Callable[[], bool], what: str, timeout_s: float = 60) -> None:
         time.sleep(0.05)
 
 
-def test_flush_trains_the_kept_groups_of_a_short_batch(
-    kafka: KafkaSettings, make_topics: Callable[..., list[str]], tiny_model: Path, tmp_path: Path
-) -> None:
-    make_topics(partitions=2)
+def _start(
+    kafka: KafkaSettings, tiny_model: Path, tmp_path: Path, run_id: str, **more: object
+) -> tuple[Trainer, threading.Thread]:
+    """A trainer of run ``run_id`` on the tiny model, batches of 4, on its own thread."""
     settings = TrainerSettings(
         model=str(tiny_model),
         checkpoint_dir=tmp_path,
         lr=0.01,
-        run_id="flush-run",
+        run_id=run_id,
         batch_size=4,
-        group_id="flush-trainer",
+        group_id=f"{run_id}-trainer",
         poll_timeout_s=0.1,
         episode_run_ids=("run",),
+        **more,  # type: ignore[arg-type]
     )
     trainer = Trainer(settings, kafka, LocalBackend(settings))
     thread = threading.Thread(target=trainer.run, daemon=True)
     thread.start()
+    return trainer, thread
+
+
+def test_flush_trains_the_kept_groups_of_a_short_batch(
+    kafka: KafkaSettings, make_topics: Callable[..., list[str]], tiny_model: Path, tmp_path: Path
+) -> None:
+    make_topics(partitions=2)
+    trainer, thread = _start(kafka, tiny_model, tmp_path, "flush-run")
     try:
         with EventPublisher(kafka) as pub:
             # batch 1: three tasks, one all-correct (uniform, dropped), one of another run
@@ -70,20 +79,7 @@ def test_a_flush_short_of_min_flush_episodes_waits_for_the_next_batch(
     kafka: KafkaSettings, make_topics: Callable[..., list[str]], tiny_model: Path, tmp_path: Path
 ) -> None:
     make_topics(partitions=1)
-    settings = TrainerSettings(
-        model=str(tiny_model),
-        checkpoint_dir=tmp_path,
-        lr=0.01,
-        run_id="carry-run",
-        batch_size=4,
-        min_flush_episodes=2,
-        group_id="carry-trainer",
-        poll_timeout_s=0.1,
-        episode_run_ids=("run",),
-    )
-    trainer = Trainer(settings, kafka, LocalBackend(settings))
-    thread = threading.Thread(target=trainer.run, daemon=True)
-    thread.start()
+    trainer, thread = _start(kafka, tiny_model, tmp_path, "carry-run", min_flush_episodes=2)
     try:
         with EventPublisher(kafka) as pub:  # batch 1: one kept group of two
             for eid, rewards in (("c1", (1.0, 0.0)), ("c2", (1.0, 1.0))):
