@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 
 from rllm.errors import RllmError
 from rllm.schemas.types import ApiKind, StepError, Usage
@@ -25,6 +25,7 @@ from .adapters.stream import OpenAIStream, StreamEncoder, as_chunks
 from .call import Call
 from .clock import Timing
 from .errors import GatewayError
+from .jsonio import JsonAnswer
 from .sessions import Session
 from .settings import UpstreamKind
 from .sglang_stream import GenerateStream
@@ -226,7 +227,7 @@ async def _native(
     parsed = _parse(chat, call.body, await _complete(call, chat, sent, headers, prompt_ids))
     call.take(parsed, parsed.client)
     await call.record()
-    return JSONResponse(parsed.client)
+    return JsonAnswer(parsed.client)
 
 
 async def _translated(
@@ -237,7 +238,7 @@ async def _translated(
     answer = _TRANSLATED[call.api].from_chat(call.body, parsed)
     call.take(parsed, answer)
     await call.record()
-    return JSONResponse(answer)
+    return JsonAnswer(answer)
 
 
 def _encoder(call: Call, capture: ChatStream) -> StreamEncoder:

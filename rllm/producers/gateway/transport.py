@@ -1,6 +1,6 @@
-"""The gateway's default transport to its upstream: aiohttp's connection pool and C HTTP
-parser (aiohttp comes with faust), as an ``httpx`` transport and, for whole answers, on its
-own (``post``: no httpx request or response objects, ~0.1 ms a call).
+"""The gateway's default transport to its upstream for streams and other requests:
+aiohttp's connection pool and C HTTP parser, as an ``httpx`` transport (whole answers go
+through ``http1.Http1Pool``, which is cheaper still).
 
 httpx's own pool (httpcore 1.0) scans every pooled connection twice a request, and probes
 each idle one's socket, in Python: measured here, 1.1-1.6 ms of CPU a request against
@@ -15,27 +15,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any
 
 import aiohttp
 import httpx
 from yarl import URL
 
-__all__ = ["AiohttpTransport", "Answer"]
+from .http1 import NO_RESPONSE
 
-_NO_RESPONSE = "Server disconnected without sending a response."
-"""httpcore's words for a connection closed before any answer (``Upstream._send`` retries
-those once: nothing reached the model)."""
-
-
-class Answer(NamedTuple):
-    """A whole upstream answer."""
-
-    status: int
-    headers: Mapping[str, str]
-    """By lower-case name."""
-    content: bytes
-    """The body, decoded from its ``Content-Encoding``."""
+__all__ = ["AiohttpTransport"]
 
 
 @contextmanager
@@ -54,7 +42,7 @@ def _httpx_errors(request: httpx.Request | None, answered: bool) -> Iterator[Non
         message = (
             "peer closed connection without sending complete message body"
             if answered
-            else _NO_RESPONSE
+            else NO_RESPONSE
         )
         raise httpx.RemoteProtocolError(message, request=request) from exc
     except (aiohttp.ClientPayloadError, aiohttp.ClientResponseError) as exc:
@@ -63,7 +51,7 @@ def _httpx_errors(request: httpx.Request | None, answered: bool) -> Iterator[Non
         if answered:
             raise httpx.ReadError(str(exc), request=request) from exc
         # a pooled connection the server had closed: the request did not get through
-        raise httpx.RemoteProtocolError(f"{_NO_RESPONSE} ({exc})", request=request) from exc
+        raise httpx.RemoteProtocolError(f"{NO_RESPONSE} ({exc})", request=request) from exc
     except aiohttp.ClientError as exc:
         raise httpx.TransportError(str(exc), request=request) from exc
 
@@ -104,7 +92,6 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         self._keepalive_s = keepalive_s
         self._session: aiohttp.ClientSession | None = None
         self._closed = False
-        self._urls: dict[str, URL] = {}
         self._timeouts: dict[tuple[float | None, ...], aiohttp.ClientTimeout] = {}
 
     def _open(self) -> aiohttp.ClientSession:
@@ -136,41 +123,6 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                 total=None, connect=_sum(key[0], key[1]), sock_connect=key[1], sock_read=key[2]
             )
         return limits
-
-    async def post(
-        self,
-        url: str,
-        headers: dict[str, str],
-        content: bytes,
-        timeout: Mapping[str, float | None],
-    ) -> Answer:
-        """POST ``content`` and read the whole answer.
-
-        Raises:
-            httpx.HTTPError: what httpx would raise (``ConnectError``, ``ReadTimeout``, ...).
-        """
-        session = self._session or self._open()
-        target = self._urls.get(url)
-        if target is None:
-            target = self._urls[url] = URL(url, encoded=True)
-        with _httpx_errors(None, answered=False):
-            resp = await session.request(
-                "POST",
-                target,
-                headers=headers,
-                data=content,
-                timeout=self._limits(timeout),
-                allow_redirects=False,
-            )
-        try:
-            with _httpx_errors(None, answered=True):
-                body = await resp.read()
-        finally:
-            resp.release()
-        names = {k.lower(): v for k, v in resp.headers.items()}
-        if names.get("content-encoding", "identity") != "identity":  # httpx decodes it
-            body = httpx.Response(resp.status, headers=list(resp.raw_headers), content=body).content
-        return Answer(resp.status, names, body)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         session = self._session or self._open()

@@ -11,11 +11,13 @@ from typing import Any, TypeVar
 
 import httpx
 
+from . import jsonio
 from .context import ContextWindow
 from .errors import UpstreamFailure
+from .http1 import Answer, Http1Pool
 from .settings import GatewaySettings, UpstreamKind
 from .sglang import SglangGenerate, load_tokenizer
-from .transport import AiohttpTransport, Answer
+from .transport import AiohttpTransport
 
 __all__ = ["FORWARD_HEADERS", "Upstream", "UpstreamFailure", "error_body"]
 
@@ -74,6 +76,9 @@ class Upstream:
         self._base_headers = dict(self.client.headers)
         self._timeout = self.client.timeout.as_dict()
         self._urls: dict[str, httpx.URL] = {}
+        self._pool = Http1Pool(1000) if isinstance(self._transport, AiohttpTransport) else None
+        """Whole answers' connections, when the default transport is the upstream's (not
+        a proxy's, nor a test's)."""
         self.context = ContextWindow(self)
         """Its context length, and prompt lengths when a call needs them."""
 
@@ -133,10 +138,9 @@ class Upstream:
         self, path: str, body: dict[str, Any], incoming: dict[str, str]
     ) -> tuple[dict[str, str], bytes]:
         """The headers and body of a JSON POST (what ``client.build_request`` sends)."""
-        content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         headers = {**self._base_headers, **self._headers(incoming)}
         headers["content-type"] = "application/json"
-        return headers, content.encode()
+        return headers, jsonio.dumps(body)
 
     async def _send(
         self, path: str, body: dict[str, Any], incoming: dict[str, str]
@@ -156,13 +160,19 @@ class Upstream:
         return response
 
     async def _whole(self, path: str, body: dict[str, Any], incoming: dict[str, str]) -> Answer:
-        """POST and read the whole answer: straight through aiohttp when it is the
-        transport, else through the transport's httpx response."""
-        fast = self._transport if isinstance(self._transport, AiohttpTransport) else None
-        if fast is not None:
+        """POST and read the whole answer (decoded from its ``Content-Encoding``): through
+        the keep-alive pool when there is one, else through the transport's httpx
+        response."""
+        pool = self._pool
+        if pool is not None:
             headers, content = self._post(path, body, incoming)
             url = str(self._url(path))
-            return await self._retrying(lambda: fast.post(url, headers, content, self._timeout))
+            answer = await self._retrying(lambda: pool.post(url, headers, content, self._timeout))
+            if answer.headers.get("content-encoding", "identity") != "identity":
+                raw = list(answer.headers.items())
+                decoded = httpx.Response(answer.status, headers=raw, content=answer.content)
+                answer = answer._replace(content=decoded.content)
+            return answer
 
         async def read() -> Answer:
             resp = await self._send(path, body, incoming)
@@ -200,7 +210,7 @@ class Upstream:
                 answer.headers.get("content-type", "application/json"),
             )
         try:
-            return json.loads(answer.content)
+            return jsonio.loads(answer.content)
         except ValueError as exc:
             text = answer.content.decode("utf-8", "replace")
             raise UpstreamFailure(
@@ -244,5 +254,7 @@ class Upstream:
             raise self._failure(exc) from exc
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
+        """Close the connection pools."""
+        if self._pool is not None:
+            await self._pool.aclose()
         await self.client.aclose()

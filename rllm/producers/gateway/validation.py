@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
 
 from rllm.schemas.types import ApiKind
 
+from . import jsonio
 from .errors import GatewayError
 from .settings import GatewaySettings
 
@@ -72,7 +72,7 @@ async def read_json(request: Request, settings: GatewaySettings, allow_empty: bo
             return None
         raise GatewayError(400, "request body is empty; send a JSON object")
     try:
-        return json.loads(raw)
+        return jsonio.loads(raw, allow_nan=False)
     except RecursionError as exc:
         raise GatewayError(400, TOO_DEEP) from exc
     except (ValueError, UnicodeDecodeError) as exc:
