@@ -123,8 +123,8 @@ class Call:
 
     async def record(self, wait: bool | None = None) -> None:
         """Publish the step (once); with ack capture this returns after Kafka's ack, with
-        async capture (or ``wait`` False) the step is built and submitted once the handler
-        has let the loop go, so after the answer is sent.
+        async capture (or ``wait`` False) the step is built and submitted
+        ``publish_delay_ms`` after the answer is sent (``GatewayState.defer``).
 
         The step's ``overhead_ms`` is the time from the request's arrival to here, less the
         upstream's: reading, parsing, checking, translating and capturing (the Kafka wait
@@ -145,11 +145,11 @@ class Call:
         if self.cap.error is not None:
             m.inc("rllm_gateway_errors_total", kind=self.cap.error.kind)
         if self.state.wait_for_ack if wait is None else wait:
+            self.state.settle()  # the steps deferred before this one go first
             settled = self._submit_choices()
             await asyncio.gather(*(asyncio.wrap_future(f) for f in settled))
-        else:  # after the answer is written (the loop runs callbacks in order, so before
-            # anything a later request of the session does, its close included)
-            asyncio.get_running_loop().call_soon(self._submit_choices)
+        else:  # after the answer is written, in order (``GatewayState.defer``)
+            self.state.defer(self._submit_choices)
 
     def _submit_choices(self) -> list[Future[None]]:
         """Submit one step per choice, at consecutive step indices from the call's: the

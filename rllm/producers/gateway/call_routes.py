@@ -20,7 +20,7 @@ from .state import GatewayState
 from .upstreams import UpstreamFailure
 from .validation import read_json, validate_call
 
-__all__ = ["plain_call", "session_call"]
+__all__ = ["header_dict", "plain_call", "session_call"]
 
 
 @guarded
@@ -29,7 +29,8 @@ async def session_call(request: Request) -> Response:
     route = parse_session_path(request.path_params["rest"])
     if route is None:
         raise GatewayError(404, "no session id in the path")
-    key = request_key(dict(request.headers))
+    headers = header_dict(request)
+    key = request_key(headers)
     session = st.sessions.get(route.session_id)
     if route.action == "close":
         body = await read_json(request, st.settings, allow_empty=True) or {}
@@ -48,15 +49,16 @@ async def session_call(request: Request) -> Response:
         # a call that would be refused opens nothing: its body is read and checked first
         body = await _call_body(st, request, route.api_path)
         session = await open_implicit(st, request, route.session_id)
-        return await _api(st, request, session, route.api_path, body)
-    return await _api(st, request, session, route.api_path)
+        return await _api(st, request, headers, session, route.api_path, body)
+    return await _api(st, request, headers, session, route.api_path)
 
 
 @guarded
 async def plain_call(request: Request) -> Response:
     st = state_of(request)
     api_path = request.path_params["api"].strip("/")
-    key = request_key(dict(request.headers))
+    headers = header_dict(request)
+    key = request_key(headers)
     session = st.sessions.by_key(key) if key else None
     if api_path == "events":
         if session is None:
@@ -66,11 +68,17 @@ async def plain_call(request: Request) -> Response:
         return JSONResponse(answer, status_code=status)
     if session is None:
         if api_path == "models" and is_admin(st, key):
-            return await _api(st, request, None, api_path)
+            return await _api(st, request, headers, None, api_path)
         raise GatewayError(
             401, "no open session has this key; use the session's key or /sessions/{id}/v1"
         )
-    return await _api(st, request, session, api_path)
+    return await _api(st, request, headers, session, api_path)
+
+
+def header_dict(request: Request) -> dict[str, str]:
+    """The request's headers by (lower-case) name, decoded once; of a repeated one, the
+    first (as Starlette's ``Headers`` reads it)."""
+    return {k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(request.scope["headers"])}
 
 
 async def _gone(request: Request) -> None:
@@ -93,12 +101,12 @@ async def _call_body(st: GatewayState, request: Request, api_path: str) -> Any:
 async def _api(
     st: GatewayState,
     request: Request,
+    headers: dict[str, str],
     session: Session | None,
     api_path: str,
     body: Any = None,
 ) -> Response:
     """Serve ``/v1/{api_path}`` for ``session``; ``body`` when it was read (and checked)."""
-    headers = dict(request.headers)
     if api_path == "models":
         try:
             resp = await st.upstream.forward("GET", "/v1/models", b"", headers)

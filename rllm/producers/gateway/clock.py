@@ -1,5 +1,5 @@
-"""Per-request timing: an ASGI middleware stamps a request's arrival and, at the last byte
-of its answer, records the time the gateway added (the whole request minus the upstream's
+"""Per-request timing: the gateway's app stamps a request's arrival and, at the last byte of
+its answer, records the time the gateway added (the whole request minus the upstream's
 time) in ``rllm_gateway_added_latency_seconds``."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Scope, Send
 
-__all__ = ["RequestClock", "Timing", "timing_of"]
+__all__ = ["Timing", "clocked", "timing_of"]
 
 _KEY = "rllm_timing"
 
@@ -35,26 +35,19 @@ def timing_of(request: Request) -> Timing | None:
     return timing if isinstance(timing, Timing) else None
 
 
-class RequestClock:
-    """ASGI middleware: stamp the arrival; observe the added time after the last byte."""
+def clocked(scope: Scope, send: Send) -> Send:
+    """Stamp an HTTP request's arrival in its scope; the returned ``send`` observes the
+    added time once the last byte of an LLM call's answer is sent."""
+    timing = Timing(arrived=time.perf_counter())
+    scope.setdefault("state", {})[_KEY] = timing
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+    async def timed_send(message: Message) -> None:
+        await send(message)
+        last = message["type"] == "http.response.body" and not message.get("more_body")
+        if last and timing.call:
+            added = time.perf_counter() - timing.arrived - timing.upstream_s
+            gw = getattr(scope["app"].state, "gw", None)
+            if gw is not None:
+                gw.metrics.observe("rllm_gateway_added_latency_seconds", max(added, 0.0))
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        timing = Timing(arrived=time.perf_counter())
-        scope.setdefault("state", {})[_KEY] = timing
-
-        async def timed_send(message: Message) -> None:
-            await send(message)
-            last = message["type"] == "http.response.body" and not message.get("more_body")
-            if last and timing.call:
-                added = time.perf_counter() - timing.arrived - timing.upstream_s
-                gw = getattr(scope["app"].state, "gw", None)
-                if gw is not None:
-                    gw.metrics.observe("rllm_gateway_added_latency_seconds", max(added, 0.0))
-
-        await self.app(scope, receive, timed_send)
+    return timed_send

@@ -67,6 +67,7 @@ async def ingest_events(
             }
         }
     good, errors = validate_events(items, only_session)
+    state.settle()  # after the steps the gateway captured before them
     results = await asyncio.gather(
         *(state.sink.emit(SESSION_EVENTS, ev.session_id, ev, wait=True) for _, ev in good),
         return_exceptions=True,

@@ -37,6 +37,7 @@ __all__ = [
 
 def session_info(st: GatewayState, request: Request, session: Session) -> dict[str, Any]:
     base = (st.settings.public_url or str(request.base_url)).rstrip("/")
+    st.settle()  # its steps counted
     return {
         "session_id": session.session_id,
         "run_id": session.run_id,
@@ -143,6 +144,7 @@ async def _publish_before_close(st: GatewayState, session: Session, events: Any)
     good, errors = validate_events(events, session)
     if errors:
         raise GatewayError(400, f"events refused, the session stays open: {errors}")
+    st.settle()  # after the session's steps
     for _, event in good:
         await st.sink.emit(SESSION_EVENTS, event.session_id, event, wait=True)
 

@@ -72,6 +72,12 @@ class GatewaySettings(BaseSettings):
     """How long a produce may wait for Kafka before the event goes to the spool."""
     linger_ms: float = Field(default=0.0, ge=0)
     """Producer linger (librdkafka ``linger.ms``): 0 sends each step at once (ack latency)."""
+    publish_delay_ms: float = Field(default=3.0, ge=0, le=1000)
+    """capture=async: how long after its answer a step is built and handed to Kafka, so
+    that the client reads its answer before the gateway, librdkafka and a broker on the same
+    machine spend CPU on the event (measured: 0.4 ms of added p50 on two cores); steps keep
+    their order, and a session's close, its info, an ack-waiting step and a shutdown first
+    publish what waits. 0: right after the answer."""
     spool_dir: Path = Field(default_factory=lambda: default_home() / "gateway-spool")
     """Where events wait while Kafka is unreachable (append-only file)."""
     spool_fsync: bool = True

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import time
 import uuid
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rllm.schemas.lineage import PolicyPointer
@@ -18,6 +22,8 @@ from .sink import EventSink
 from .upstreams import Upstream
 
 __all__ = ["GatewayState"]
+
+log = logging.getLogger("rllm.gateway")
 
 
 @dataclass
@@ -39,6 +45,33 @@ class GatewayState:
     paused: bool = False
     gateway_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     """This gateway process, as its ``PolicyServed`` records and ``/admin/policy`` name it."""
+    _deferred: deque[Callable[[], object]] = field(default_factory=deque, repr=False)
+    _settling: asyncio.Handle | None = field(default=None, repr=False)
+
+    def defer(self, submit: Callable[[], object]) -> None:
+        """Run ``submit`` (an async-capture step's building and produce)
+        ``publish_delay_ms`` from now, after every submit deferred before it."""
+        self._deferred.append(submit)
+        if self._settling is None:
+            loop = asyncio.get_running_loop()
+            delay = self.settings.publish_delay_ms / 1000
+            self._settling = (
+                loop.call_later(delay, self.settle) if delay else loop.call_soon(self.settle)
+            )
+
+    def settle(self) -> None:
+        """Run the deferred submits now, in order: before anything that reads a session's
+        steps or publishes after them (its close, its info, a step that waits for the ack,
+        events posted for it, the shutdown)."""
+        if self._settling is not None:
+            self._settling.cancel()
+            self._settling = None
+        while self._deferred:
+            submit = self._deferred.popleft()
+            try:
+                submit()
+            except Exception:  # one failed step must not keep the later ones back
+                log.exception("publishing a step failed")
 
     @property
     def wait_for_ack(self) -> bool:
@@ -95,6 +128,7 @@ class GatewayState:
         error: str | None = None,
     ) -> SessionClosed:
         """Publish SessionClosed (after every step of the session) and forget the session."""
+        self.settle()
         closed = SessionClosed(
             status=status,
             output_json=None if output is None else json.dumps(output),
