@@ -28,9 +28,10 @@ measured machine is shared.
 
 Time to first token: a second fake upstream streams one token a chunk, ``--ttft-chunk-delay-ms``
 apart; ``--ttft-requests`` sequential streamed calls of each API (chat, completions,
-Responses, Anthropic Messages) go through a gateway (``capture=ack``) and, for comparison,
-straight to the upstream (for Responses and Anthropic its chat stream, which the gateway
-translates). ``--ttft-only`` runs only this part.
+Responses, Anthropic Messages) go through a gateway (``capture=ack``), each API in one
+session already open (a session's first call also waits for its SessionOpened's ack), and,
+for comparison, straight to the upstream (for Responses and Anthropic its chat stream,
+which the gateway translates). ``--ttft-only`` runs only this part.
 
 Prints one line per measurement and a JSON line last.
 """
@@ -241,17 +242,21 @@ def _is_token(api: str, payload: str) -> bool:
     return bool(part)
 
 
-async def _ttft(url_of: Callable[[int], str], api: str, n: int) -> dict[str, float]:
-    """``n`` sequential streamed calls of ``api``: p50 and p99 of the time to the first text
-    event, and p50 of the time to the whole answer (ms)."""
+async def _ttft(url: str, api: str, n: int) -> dict[str, float]:
+    """``n`` sequential streamed calls of ``api`` to ``url``, after one untimed call (which,
+    through the gateway, opens the session: that waits for SessionOpened's ack, once per
+    session): p50 and p99 of the time to the first text event, and p50 of the time to the
+    whole answer (ms)."""
     path, body = TTFT_CALLS[api]
     first_ms: list[float] = []
     whole_ms: list[float] = []
     async with httpx.AsyncClient(timeout=60) as client:
-        for k in range(n):
+        async with client.stream("POST", url + path, json=body) as resp:
+            await resp.aread()
+        for _ in range(n):
             t0 = time.perf_counter()
             first = None
-            async with client.stream("POST", url_of(k) + path, json=body) as resp:
+            async with client.stream("POST", url + path, json=body) as resp:
                 if resp.status_code != 200:
                     raise RuntimeError(f"{api} stream answered {resp.status_code}")
                 async for line in resp.aiter_lines():
@@ -281,12 +286,8 @@ def _ttft_all(args: argparse.Namespace, bootstrap: str, prefix: str, tmp: Path) 
         _process(cmd, f"{gw}/health", log=tmp / "gw-ttft.log"),
     ):
         for api in TTFT_CALLS:
-            via = asyncio.run(
-                _ttft(lambda k, a=api: f"{gw}/sessions/ttft-{a}-{k}/v1", api, args.ttft_requests)
-            )
-            direct = asyncio.run(
-                _ttft(lambda k: f"{upstream}/v1", DIRECT_OF[api], args.ttft_requests)
-            )
+            via = asyncio.run(_ttft(f"{gw}/sessions/ttft-{api}/v1", api, args.ttft_requests))
+            direct = asyncio.run(_ttft(f"{upstream}/v1", DIRECT_OF[api], args.ttft_requests))
             out[api] = {
                 "gateway_ms": via["p50_ms"],
                 "gateway_p99_ms": via["p99_ms"],
@@ -361,7 +362,7 @@ PARTS = (
     ("kafka produce", ("rllm/kafka/", "confluent_kafka", "gateway/sink.py", "gateway/spool")),
     ("event encoding", ("fastavro", "rllm/schemas/", "numpy")),
     ("pydantic", ("pydantic",)),
-    ("json", ("json/", "orjson")),
+    ("json", ("json/", "orjson", "gateway/jsonio.py")),
     (
         "upstream client",
         (
@@ -372,6 +373,7 @@ PARTS = (
             "yarl",
             "multidict",
             "gateway/transport.py",
+            "gateway/http1.py",
             "gateway/upstreams.py",
         ),
     ),
@@ -413,8 +415,8 @@ def _side_by_side(args: argparse.Namespace, targets: dict[str, Target]) -> dict[
     for target in targets.values():  # warm-up: connections, imports, first sessions
         asyncio.run(_load(target.url_of, 50, 2, args.sessions))
     spies: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
-    spy = args.py_spy or shutil.which("py-spy")
-    if spy is None and (Path(sys.executable).parent / "py-spy").exists():
+    spy = None if args.py_spy == "off" else args.py_spy or shutil.which("py-spy")
+    if spy is None and args.py_spy != "off" and (Path(sys.executable).parent / "py-spy").exists():
         spy = str(Path(sys.executable).parent / "py-spy")
     per_round = args.seconds / args.rounds
     if spy:
@@ -678,7 +680,12 @@ def main() -> None:
     p.add_argument("--ttft-chunk-delay-ms", type=float, default=20.0)
     p.add_argument("--ttft-only", action="store_true", help="measure time to first token only")
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the load")
-    p.add_argument("--py-spy", default=None, help="py-spy binary (default: on PATH)")
+    p.add_argument(
+        "--py-spy",
+        default=None,
+        help="py-spy binary (default: on PATH or beside this Python); 'off': no CPU split, "
+        "and no sampler taking the machine's CPU during the latency rounds",
+    )
     p.add_argument(
         "--baseline",
         default=None,
