@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 import orjson
 from starlette.responses import JSONResponse
 
-__all__ = ["JsonAnswer", "NotJson", "dumps", "loads"]
+__all__ = ["JsonAnswer", "dumps", "loads"]
 
 
 _DIGITS = bytes.maketrans(b"012345678", b"999999999")
@@ -23,12 +23,8 @@ digits in a string; either way the standard library reads the document). A trans
 search take ~2 us on a chat request, a regular expression ten times that."""
 
 
-class NotJson(ValueError):
-    """A document the standard library reads but JSON does not allow (NaN, Infinity)."""
-
-
 def _constant(name: str) -> NoReturn:
-    raise NotJson(f"{name} is not a JSON value; send a number or null")
+    raise ValueError(f"{name} is not a JSON value; send a number or null")
 
 
 def loads(data: bytes | str, allow_nan: bool = True) -> Any:
@@ -37,7 +33,7 @@ def loads(data: bytes | str, allow_nan: bool = True) -> Any:
     request: no JSON answer can hold them).
 
     Raises:
-        ValueError: not JSON (``NotJson`` for NaN or Infinity when not ``allow_nan``).
+        ValueError: not JSON (NaN or Infinity too, when not ``allow_nan``).
         RecursionError: nested past the interpreter's recursion limit.
     """
     raw = data.encode() if isinstance(data, str) else data
