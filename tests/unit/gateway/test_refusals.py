@@ -40,6 +40,20 @@ async def test_deep_json_is_a_400_with_a_reason() -> None:
         assert (await c.post("/", content=b"[[1]]")).json() == {"body": [[1]]}
 
 
+async def test_nan_in_a_request_is_a_400_naming_it() -> None:
+    app = _reader(GatewaySettings())
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://t") as c:
+        r = await c.post("/", content=b'{"temperature": NaN}')
+        assert r.status_code == 400
+        assert r.json()["message"] == (
+            "malformed JSON body: NaN is not a JSON value; send a number or null"
+        )
+        big = b'{"seed": 123456789012345678901234567890}'
+        assert (await c.post("/", content=big)).json() == {
+            "body": {"seed": 123456789012345678901234567890}
+        }
+
+
 async def test_a_stalled_body_is_a_408_naming_what_came() -> None:
     settings = GatewaySettings(body_timeout_s=0.2)
 
