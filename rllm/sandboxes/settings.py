@@ -31,6 +31,12 @@ class SandboxSettings(BaseSettings):
     named by SSL_CERT_FILE, PIP_CERT, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE,
     NODE_EXTRA_CA_CERTS and GIT_SSL_CAINFO, never written into a layer."""
 
+    # --- local ------------------------------------------------------------------------
+    id_base: int = Field(default=100_000, ge=1, le=2**32 - 1 - 65536)
+    """First host uid and gid of local sandboxes: ids 0..65535 inside are host ids
+    ``id_base``..``id_base+65535`` (as rootless containers and Docker's userns-remap);
+    never 0, so root inside owns nothing of the host."""
+
     # --- docker -----------------------------------------------------------------------
     docker_url: str | None = None
     """Docker Engine API address (``unix:///var/run/docker.sock``); None: ``DOCKER_HOST``

@@ -6,7 +6,9 @@ the host's ``/usr`` (and ``/lib*`` where they are directories), ``/etc/ld.so.cac
 base interpreter's prefix bound in read-only; every write lands in the sandbox's own
 overlay and goes with it. So the program runs with the host's Python and libraries, offline
 and without building an image, but sees no home directory, no ``/tmp`` and no ``/etc``
-of the host. Needs root and bubblewrap (``apt-get install -y bubblewrap``).
+of the host. It runs as ``nobody`` (65534) inside, which owns only its working directory,
+under the sandbox's Docker-default privileges. Needs root and bubblewrap
+(``apt-get install -y bubblewrap``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ __all__ = ["CodeSandboxSettings", "SandboxResult", "base_python", "run_python"]
 
 _TOP_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _WORKDIR = "/sandbox"
+_USER = "65534:65534"
+"""Who the program runs as: ``nobody``, not the sandbox's root."""
 
 
 class CodeSandboxSettings(BaseSettings):
@@ -81,6 +85,8 @@ def base_python() -> str:
 def _rootfs(home: Path) -> Path:
     """The empty root (mount points and the host's top-level symlinks), made once."""
     root = home / "rootfs" / "code-reward"
+    (root / _WORKDIR.strip("/")).mkdir(parents=True, exist_ok=True)
+    os.chown(root / _WORKDIR.strip("/"), 65534, 65534)  # the program's user may write there
     if (root / ".ready").exists():
         return root
     for name in ("usr", "etc", "tmp", "proc", "dev", _WORKDIR.strip("/")):
@@ -136,7 +142,7 @@ class _Runner:
         sandbox = await self.pool.acquire()
         try:
             await sandbox.write_file(f"{_WORKDIR}/program.py", program)
-            return await sandbox.exec(argv, stdin=stdin, timeout_s=timeout)
+            return await sandbox.exec(argv, stdin=stdin, timeout_s=timeout, user=_USER)
         finally:
             task = self.loop.create_task(sandbox.close())
             self.closing.add(task)

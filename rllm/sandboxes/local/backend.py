@@ -1,7 +1,8 @@
 """The ``local`` sandbox backend: bubblewrap over a kernel overlay, no daemon.
 
 Creating a sandbox mounts an overlay of its image's layers (copying nothing), makes its
-cgroups, and starts one bubblewrap process; commands enter it with ``nsenter``. Leaked
+cgroups, and starts one bubblewrap process; commands enter it with
+``rllm-sandbox-enter`` (Docker's default privileges: ``privileges``). Leaked
 sandboxes (their owner died) are found from the state files under ``run_dir`` and reaped.
 """
 
@@ -21,14 +22,18 @@ from rllm.sandboxes.errors import ImageError, SnapshotError
 from rllm.sandboxes.forward import GatewayForwarder, gateway_address
 from rllm.sandboxes.images.base import BASE_IMAGES, ensure_base
 from rllm.sandboxes.images.store import ImageConfig, ImageStore
+from rllm.sandboxes.local.exec import Entry
 from rllm.sandboxes.local.files import SandboxFiles
 from rllm.sandboxes.local.limits import SandboxCgroups
-from rllm.sandboxes.local.overlay import mount_rootfs
+from rllm.sandboxes.local.overlay import bind_mounts, mount_rootfs
+from rllm.sandboxes.local.privileges import IdMap, enter_program, seccomp_filter
 from rllm.sandboxes.local.process import (
     BwrapProcess,
+    Start,
     bwrap_argv,
     join_cgroups,
     require_tools,
+    setup_sysfs,
     spawn,
 )
 from rllm.sandboxes.local.sandbox import LocalSandbox, SandboxParts
@@ -85,6 +90,10 @@ class LocalBackend:
         """Raises ``SandboxUnavailableError`` when bubblewrap, root or overlayfs is missing."""
         self.settings = settings or SandboxSettings()
         self._tools = require_tools()
+        self._enter = enter_program()
+        self._seccomp = seccomp_filter()
+        self.idmap = IdMap(self.settings.id_base)
+        """Sandbox ids 0..65535 are host ids ``id_base``.. (never host root)."""
         self.store = ImageStore(self.settings.images_dir)
         self._snapshots = LocalSnapshots(self.store, SnapshotRegistry(self.settings.snapshots_file))
         self._live: weakref.WeakValueDictionary[str, LocalSandbox] = weakref.WeakValueDictionary()
@@ -123,7 +132,7 @@ class LocalBackend:
             parts = SandboxParts(
                 state=holder[0],
                 process=process,
-                nsenter=self._tools["nsenter"],
+                entry=Entry(self._enter, str(self._seccomp), process.init_pid),
                 env=env,
                 workdir=workdir,
                 user=spec.user or config.user,
@@ -131,6 +140,7 @@ class LocalBackend:
                 store=self.store,
                 registry=self._snapshots.registry,
                 snapshot_ttl_s=self.settings.snapshot_ttl_s,
+                owner=(self.idmap.host(0), self.idmap.host(0)),
             )
             sandbox = LocalSandbox(spec, parts)
         except BaseException:
@@ -155,8 +165,11 @@ class LocalBackend:
         dirs = state.dirs
         dirs.run_dir.mkdir(parents=True)
         state.save()
-        mount_rootfs(dirs, layers, spec.disk_mb)
-        SandboxFiles(str(dirs.merged)).makedirs(workdir)
+        mount_rootfs(dirs, layers, spec.disk_mb, self.idmap)
+        owner = (self.idmap.host(0), self.idmap.host(0))
+        root = SandboxFiles(str(dirs.merged), owner=owner)
+        root.makedirs(workdir)
+        bind_mounts(root, spec.mounts)
         cgroups = SandboxCgroups.create(state.id, spec)
         state = replace(
             state,
@@ -166,8 +179,11 @@ class LocalBackend:
         holder[0] = state
         prefix = join_cgroups(cgroups.init_procs(), cgroups.ulimit_kb)
         argv = bwrap_argv(self._tools["bwrap"], dirs.merged, spec, state.id, workdir)
-        process = spawn(prefix, argv, spec.lifetime_s, dirs.run_dir / "bwrap.log")
+        log = dirs.run_dir / "bwrap.log"
+        process = spawn(prefix, argv, Start(spec.lifetime_s, log, self.idmap, self._seccomp))
         holder[0] = state.started(process.popen.pid, process.init_pid).save()
+        if spec.network != NetworkMode.HOST:
+            setup_sysfs(self._enter, process.init_pid)
         return process
 
     def _resolve_image(

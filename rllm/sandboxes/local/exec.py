@@ -1,6 +1,7 @@
-"""Running one command in a local sandbox: ``nsenter`` into its namespaces (about 3 ms),
-inside a cgroup of its own so that a timeout kills the whole tree, with output read
-incrementally and bounded."""
+"""Running one command in a local sandbox: ``rllm-sandbox-enter`` joins its own cgroup
+(so that a timeout kills the whole tree), enters the sandbox's namespaces and starts the
+command with Docker's default privileges (``privileges``); output is read incrementally
+and bounded."""
 
 from __future__ import annotations
 
@@ -14,16 +15,27 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rllm.sandboxes.local.limits import kill_cgroup, remove_cgroup
-from rllm.sandboxes.local.process import join_cgroups
+from rllm.sandboxes.local.privileges import DOCKER_CAPS_MASK
 from rllm.sandboxes.types import ExecResult, cut_output
 
-__all__ = ["Command", "run_command"]
+__all__ = ["Command", "Entry", "enter_argv", "run_command"]
 
 _CHUNK = 65536
 _DRAIN_AFTER_EXIT_S = 0.2
 """How long output is still read once the command exited (a background child that keeps
 stdout open must not hold ``exec`` up)."""
-_CD_SCRIPT = 'cd -- "$1" || exit 126; shift; exec "$@"'
+
+
+@dataclass(frozen=True)
+class Entry:
+    """How commands enter one sandbox."""
+
+    program: str
+    """Path of ``rllm-sandbox-enter``."""
+    seccomp: str
+    """The BPF program every command runs under."""
+    init_pid: int
+    """The sandbox's pid 1 on the host."""
 
 
 @dataclass(frozen=True)
@@ -48,24 +60,25 @@ class Command:
     """Bytes kept of each stream."""
 
 
-def nsenter_argv(nsenter: str, init_pid: int, command: Command) -> list[str]:
-    """``nsenter`` into every namespace of ``init_pid``, its root and its cwd (never a host
-    directory: ``-w`` without an argument), as the command's user."""
-    argv = [nsenter, "-t", str(init_pid), "-U", "-m", "-p", "-n", "-i", "-u", "-C", "-r", "-w"]
-    if command.uid != 0 or command.gid != 0:
-        argv += ["-S", str(command.uid), "-G", str(command.gid)]
-    argv.append("--")
+def enter_argv(entry: Entry, procs: Sequence[str], command: Command) -> list[str]:
+    """``rllm-sandbox-enter`` into ``entry``'s sandbox and cgroups ``procs``, in its root
+    and its cwd (never a host directory), as the command's user."""
+    argv = [entry.program, "--pid", str(entry.init_pid)]
+    for path in procs:
+        argv += ["--cgroup", path]
+    argv += ["--uid", str(command.uid), "--gid", str(command.gid), "--groups", str(command.gid)]
     if command.cwd is not None:
-        argv += ["/bin/sh", "-c", _CD_SCRIPT, "rllm-cd", command.cwd]
+        argv += ["--cwd", command.cwd]
+    argv += ["--caps", f"{DOCKER_CAPS_MASK:x}", "--seccomp", entry.seccomp, "--"]
     return [*argv, *command.argv]
 
 
 async def run_command(
-    nsenter: str, init_pid: int, procs: list[str], group: Path | None, command: Command
+    entry: Entry, procs: list[str], group: Path | None, command: Command
 ) -> ExecResult:
     """Run ``command``; kill every process of ``group`` on timeout. The result's
     ``exit_code`` is ``128 + signal`` for a command killed by a signal (137: SIGKILL)."""
-    argv = [*join_cgroups(procs), *nsenter_argv(nsenter, init_pid, command)]
+    argv = enter_argv(entry, procs, command)
     start = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
         *argv,

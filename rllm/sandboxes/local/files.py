@@ -5,7 +5,8 @@ Every path is resolved by ``openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)`` u
 symlinks stay inside, ``/proc/PID/root``-style links are refused, so no symlink the
 sandbox made can lead the host outside it. No process is started (microseconds, not an
 ``exec`` with tar). Trees copied out are walked by file descriptor and written on the
-host without following links.
+host without following links. What the host creates inside belongs to the sandbox's root
+(``owner``), never to host root (which the sandbox could not use).
 """
 
 from __future__ import annotations
@@ -28,13 +29,16 @@ _COPY_CHUNK = 1 << 20
 class SandboxFiles:
     """The files of one sandbox, reached through a directory that is its root."""
 
-    def __init__(self, root: str, hold: bool = False) -> None:
+    def __init__(self, root: str, hold: bool = False, owner: tuple[int, int] | None = None) -> None:
         """Args:
         root: ``/proc/<pid 1>/root`` of a running sandbox (or a root directory).
         hold: open ``root`` now and keep it (until ``close``), so that a later process
             reusing the pid can never be mistaken for the sandbox.
+        owner: host uid and gid that what is created here gets (the sandbox's root);
+            None: the creator's.
         """
         self.root = root
+        self.owner = owner
         self._held: int | None = None
         if hold:
             self._held = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -71,11 +75,37 @@ class SandboxFiles:
         current = "/"
         for part in parts:
             current = f"{current.rstrip('/')}/{part}"
-            with contextlib.suppress(FileExistsError):
+            try:
                 os.mkdir(part, mode, dir_fd=fd)
+                if self.owner is not None:
+                    os.chown(part, *self.owner, dir_fd=fd, follow_symlinks=False)
+            except FileExistsError:
+                pass
             os.close(fd)
             fd = self._open(root_fd, current, os.O_PATH | os.O_DIRECTORY)
         return fd
+
+    def open_dir(self, path: str, create: bool = False) -> int:
+        """An ``O_PATH`` fd of directory ``path`` (made, with its parents, if ``create``)."""
+        with self._root_fd() as root_fd:
+            if create:
+                return self._makedirs(root_fd, path, 0o755)
+            return self._open(root_fd, path, os.O_PATH | os.O_DIRECTORY)
+
+    def open_file(self, path: str, create: bool = False) -> int:
+        """An ``O_PATH`` fd of ``path`` (an empty file made, with its parents, if it is
+        missing and ``create``)."""
+        try:
+            return self._path_fd(path)
+        except FileNotFoundError:
+            if not create:
+                raise
+        self.write(path, b"")
+        return self._path_fd(path)
+
+    def _path_fd(self, path: str) -> int:
+        with self._root_fd() as root_fd:
+            return self._open(root_fd, path, os.O_PATH)
 
     def write(self, path: str, data: bytes, mode: int = 0o644) -> None:
         """Write ``data`` to ``path`` (parents created), with exactly ``mode``."""
@@ -86,10 +116,16 @@ class SandboxFiles:
             fd = self._open(root_fd, path, flags, mode & 0o7777)
             try:
                 _require_regular(fd, path)
+                self._claim(fd)
                 os.fchmod(fd, mode & 0o7777)
                 _write_all(fd, data)
             finally:
                 os.close(fd)
+
+    def _claim(self, fd: int) -> None:
+        """Give a file that host root owns (one we just made) to the sandbox's root."""
+        if self.owner is not None and os.fstat(fd).st_uid == 0:
+            os.fchown(fd, *self.owner)
 
     def read(self, path: str) -> bytes:
         """The bytes of ``path``; ``FileNotFoundError`` when it is not there."""
@@ -136,6 +172,8 @@ class SandboxFiles:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=dir_fd)
             os.symlink(link, name, dir_fd=dir_fd)
+            if self.owner is not None:
+                os.chown(name, *self.owner, dir_fd=dir_fd, follow_symlinks=False)
         finally:
             os.close(dir_fd)
 
@@ -144,6 +182,7 @@ class SandboxFiles:
         fd = self._open(root_fd, path, flags, mode & 0o7777)
         try:
             _require_regular(fd, path)
+            self._claim(fd)
             os.fchmod(fd, mode & 0o7777)
             with open(host, "rb") as src:
                 while chunk := src.read(_COPY_CHUNK):

@@ -3,11 +3,15 @@ pid, ipc, uts, mount, cgroup (and, unless ``network=host``, network) namespaces 
 overlay root, with ``sleep <lifetime_s>`` as its command so the sandbox ends at its
 lifetime even when the host process hangs.
 
-The user namespace maps host ids 0-65535 onto themselves (written by us through
-``--userns-block-fd``), so files keep their owners and non-root users inside work; root
-inside has Docker's default capability set and nothing over the host. bubblewrap is
-started from one long-lived spawner thread with ``--die-with-parent``: the sandbox's
-processes die with the process that owns it (a thread's exit would otherwise kill them).
+The user namespace maps sandbox ids 0-65535 to an unprivileged host range (``IdMap``,
+written by us through ``--userns-block-fd``); its pid 1 has Docker's default capabilities,
+``no_new_privs`` and Docker's seccomp profile (``privileges``). ``/proc`` and ``/sys`` are
+what Docker shows: ``/proc/sys``, ``sysrq-trigger``, ``irq``, ``bus`` and ``fs`` read-only,
+``kcore``, ``keys``, ``timer_list``, ``sched_debug`` and the like masked, ``/sys`` read-only
+with ``/sys/firmware`` masked. bubblewrap reads its arguments from a pipe (``--args``), so
+the sandbox's ``/proc/1/cmdline`` names no host path. It is started from one long-lived
+spawner thread with ``--die-with-parent``: the sandbox's processes die with the process
+that owns it (a thread's exit would otherwise kill them).
 """
 
 from __future__ import annotations
@@ -22,22 +26,30 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from rllm.sandboxes.errors import SandboxError, SandboxUnavailableError
+from rllm.sandboxes.local.privileges import DOCKER_CAPS, IdMap
 from rllm.sandboxes.types import NetworkMode, SandboxSpec
 
-__all__ = ["ID_RANGE", "BwrapProcess", "bwrap_argv", "join_cgroups", "require_tools", "spawn"]
+__all__ = [
+    "BwrapProcess",
+    "Start",
+    "bwrap_argv",
+    "join_cgroups",
+    "require_tools",
+    "setup_sysfs",
+    "spawn",
+]
 
-ID_RANGE = 65536
-"""Host uids and gids 0..ID_RANGE-1 are mapped onto themselves in every sandbox."""
-
-DOCKER_CAPS = (
-    "CHOWN", "DAC_OVERRIDE", "FSETID", "FOWNER", "MKNOD", "NET_RAW", "SETGID", "SETUID",
-    "SETFCAP", "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "KILL", "AUDIT_WRITE",
-)  # fmt: skip
-"""Capabilities of root inside (Docker's default set), in the sandbox's user namespace."""
+MASKED_FILES = ("kcore", "keys", "latency_stats", "timer_list", "timer_stats", "sched_debug")
+"""Files of ``/proc`` that Docker masks (``/dev/null`` over them)."""
+MASKED_DIRS = ("/proc/asound", "/proc/acpi", "/proc/scsi", "/sys/firmware",
+               "/sys/devices/virtual/powercap")  # fmt: skip
+"""Directories Docker masks (an empty read-only tmpfs over them)."""
+READ_ONLY_PROC = ("bus", "fs", "irq", "sys", "sysrq-trigger")
+"""Parts of ``/proc`` that Docker makes read-only."""
 
 JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ >"$1" || exit 125; shift; done; shift; exec "$@"'
 """``sh -c`` script: write its pid into each cgroup.procs file before ``--``, then exec."""
@@ -46,21 +58,16 @@ _READY_TIMEOUT_S = 10.0
 
 
 def require_tools() -> dict[str, str]:
-    """Paths of bwrap, nsenter and sh.
+    """Paths of bwrap and sh.
 
     Raises:
         SandboxUnavailableError: one is missing, we are not root, or there is no overlayfs.
     """
-    found = {name: shutil.which(name) for name in ("bwrap", "nsenter", "sh")}
+    found = {name: shutil.which(name) for name in ("bwrap", "sh")}
     if found["bwrap"] is None:
         raise SandboxUnavailableError(
             "bubblewrap (bwrap) is not installed; the local sandbox backend runs every "
             "sandbox in it: apt-get install -y bubblewrap"
-        )
-    if found["nsenter"] is None:
-        raise SandboxUnavailableError(
-            "nsenter is not installed; the local backend enters sandboxes with it: "
-            "apt-get install -y util-linux"
         )
     if os.geteuid() != 0:
         raise SandboxUnavailableError(
@@ -86,7 +93,9 @@ def join_cgroups(procs: Sequence[str], ulimit_kb: int | None = None) -> list[str
 def bwrap_argv(
     bwrap: str, merged: Path, spec: SandboxSpec, hostname: str, workdir: str
 ) -> list[str]:
-    """bubblewrap's arguments up to the command (fds are appended by ``spawn``)."""
+    """bubblewrap's arguments up to the command (fds are appended by ``spawn``). The
+    spec's mounts are already in ``merged`` (``bind_mounts``): bubblewrap runs as the
+    sandbox's unprivileged host root, which cannot reach host paths by name."""
     argv = [
         bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
         "--unshare-cgroup", "--die-with-parent", "--new-session", "--hostname", hostname,
@@ -94,19 +103,32 @@ def bwrap_argv(
         "--perms", "1777", "--tmpfs", "/dev/shm", "--chdir", workdir, "--clearenv",
         "--cap-drop", "ALL",
     ]  # fmt: skip
+    argv += _docker_proc_and_sys()
     # /tmp stays in the overlay, as in a container: 1777 from the image, kept by a RUN for
     # the next step's layer, and counted against disk_mb with the rest of the upper dir
-    for mount in spec.mounts:
-        # a mount point's missing parent is made 0755 (bubblewrap's own is 0700, root's:
-        # a non-root task user could not reach a host-installed harness under /opt/rllm)
-        argv += ["--perms", "0755", "--dir", str(PurePosixPath(mount.target).parent)]
-        argv += ["--ro-bind" if mount.read_only else "--bind", str(mount.source), mount.target]
     for cap in DOCKER_CAPS:
         argv += ["--cap-add", f"CAP_{cap}"]
     if spec.network == NetworkMode.HOST:
         argv += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
     else:
         argv.append("--unshare-net")
+    return argv
+
+
+def _docker_proc_and_sys() -> list[str]:
+    """Docker's read-only and masked paths of ``/proc``, and ``/sys`` read-only (the
+    host's, replaced by a sysfs of the sandbox's own network namespace once it runs)."""
+    argv: list[str] = []
+    for name in READ_ONLY_PROC:
+        if os.path.exists(f"/proc/{name}"):
+            argv += ["--ro-bind", f"/proc/{name}", f"/proc/{name}"]
+    for name in MASKED_FILES:
+        if os.path.exists(f"/proc/{name}"):
+            argv += ["--ro-bind", "/dev/null", f"/proc/{name}"]
+    argv += ["--ro-bind", "/sys", "/sys"]
+    for path in MASKED_DIRS:
+        if os.path.isdir(path):
+            argv += ["--perms", "0555", "--tmpfs", path, "--remount-ro", path]
     return argv
 
 
@@ -120,27 +142,64 @@ class BwrapProcess:
     """The sandbox's pid 1, as the host sees it (its namespaces are entered through it)."""
 
 
-def spawn(prefix: list[str], argv: list[str], lifetime_s: float | None, log: Path) -> BwrapProcess:
+@dataclass(frozen=True)
+class Start:
+    """What ``spawn`` needs besides bubblewrap's arguments."""
+
+    lifetime_s: float | None
+    """The sandbox's lifetime (its pid 1 sleeps that long)."""
+    log: Path
+    """bubblewrap's output."""
+    idmap: IdMap
+    """The id map written for its user namespace."""
+    seccomp: Path
+    """The BPF program its pid 1 runs under."""
+
+
+def spawn(prefix: list[str], argv: list[str], start: Start) -> BwrapProcess:
     """Start bubblewrap (on the spawner thread) and wait until its command runs.
 
     Raises:
         SandboxError: bubblewrap failed; its own message is quoted.
     """
-    return _spawner().call(lambda: _start(prefix, argv, lifetime_s, log))
+    return _spawner().call(lambda: _start(prefix, argv, start))
 
 
-def _start(prefix: list[str], argv: list[str], lifetime_s: float | None, log: Path) -> BwrapProcess:
+def _args_pipe(args: list[str]) -> int:
+    """A pipe holding bubblewrap's arguments for ``--args`` (read end returned)."""
+    data = b"".join(a.encode() + b"\0" for a in args)
+    read_end, write_end = os.pipe()
+    try:
+        if len(data) > 65536:  # more than a pipe holds before its reader starts
+            raise SandboxError(f"bubblewrap's arguments are too long ({len(data)} bytes)")
+        os.write(write_end, data)
+    finally:
+        os.close(write_end)
+    return read_end
+
+
+def _start(prefix: list[str], argv: list[str], start: Start) -> BwrapProcess:
+    seccomp = os.open(start.seccomp, os.O_RDONLY | os.O_CLOEXEC)
+    args = argv[1:]
     info_r, info_w = os.pipe()
     block_r, block_w = os.pipe()
-    sleep = "infinity" if lifetime_s is None else f"{lifetime_s:.3f}"
-    command = [*prefix, *argv, "--info-fd", str(info_w), "--userns-block-fd", str(block_r),
-               "--", "sleep", sleep]  # fmt: skip
-    with open(log, "wb") as err:
-        popen = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=err, stderr=err, pass_fds=(info_w, block_r)
-        )
-    os.close(info_w)
-    os.close(block_r)
+    sleep = "infinity" if start.lifetime_s is None else f"{start.lifetime_s:.3f}"
+    args += ["--seccomp", str(seccomp), "--info-fd", str(info_w),
+             "--userns-block-fd", str(block_r)]  # fmt: skip
+    args_fd = _args_pipe(args)
+    passed = [seccomp, info_w, block_r, args_fd]
+    host_id = str(start.idmap.host(0))
+    drop = ["setpriv", f"--reuid={host_id}", f"--regid={host_id}", "--clear-groups", "--"]
+    command = [*prefix, *drop, argv[0], "--args", str(args_fd), "--", "sleep", sleep]
+    try:
+        with open(start.log, "wb") as err:
+            popen = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=err, stderr=err, pass_fds=passed
+            )
+    finally:
+        for fd in passed:
+            os.close(fd)
+    log = start.log
     try:
         init_pid = _child_pid(info_r)
         if init_pid is None:
@@ -150,7 +209,7 @@ def _start(prefix: list[str], argv: list[str], lifetime_s: float | None, log: Pa
             )
         for kind in ("uid_map", "gid_map"):
             with open(f"/proc/{init_pid}/{kind}", "w", encoding="ascii") as file:
-                file.write(f"0 0 {ID_RANGE}\n")
+                file.write(start.idmap.line())
         os.write(block_w, b"1")
         _wait_ready(popen, init_pid, log)
     except BaseException:
@@ -191,6 +250,22 @@ def _wait_ready(popen: subprocess.Popen[bytes], init_pid: int, log: Path) -> Non
             pass
         time.sleep(0.0002)
     raise SandboxError(f"the sandbox did not start within {_READY_TIMEOUT_S:.0f} s: {_tail(log)}")
+
+
+def setup_sysfs(enter: str, init_pid: int) -> None:
+    """Mount a read-only sysfs of the sandbox's own network namespace over the host's
+    ``/sys`` (before any of its commands run), ``/sys/firmware`` masked.
+
+    Raises:
+        SandboxError: the entry program failed (its message is quoted).
+    """
+    proc = subprocess.run(
+        [enter, "--pid", str(init_pid), "--setup-sysfs"], capture_output=True, check=False
+    )
+    if proc.returncode != 0:
+        raise SandboxError(
+            f"setting up /sys in the sandbox failed: {proc.stderr.decode(errors='replace')}"
+        )
 
 
 def _tail(log: Path) -> str:

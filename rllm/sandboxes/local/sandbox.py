@@ -1,5 +1,5 @@
-"""One local sandbox: bubblewrap over an overlay root, entered by ``nsenter`` for each
-command, its files reached confined to its root, closed at ``close``, at garbage
+"""One local sandbox: bubblewrap over an overlay root, entered by ``rllm-sandbox-enter``
+for each command, its files reached confined to its root, closed at ``close``, at garbage
 collection, at process exit and at the end of its lifetime."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from rllm.sandboxes.errors import SandboxClosedError, SnapshotError
 from rllm.sandboxes.forward import GatewayForwarder
 from rllm.sandboxes.images.store import ImageConfig, ImageStore
-from rllm.sandboxes.local.exec import Command, run_command
+from rllm.sandboxes.local.exec import Command, Entry, run_command
 from rllm.sandboxes.local.files import SandboxFiles
 from rllm.sandboxes.local.layers import copy_upper
 from rllm.sandboxes.local.process import BwrapProcess
@@ -35,8 +35,8 @@ class SandboxParts:
     """Its state file's content."""
     process: BwrapProcess
     """bubblewrap and the sandbox's pid 1."""
-    nsenter: str
-    """Path of nsenter."""
+    entry: Entry
+    """How its commands enter it."""
     env: dict[str, str]
     """Environment of every command (image's, then the spec's)."""
     workdir: str
@@ -51,6 +51,8 @@ class SandboxParts:
     """The snapshot registry."""
     snapshot_ttl_s: float | None
     """TTL of its snapshots."""
+    owner: tuple[int, int]
+    """Host uid and gid of root inside (what files written from the host belong to)."""
 
 
 def _close_now(
@@ -79,7 +81,9 @@ class LocalSandbox:
     def __init__(self, spec: SandboxSpec, parts: SandboxParts) -> None:
         self._spec = spec
         self._parts = parts
-        self._files = SandboxFiles(f"/proc/{parts.process.init_pid}/root", hold=True)
+        self._files = SandboxFiles(
+            f"/proc/{parts.process.init_pid}/root", hold=True, owner=parts.owner
+        )
         self._forwarders: list[GatewayForwarder] = []
         self._closed = False
         self._execs = 0
@@ -159,7 +163,7 @@ class LocalSandbox:
             timeout_s=timeout_s,
             output_limit=self._spec.output_limit_bytes,
         )
-        result = await run_command(self._parts.nsenter, self.init_pid, procs, group, command)
+        result = await run_command(self._parts.entry, procs, group, command)
         if result.timed_out or result.exit_code in (0, None) or result.exit_code < 128:
             return result
         for _ in range(25):  # killed by a signal: was it the whole sandbox?
@@ -206,7 +210,8 @@ class LocalSandbox:
         existing layer of ``layer_id`` is kept as it is)."""
         self._check_open()
         upper = self._parts.state.dirs.upper
-        return await asyncio.to_thread(copy_upper, upper, self._parts.store, layer_id)
+        owner = self._parts.owner[0]
+        return await asyncio.to_thread(copy_upper, upper, self._parts.store, layer_id, owner)
 
     async def snapshot(self, name: str) -> SnapshotInfo:
         """Freeze its filesystem as image ``name`` and register the snapshot."""

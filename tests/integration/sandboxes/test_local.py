@@ -23,6 +23,7 @@ import pytest
 from rllm.sandboxes.errors import SandboxClosedError, SnapshotError
 from rllm.sandboxes.images.store import ImageStore
 from rllm.sandboxes.local.backend import LocalBackend
+from rllm.sandboxes.local.overlay import RootfsDirs
 from rllm.sandboxes.local.sandbox import LocalSandbox
 from rllm.sandboxes.local.state import process_start
 from rllm.sandboxes.registry import get_backend
@@ -414,10 +415,11 @@ async def test_reap_finds_a_sandbox_whose_owner_died(backend: LocalBackend) -> N
     found = await backend.sandboxes({OWNER_LABEL: owner})
     assert [s.id for s in found] == [leaked_id]
     run_dir = backend.settings.run_dir / leaked_id
-    assert _mounted(str(run_dir / "merged"))
+    merged = RootfsDirs(run_dir).merged
+    assert _mounted(str(merged))
     assert await backend.reap({OWNER_LABEL: "someone-else"}) == []
     assert await backend.reap({OWNER_LABEL: owner}) == [leaked_id]
-    assert not run_dir.exists() and not _mounted(str(run_dir / "merged"))
+    assert not run_dir.exists() and not _mounted(str(merged)) and not merged.exists()
     assert await backend.sandboxes({OWNER_LABEL: owner}) == []
 
 

@@ -76,8 +76,16 @@ def test_sandbox_limits_memory_and_keeps_the_host_out() -> None:
         f"import os; print(os.listdir('/tmp'), os.path.exists({__file__!r}), os.listdir('/etc'))"
     )
     assert unseen.stdout == "[] False ['ld.so.cache']\n", unseen
-    # a write lands in the sandbox's own overlay and goes with it
-    kept = run_python("open('/etc/passwd', 'w').write('x'); print(open('/etc/passwd').read())")
+    # the program runs as nobody without capabilities: root's files are not its own
+    who = run_python(
+        "import os; print(os.getuid(), os.getgid()); "
+        "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff')][0])"
+    )
+    assert who.stdout == "65534 65534\n0000000000000000\n", who
+    refused = run_python("open('/etc/passwd', 'w').write('x')")
+    assert refused.status == "failed" and "Permission denied" in refused.error_line
+    # a write to its own directory lands in the sandbox's own overlay and goes with it
+    kept = run_python("open('out.txt', 'w').write('x'); print(open('/sandbox/out.txt').read())")
     assert (kept.status, kept.stdout) == ("passed", "x\n")
     assert Path("/etc/passwd").read_text() != "x"
     echo = run_python("print(input()[::-1])", stdin="abc\n")

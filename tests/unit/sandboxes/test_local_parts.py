@@ -11,7 +11,7 @@ import pytest
 from rllm.sandboxes.errors import SandboxError, SandboxUnavailableError
 from rllm.sandboxes.forward import gateway_address
 from rllm.sandboxes.local import process
-from rllm.sandboxes.local.exec import Command, nsenter_argv
+from rllm.sandboxes.local.exec import Command, Entry, enter_argv
 from rllm.sandboxes.local.process import bwrap_argv, join_cgroups
 from rllm.sandboxes.types import NetworkMode, SandboxSpec, cut_output
 
@@ -20,19 +20,21 @@ def _command(cwd: str | None = None, uid: int = 0) -> Command:
     return Command(["true"], cwd, {}, uid, uid, None, None, 1024)
 
 
-def test_nsenter_enters_every_namespace_and_never_a_host_directory() -> None:
-    argv = nsenter_argv("/usr/bin/nsenter", 42, _command())
-    assert argv[:3] == ["/usr/bin/nsenter", "-t", "42"]
-    assert {"-U", "-m", "-p", "-n", "-i", "-u", "-C", "-r", "-w"} <= set(argv)
-    assert not any(a.startswith(("--wd", "--root", "-w/", "-r/")) for a in argv)
+def test_enter_joins_cgroups_then_runs_with_docker_privileges() -> None:
+    entry = Entry("/x/rllm-sandbox-enter", "/x/f.bpf", 42)
+    argv = enter_argv(entry, ["/cg/e1/cgroup.procs"], _command())
+    assert argv[:5] == ["/x/rllm-sandbox-enter", "--pid", "42", "--cgroup", "/cg/e1/cgroup.procs"]
+    assert argv[argv.index("--caps") + 1] == "a80425fb"
+    assert argv[argv.index("--seccomp") + 1] == "/x/f.bpf"
+    assert "--cwd" not in argv  # the sandbox's workdir, never a host directory
     assert argv[-2:] == ["--", "true"]
 
 
-def test_nsenter_changes_user_and_directory_inside() -> None:
-    argv = nsenter_argv("nsenter", 7, _command(cwd="/srv", uid=1000))
-    assert argv[argv.index("-S") + 1] == "1000" and argv[argv.index("-G") + 1] == "1000"
-    tail = argv[argv.index("--") + 1 :]
-    assert tail[0] == "/bin/sh" and tail[-2:] == ["/srv", "true"]
+def test_enter_changes_user_and_directory_inside() -> None:
+    argv = enter_argv(Entry("e", "f", 7), [], _command(cwd="/srv", uid=1000))
+    assert argv[argv.index("--uid") + 1] == "1000" and argv[argv.index("--gid") + 1] == "1000"
+    assert argv[argv.index("--cwd") + 1] == "/srv"
+    assert argv[argv.index("--") + 1 :] == ["true"]
 
 
 def test_join_cgroups_prefix_ends_with_separator() -> None:
@@ -48,6 +50,11 @@ def test_bwrap_isolates_the_network_unless_host() -> None:
     for flag in ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--die-with-parent"):
         assert flag in none
     assert none[none.index("--bind") + 1 : none.index("--bind") + 3] == ["/m", "/"]
+    assert none[none.index("--ro-bind") + 1 : none.index("--ro-bind") + 3] == [
+        "/proc/bus",
+        "/proc/bus",
+    ]
+    assert none[none.index("/sys") - 1 : none.index("/sys") + 2] == ["--ro-bind", "/sys", "/sys"]
 
 
 def test_gateway_address_is_loopback_only() -> None:
