@@ -1,11 +1,20 @@
-# Two commands: `make demo` (the main job on the embedded defaults) and `make test`.
+# Two commands: `make demo` (the main job on the embedded defaults) and `make test`. Both
+# install the Debian packages they need first (`system`: infra/setup-system, a no-op once
+# they are there), then the venv (`install`); lint and typecheck need the venv only.
 PYTHON ?= python3
 VENV ?= .venv
 EXTRAS ?= dev,gateway,clickhouse,eval,train,examples,sandboxes
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: install demo demo-humaneval test test-unit lint typecheck perf down clean
+.PHONY: system install demo demo-humaneval test test-unit lint typecheck perf down clean
+
+# Prerequisites run in the order written (system packages before the venv builds the
+# native codec against Python.h with gcc), also under -j.
+.NOTPARALLEL:
+
+system:
+	@PYTHON=$(PYTHON) bash infra/setup-system
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -24,17 +33,17 @@ install: $(VENV)/.installed-$(EXTRAS)
 # `multiply` tasks, trains it with RL through the whole pipeline, evaluates it again, prints
 # before -> after and the reward curve's PNG, and stops the stack whatever happens. The
 # HumanEval run it used to be is `make demo-humaneval`.
-demo: install
+demo: system install
 	$(BIN)/rllm-cli demo
 
-demo-humaneval: install
+demo-humaneval: system install
 	@set -e; trap '$(BIN)/rllm-cli down' EXIT; \
 	$(BIN)/rllm-cli up; \
 	$(BIN)/rllm-cli eval humaneval --model local --max-examples 20 --max-tokens 256; \
 	sleep 5; \
 	$(BIN)/rllm-cli analytics passk
 
-test: install
+test: system install
 	bash infra/run-tests $(PYTEST_ARGS)
 
 test-unit: install
