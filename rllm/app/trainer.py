@@ -314,10 +314,10 @@ class AgentTrainer:
         return report
 
     def planned_batches(self) -> int:
-        """Batches ``train()`` runs unless ``max_minutes`` or ``on_update`` stops it first:
-        every epoch's, at most ``max_updates``."""
-        every = math.ceil(len(self.train_tasks) / self.config.batch_size) * self.config.epochs
-        return min(every, self.config.max_updates) if self.config.max_updates else every
+        """Batches ``train()`` runs unless ``max_updates`` (updates made, not batches: a
+        batch whose groups were all dropped makes none), ``max_minutes`` or ``on_update``
+        stops it first: every epoch's."""
+        return math.ceil(len(self.train_tasks) / self.config.batch_size) * self.config.epochs
 
     def _batches(self, estimator: str | None = None) -> Iterator[list[Task]]:
         """This run's batches of every epoch (``rollouts.epoch_batches``)."""
@@ -327,7 +327,7 @@ class AgentTrainer:
 
     def _out_of_budget(self, report: TrainReport) -> bool:
         cfg = self.config
-        if cfg.max_updates and len(report.updates) >= cfg.max_updates:
+        if cfg.max_updates and report.num_updates >= cfg.max_updates:
             return True
         if not cfg.max_minutes:
             return False

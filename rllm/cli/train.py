@@ -125,7 +125,13 @@ OPTION_GROUPS = (
 )
 @click.option("--checkpoint-dir", default=None, help="Where checkpoints go.")
 @click.option("--run-id", default=None, help="Training run id.")
-@click.option("--max-updates", type=int, default=None, help="Stop after N updates.")
+@click.option(
+    "--max-updates",
+    type=click.IntRange(0),
+    default=None,
+    help="Stop after N policy updates made (a batch whose groups were all dropped, as "
+    "uniform or stale, makes none and does not count; 0: no limit).",
+)
 @click.option(
     "--idle-exit",
     "idle_exit_s",
