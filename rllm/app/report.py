@@ -42,6 +42,10 @@ class UpdateRecord:
     """Prompt tokens the rollouts sent (every call's, as the upstream counted them)."""
     elapsed_s: float = 0.0
     """Wall time since train() started, at the end of this batch."""
+    failed: int = 0
+    """Rollouts whose session closed with an error or a timeout."""
+    first_error: str | None = None
+    """The first of their errors."""
 
     @property
     def updated(self) -> bool:
@@ -76,6 +80,15 @@ class TrainReport:
         """Batches that made a policy update (``updates`` holds every batch, those whose
         groups were all dropped too); what ``max_updates`` counts."""
         return sum(u.updated for u in self.updates)
+
+    def failure(self) -> str | None:
+        """Why the run failed when every one of its rollouts failed (naming the first
+        error); None when one succeeded or none ran."""
+        total = sum(u.rollouts for u in self.updates)
+        if not total or sum(u.failed for u in self.updates) < total:
+            return None
+        first = next(u.first_error for u in self.updates if u.first_error)
+        return f"every one of its {total} rollouts failed; the first: {first}"
 
     def __str__(self) -> str:
         """A line for the run, one per batch, and what the trainer dropped."""

@@ -141,8 +141,9 @@ class TrainerSettings(OwnEnvSettings):
     """Objective: grpo, reinforce, rloo, sft, distill."""
     loss_agg: LossAgg = LossAgg.TOKEN_MEAN
     """token-mean, seq-mean-token-mean or seq-mean-token-sum."""
-    clip_eps_low: float = Field(default=0.2, ge=0)
-    """Lower clip range of the importance ratio."""
+    clip_eps_low: float = Field(default=0.2, ge=0, lt=1)
+    """Lower clip range of the importance ratio, in [0, 1): the ratio is clipped at
+    ``1 - clip_eps_low``, which must stay above 0."""
     clip_eps_high: float = Field(default=0.2, ge=0)
     """Upper clip range of the importance ratio."""
     clip_ratio_c: float = Field(default=3.0, gt=1)

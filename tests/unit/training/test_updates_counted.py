@@ -13,7 +13,7 @@ import pytest
 import rllm
 from rllm.app import describe_drops
 from rllm.app.report import UpdateRecord
-from rllm.consumers.trainer.loop import TrainerCore
+from rllm.consumers.trainer.loop import TrainerCore, TrainerReport
 from rllm.consumers.trainer.settings import TrainerSettings, UniformPolicy
 from rllm.consumers.trainer.types import TrainBatch, UpdateResult
 from rllm.producers.sdk import RolloutConfig
@@ -75,7 +75,7 @@ def test_max_updates_counts_updates_made_not_batches(monkeypatch: pytest.MonkeyP
     config = {"batch_size": 1, "max_updates": 2, "mode": "async"}
     trainer = rllm.AgentTrainer(agent, train_dataset=tasks, config=config)
     assert trainer.planned_batches() == 6, "every epoch's batches: max_updates counts updates"
-    fake = SimpleNamespace(version=0, failure=None, report=SimpleNamespace(drops={}, messages=[]))
+    fake = SimpleNamespace(version=0, failure=None, report=TrainerReport())
     running = SimpleNamespace(trainer=fake, settings=SimpleNamespace(run_estimator=lambda: None))
     # batch 1 and 2 make no update (their groups dropped), 3 and 4 do; 5 is never run
     versions = iter([(0, 0), (0, 0), (0, 1), (1, 2), (2, 3)])
