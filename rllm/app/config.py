@@ -42,7 +42,8 @@ class TrainConfig(BaseModel):
     epochs: int = Field(default=1, ge=1)
     """Passes over the training set."""
     max_updates: int = Field(default=0, ge=0)
-    """Stop after this many updates (0: after the epochs)."""
+    """Stop after this many policy updates made (0: after the epochs). A batch that makes
+    none (its groups all dropped, e.g. uniform rewards) does not count."""
     mode: SyncMode = SyncMode.SYNC
     """sync: each batch of rollouts waits for the previous update to be served; async:
     bounded off-policy (the trainer's max_staleness). ``"sync"``/``"async"`` work too."""

@@ -52,7 +52,8 @@ class DemoConfig(BaseModel):
     held_out: int = Field(default=20, ge=1)
     """Held-out tasks evaluated before and after (the first of the ``test`` split)."""
     max_updates: int = Field(default=120, ge=1)
-    """Batches at most."""
+    """Policy updates at most (updates made: a batch whose groups were all dropped as
+    uniform makes none and does not count)."""
     max_minutes: float = Field(default=6.0, ge=0)
     """Start no new batch after this many minutes of training (0: no limit)."""
     target_reward: float = Field(default=0.95, ge=0, le=1)
@@ -164,9 +165,7 @@ def run_demo(
             f"{config.max_minutes:g} min"
         )
         began = time.perf_counter()
-        report = trainer.train(
-            on_update=_progress(config, trainer.planned_batches(), say), progress=False
-        )
+        report = trainer.train(on_update=_progress(config, say), progress=False)
     finally:
         trainer.close()
     seconds["train"] = time.perf_counter() - began
@@ -247,15 +246,17 @@ def _expect_policy(summary: EvalSummary, run_id: str, version: int, phase: str) 
         )
 
 
-def _progress(
-    config: DemoConfig, planned: int, say: Callable[[str], None]
-) -> Callable[[UpdateRecord], bool]:
-    """A line per update; stop once the last ``window`` batches reach ``target_reward``."""
+def _progress(config: DemoConfig, say: Callable[[str], None]) -> Callable[[UpdateRecord], bool]:
+    """A line per batch (``batch 3, update 2/120: ...``: the updates made of
+    ``max_updates``); stop once the last ``window`` batches reach ``target_reward``."""
     rewards: list[float] = []
+    made = 0
 
     def on_update(record: UpdateRecord) -> bool:
+        nonlocal made
         rewards.append(record.reward_mean)
-        say(f"update {len(rewards)}/{planned}: {record}")
+        made += record.updated
+        say(f"batch {len(rewards)}, update {made}/{config.max_updates}: {record}")
         recent = rewards[-config.window :]
         reached = len(recent) == config.window and sum(recent) / len(recent)
         if config.target_reward and reached is not False and reached >= config.target_reward:

@@ -42,10 +42,19 @@ class UpdateRecord:
     """Prompt tokens the rollouts sent (every call's, as the upstream counted them)."""
     elapsed_s: float = 0.0
     """Wall time since train() started, at the end of this batch."""
+    failed: int = 0
+    """Rollouts whose session closed with an error or a timeout."""
+    first_error: str | None = None
+    """The first of their errors."""
+
+    @property
+    def updated(self) -> bool:
+        """Whether the batch made a policy update."""
+        return self.version != self.rollout_version
 
     def __str__(self) -> str:
         """``rollouts of v0: reward 0.225 (22% correct) -> v1; rollouts 3.1s, ...``."""
-        then = f"v{self.version}" if self.version != self.rollout_version else "no update"
+        then = f"v{self.version}" if self.updated else "no update"
         return (
             f"rollouts of v{self.rollout_version}: reward {self.reward_mean:.3f} "
             f"({self.accuracy:.0%} correct) -> {then}; rollouts {self.rollout_s:.1f}s, "
@@ -66,9 +75,24 @@ class TrainReport:
     messages: list[str] = field(default_factory=list)
     """The trainer's refusal messages (most recent last)."""
 
+    @property
+    def num_updates(self) -> int:
+        """Batches that made a policy update (``updates`` holds every batch, those whose
+        groups were all dropped too); what ``max_updates`` counts."""
+        return sum(u.updated for u in self.updates)
+
+    def failure(self) -> str | None:
+        """Why the run failed when every one of its rollouts failed (naming the first
+        error); None when one succeeded or none ran."""
+        total = sum(u.rollouts for u in self.updates)
+        if not total or sum(u.failed for u in self.updates) < total:
+            return None
+        first = next(u.first_error for u in self.updates if u.first_error)
+        return f"every one of its {total} rollouts failed; the first: {first}"
+
     def __str__(self) -> str:
         """A line for the run, one per batch, and what the trainer dropped."""
-        trained = sum(u.version != u.rollout_version for u in self.updates)
+        trained = self.num_updates
         lines = [
             f"run {self.run_id}: {len(self.updates)} batch{'' if len(self.updates) == 1 else 'es'}"
             f", {trained} update{'' if trained == 1 else 's'}, policy version {self.version}"

@@ -30,7 +30,7 @@ from rllm.producers.evaluation import EvalSummary, summarize
 from rllm.producers.evaluation.progress import ProgressLines, say
 from rllm.producers.evaluation.served import ServedPolicy, check_served
 from rllm.producers.sdk import Evaluator, Rollout
-from rllm.schemas.types import Task
+from rllm.schemas.types import SessionStatus, Task
 from rllm.settings import KafkaSettings
 
 if TYPE_CHECKING:
@@ -131,6 +131,7 @@ class AgentTrainer:
         """
         if not self.val_tasks:
             raise ConfigError("evaluate() needs a val_dataset")
+        self._check_sampling()
         served = self._served_policy()  # a stack that is down is one error naming rllm-cli up
         check_served(served, self.config.model, self.config.gateway_url)
         run_id = f"{self.config.run_id}-val"
@@ -181,11 +182,27 @@ class AgentTrainer:
 
         if not self.train_tasks:
             raise ConfigError("train() needs a train_dataset")
+        self._check_sampling()
         settings = self.trainer_settings()
         caps = backend_capabilities(settings.backend)
         check_capabilities(settings, settings.backend.value, caps)
         check_sampling(self.config.sampling, settings.backend.value, caps)
         return settings
+
+    def _check_sampling(self) -> None:
+        """Refuse sampling values the model server would answer with a 400 on every call.
+
+        Raises:
+            ConfigError: naming the field and its value.
+        """
+        from rllm.schemas.sampling import sampling_problem
+
+        problem = sampling_problem(self.config.sampling)
+        if problem is not None:
+            raise ConfigError(
+                f"sampling {problem}: every rollout's calls would be refused; fix the run's "
+                f"sampling (rllm-cli train --temperature / --max-tokens)"
+            )
 
     def serve_start(self) -> int:
         """Start this run's trainer (the backend loads once, here) and wait until the
@@ -311,13 +328,16 @@ class AgentTrainer:
                 f"{label}: done after {len(report.updates)} batch(es) at policy version "
                 f"{report.version}; {describe_drops(report.drops)}"
             )
+        failure = report.failure() or run.trainer.report.all_refused()
+        if failure is not None:
+            raise RllmError(f"run {report.run_id}: {failure}")
         return report
 
     def planned_batches(self) -> int:
-        """Batches ``train()`` runs unless ``max_minutes`` or ``on_update`` stops it first:
-        every epoch's, at most ``max_updates``."""
-        every = math.ceil(len(self.train_tasks) / self.config.batch_size) * self.config.epochs
-        return min(every, self.config.max_updates) if self.config.max_updates else every
+        """Batches ``train()`` runs unless ``max_updates`` (updates made, not batches: a
+        batch whose groups were all dropped makes none), ``max_minutes`` or ``on_update``
+        stops it first: every epoch's."""
+        return math.ceil(len(self.train_tasks) / self.config.batch_size) * self.config.epochs
 
     def _batches(self, estimator: str | None = None) -> Iterator[list[Task]]:
         """This run's batches of every epoch (``rollouts.epoch_batches``)."""
@@ -327,7 +347,7 @@ class AgentTrainer:
 
     def _out_of_budget(self, report: TrainReport) -> bool:
         cfg = self.config
-        if cfg.max_updates and len(report.updates) >= cfg.max_updates:
+        if cfg.max_updates and report.num_updates >= cfg.max_updates:
             return True
         if not cfg.max_minutes:
             return False
@@ -348,6 +368,7 @@ class AgentTrainer:
         done = time.perf_counter()
         updated = trainer.version > version
         metrics = trainer.report.last_metrics if updated else {}
+        failed = [o.error or o.status.value for o, _ in results if o.status is not SessionStatus.OK]
         rewards = [r.reward for _, r in results if r is not None]
         correct = [bool(r.is_correct) for _, r in results if r is not None]
         return UpdateRecord(
@@ -364,6 +385,8 @@ class AgentTrainer:
             completion_tokens=sum(o.completion_tokens for o, _ in results),
             prompt_tokens=sum(o.prompt_tokens for o, _ in results),
             elapsed_s=done - self._started,
+            failed=len(failed),
+            first_error=failed[0] if failed else None,
         )
 
     def _wait(self, run: _Running, version: int, submitted: int) -> None:

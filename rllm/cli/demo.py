@@ -14,7 +14,12 @@ __all__ = ["demo"]
 
 
 @click.command()
-@click.option("--max-updates", type=click.IntRange(1), default=None, help="Batches at most [120].")
+@click.option(
+    "--max-updates",
+    type=click.IntRange(1),
+    default=None,
+    help="Policy updates made at most (a batch without one does not count) [120].",
+)
 @click.option(
     "--max-minutes",
     type=click.FloatRange(0),

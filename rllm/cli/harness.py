@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from rllm.cli.common import console, reports_errors
+from rllm.cli.common import console, print_table, reports_errors
 
 __all__ = ["harness", "harness_home", "harness_row"]
 
@@ -72,11 +72,11 @@ def list_command(as_json: bool) -> None:
         return
     table = Table(title=f"{len(rows)} harnesses (installs in {home})")
     for column in ("name", "version", "api", "installed"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for row in rows:
         state = "yes" if row["installed"] else f"no{': ' + row['error'] if row['error'] else ''}"
         table.add_row(row["name"], row["version"], row["api"], state)
-    console.print(table)
+    print_table(table)
 
 
 @harness.command("install")

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 from rich.table import Table
 
-from rllm.cli.common import console, err_console, reports_errors
+from rllm.cli.common import console, err_console, print_table, reports_errors
 
 __all__ = ["sandbox"]
 
@@ -179,7 +179,7 @@ def ls(backend: str | None, owner: str | None, as_json: bool) -> None:
         return
     table = Table(title=f"{len(infos)} sandboxes")
     for column in ("id", "backend", "image", "owner", "age", "alive"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # a name or id shown whole, never cut
     for i in infos:
         table.add_row(
             i.id,
@@ -189,7 +189,7 @@ def ls(backend: str | None, owner: str | None, as_json: bool) -> None:
             _age(i.age_s),
             "yes" if i.alive else "no",
         )
-    console.print(table)
+    print_table(table)
 
 
 @sandbox.command()
@@ -246,12 +246,12 @@ def image_ls(backend: str | None, as_json: bool) -> None:
         return
     table = Table(title=f"{len(infos)} images")
     for column in ("name", "backend", "id", "size", "created"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # a name or id shown whole, never cut
     for i in infos:
         size = f"{i.size_bytes / 1e6:.0f} MB" if i.size_bytes is not None else "-"
         created = _age(time.time() - i.created_at) + " ago" if i.created_at else "-"
         table.add_row(i.name, i.backend, i.id, size, created)
-    console.print(table)
+    print_table(table)
 
 
 @image.command("import")
@@ -312,7 +312,7 @@ def snapshot_list(backend: str | None, as_json: bool) -> None:
         return
     table = Table(title=f"{len(infos)} snapshots")
     for column in ("name", "backend", "image", "key", "age", "ttl", "expired"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # a name or id shown whole, never cut
     for i in infos:
         table.add_row(
             i.name,
@@ -323,7 +323,7 @@ def snapshot_list(backend: str | None, as_json: bool) -> None:
             _age(i.ttl_s) if i.ttl_s else "-",
             "yes" if i.expired else "no",
         )
-    console.print(table)
+    print_table(table)
 
 
 @snapshot.command("delete")

@@ -101,7 +101,9 @@ OPTION_GROUPS = (
 @click.option("--uniform-reward", type=click.Choice(["drop", "keep"]), default=None)
 @click.option("--lr", type=float, default=None, help="AdamW learning rate.")
 @click.option("--kl-coef", type=float, default=None, help="KL penalty to the reference.")
-@click.option("--clip-eps-low", type=float, default=None)
+@click.option(
+    "--clip-eps-low", type=float, default=None, help="In [0, 1): the ratio's floor is 1 - this."
+)
 @click.option("--clip-eps-high", type=float, default=None)
 @click.option("--lora-rank", type=int, default=None, help="0 trains all weights.")
 @click.option(
@@ -125,7 +127,13 @@ OPTION_GROUPS = (
 )
 @click.option("--checkpoint-dir", default=None, help="Where checkpoints go.")
 @click.option("--run-id", default=None, help="Training run id.")
-@click.option("--max-updates", type=int, default=None, help="Stop after N updates.")
+@click.option(
+    "--max-updates",
+    type=click.IntRange(0),
+    default=None,
+    help="Stop after N policy updates made (a batch whose groups were all dropped, as "
+    "uniform or stale, makes none and does not count; 0: no limit).",
+)
 @click.option(
     "--idle-exit",
     "idle_exit_s",
@@ -239,6 +247,11 @@ def train(bootstrap_servers: str | None, topic_prefix: str | None, **flags: Any)
         f"trained {report.updates} update(s); policy version {report.version}; "
         f"episodes consumed {report.episodes_consumed}; {describe_drops(report.drops)}"
     )
+    failure = report.all_refused()
+    if failure is not None:
+        from rllm.errors import RllmError
+
+        raise RllmError(f"trainer run {settings.run_id}: {failure}")
 
 
 def preflight(kafka: Any, gateway_url: str | None) -> None:

@@ -17,6 +17,7 @@ import time
 import uuid
 from typing import Any
 
+from rllm.schemas.sampling import TEMPERATURE_MAX, TOP_P_MIN
 from rllm.serving.engine import Completion, PromptLogprobs, SamplingParams
 from rllm.serving.errors import RequestError
 
@@ -50,6 +51,11 @@ def sampling_params(body: dict[str, Any], chat: bool) -> SamplingParams:
 
     if body.get("stream"):
         raise RequestError("stream=true is not supported by the local model server")
+    if body.get("logit_bias"):  # an empty one asks for nothing
+        raise RequestError(
+            f"logit_bias={body['logit_bias']!r} is not supported by the local model server "
+            f"(it would be neither applied nor recorded); leave it out"
+        )
     stop = body.get("stop") or ()
     if isinstance(stop, str):
         stop = (stop,)
@@ -69,8 +75,8 @@ def sampling_params(body: dict[str, Any], chat: bool) -> SamplingParams:
     if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < -1:
         raise RequestError(f"top_k={top_k!r} must be an integer, -1 or 0 for no limit")
     return SamplingParams(
-        temperature=num("temperature", 1.0, 0.0, 100.0),
-        top_p=num("top_p", 1.0, 1e-9, 1.0),
+        temperature=num("temperature", 1.0, 0.0, TEMPERATURE_MAX),
+        top_p=num("top_p", 1.0, TOP_P_MIN, 1.0),
         max_tokens=(16 if not chat else 1 << 20)
         if max_tokens is None
         else _positive("max_tokens", max_tokens),

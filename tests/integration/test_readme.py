@@ -212,17 +212,19 @@ def check_python_api(ran: Ran, env: dict[str, str]) -> None:
     counts = [int(m[1]) for line in evaluating if (m := re.search(r": (\d+)/81 attempts", line))]
     assert counts == [9, 18, 27, 36, 45, 54, 63, 72, 81], evaluating
     training = [line for line in err if line.startswith("train train-")]
-    assert "81 tasks x 8 rollouts, 4 tasks per update, 2 batch(es)" in training[0]
-    assert [re.search(r"batch \d/2", line)[0] for line in training[1:3]] == [  # type: ignore[index]
-        "batch 1/2",
-        "batch 2/2",
+    # the fake model's groups are all 0 and dropped: no batch makes one of the 2 updates,
+    # so every batch of the epoch runs
+    assert "81 tasks x 8 rollouts, 4 tasks per update, 21 batch(es)" in training[0]
+    assert [re.search(r"batch \d+/21", line)[0] for line in training[1:3]] == [  # type: ignore[index]
+        "batch 1/21",
+        "batch 2/21",
     ]
-    assert "done after 2 batch(es) at policy version 0" in training[3]
+    assert "done after 21 batch(es) at policy version 0" in training[-1]
     printed = ran.stdout.splitlines()
     assert printed[0].startswith("multiply · HuggingFaceTB/SmolLM2-135M-Instruct · run train-")
     assert printed[1] == "  81 tasks x 1 attempt · accuracy 0.0% · mean reward 0.000"
     report = [line for line in printed if line.startswith("run train-")]
-    assert len(report) == 1 and report[0].endswith(": 2 batches, 0 updates, policy version 0")
+    assert len(report) == 1 and report[0].endswith(": 21 batches, 0 updates, policy version 0")
 
 
 CHECKS: dict[str, Callable[[Ran, dict[str, str]], None]] = {

@@ -32,7 +32,7 @@ class DropCounts:
     uniform_episodes: int = 0
     """Groups with all rewards equal that were dropped."""
     uniform_kept: int = 0
-    """Groups with all rewards equal that were kept (flagged)."""
+    """Groups with all rewards equal that were kept and trained (``uniform_reward=keep``)."""
     missing_tokens_episodes: int = 0
     """Episodes refused because a step had tokens=missing."""
     wrong_estimator_episodes: int = 0
@@ -60,7 +60,7 @@ class DropCounts:
             "dropped_stale_episodes": float(self.stale_episodes),
             "dropped_stale_steps": float(self.stale_steps),
             "dropped_uniform_episodes": float(self.uniform_episodes),
-            "flagged_uniform_episodes": float(self.uniform_kept),
+            "kept_uniform_episodes": float(self.uniform_kept),
             "refused_missing_tokens_episodes": float(self.missing_tokens_episodes),
             "refused_wrong_estimator_episodes": float(self.wrong_estimator_episodes),
             "refused_unreproducible_sampling_episodes": float(

@@ -61,6 +61,20 @@ class TrainerReport:
     """The batcher's refusal messages, most recent last."""
     last_metrics: dict[str, float] = field(default_factory=dict)
 
+    def all_refused(self) -> str | None:
+        """Why the run failed when it made no update and refused every episode of its runs
+        it read (dead-lettered, or refused by the batcher: missing tokens, wrong estimator,
+        unreproducible sampling), naming the first refusal; None otherwise. Uniform groups
+        dropped, stale and duplicate episodes are not refusals: those runs end normally."""
+        ours = self.episodes_consumed - self.other_runs
+        refused = self.dead_letters + sum(
+            int(v) for k, v in self.drops.items() if k.startswith("refused_")
+        )
+        if self.updates or ours <= 0 or refused < ours:
+            return None
+        first = self.messages[0] if self.messages else "episodes dead-lettered"
+        return f"every one of the {ours} episodes it read was refused; the first: {first}"
+
 
 class TrainerCore:
     """Batches, updates and checkpoints without Kafka (also used in-process by perf)."""

@@ -108,7 +108,8 @@ class TrainerSettings(OwnEnvSettings):
     keep_checkpoints: int = Field(default=2, ge=1)
     """How many recent checkpoints to keep on disk."""
     max_updates: int = Field(default=0, ge=0)
-    """Stop after this many updates (0: run until stopped)."""
+    """Stop after this many policy updates made (0: run until stopped); episodes dropped
+    make no update and do not count."""
     poll_timeout_s: float = Field(default=1.0, gt=0)
     """How long one Kafka poll waits."""
     idle_exit_s: float = Field(default=0.0, ge=0)
@@ -128,7 +129,10 @@ class TrainerSettings(OwnEnvSettings):
     max_staleness: int = Field(default=1, ge=0)
     """Largest (current version - step policy version) accepted in async mode."""
     uniform_reward: UniformPolicy = UniformPolicy.DROP
-    """Drop groups whose rewards are all equal (no GRPO signal), or keep them."""
+    """drop: leave out groups whose rewards are all equal (a group-centred estimator gives
+    them zero advantage: no GRPO signal); keep: train on them anyway, so a batch of only
+    such groups still makes an update (its optimiser step, with the KL term and weight
+    decay, and a new policy version)."""
     merge_steps: bool = True
     """Merge steps whose prompt extends the previous step's prompt + response."""
 
@@ -137,8 +141,9 @@ class TrainerSettings(OwnEnvSettings):
     """Objective: grpo, reinforce, rloo, sft, distill."""
     loss_agg: LossAgg = LossAgg.TOKEN_MEAN
     """token-mean, seq-mean-token-mean or seq-mean-token-sum."""
-    clip_eps_low: float = Field(default=0.2, ge=0)
-    """Lower clip range of the importance ratio."""
+    clip_eps_low: float = Field(default=0.2, ge=0, lt=1)
+    """Lower clip range of the importance ratio, in [0, 1): the ratio is clipped at
+    ``1 - clip_eps_low``, which must stay above 0."""
     clip_eps_high: float = Field(default=0.2, ge=0)
     """Upper clip range of the importance ratio."""
     clip_ratio_c: float = Field(default=3.0, gt=1)

@@ -6,14 +6,13 @@ The session closes with ``ok``, ``timeout`` or ``error``; ``SessionClosed.error`
 with the reason (``timeout``, ``agent_error``, ``verifier_error``, ``sandbox_error``) and
 the output carries it as ``reason``. The verifier's reward goes with the close as a
 ``RewardAssigned`` (its named values as signals), ahead of ``SessionClosed``; a failed
-verification publishes none.
+verification publishes none. The session's lifecycle (open, close, token totals) is
+``Rollout.run``'s; this module supplies only the attempt.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,8 +25,8 @@ from rllm.producers.harnesses.runner import HarnessRunner
 from rllm.producers.harnesses.types import CloseReason, Harness, HarnessRun
 from rllm.producers.sdk.client import GatewayClient
 from rllm.producers.sdk.evaluator import Evaluator
-from rllm.producers.sdk.rollout import BeforeClose, Rollout
-from rllm.producers.sdk.types import RolloutConfig, RolloutOutcome
+from rllm.producers.sdk.rollout import Rollout
+from rllm.producers.sdk.types import Attempt, RolloutConfig, RolloutOutcome
 from rllm.sandboxes.types import SandboxBackend
 from rllm.schemas.types import RewardAssigned, SessionEvent, SessionStatus, Task
 
@@ -100,9 +99,26 @@ class HarnessRollout(Rollout):
         self._gateway_url = ""
         super().__init__(self._agent, name=f"harness:{harness.name}")
 
+    def session_metadata(self) -> dict[str, Any]:
+        """The harness's name and version, on ``SessionOpened``."""
+        return {"harness": self.harness.name, "harness_version": self.harness.version}
+
     async def _agent(self, task: Task, config: RolloutConfig) -> dict[str, Any]:
         """The harness on ``task`` in the session of ``config`` (its summary)."""
         return (await self._execute(task, config.base_url, config)).summary()
+
+    async def attempt(self, task: Task, config: RolloutConfig, gateway: GatewayClient) -> Attempt:
+        """Run the harness in its sandbox and verify; the verifier's reward goes with the
+        close (``Rollout.run`` closes the session, with the gateway's token totals).
+        ``config.sampling`` is not passed on: a CLI agent picks its own."""
+        result = await self._execute(task, gateway.url, config)
+        error = None if result.reason is CloseReason.OK else f"{result.reason}: {result.error}"
+        return Attempt(
+            _STATUS.get(result.reason, SessionStatus.ERROR),
+            output=result.summary(),
+            error=error,
+            reward=reward_event(config.session_id, config.run_id, result),
+        )
 
     async def _execute(self, task: Task, gateway_url: str, config: RolloutConfig) -> HarnessRun:
         try:
@@ -118,49 +134,3 @@ class HarnessRollout(Rollout):
         except Exception as exc:  # the sandbox died mid-run: this run's result, not a crash
             return HarnessRun(self.harness.name, task.task_id, reason=CloseReason.SANDBOX_ERROR,
                               error=f"{type(exc).__name__}: {exc}")  # fmt: skip
-
-    async def run(
-        self,
-        task: Task,
-        gateway: GatewayClient,
-        *,
-        run_id: str,
-        model: str,
-        sampling: dict[str, Any] | None = None,
-        rollout_index: int = 0,
-        group_size: int = 1,
-        session_id: str | None = None,
-        before_close: BeforeClose | None = None,
-    ) -> RolloutOutcome:
-        """Open a session, run the harness in its sandbox, verify, and close the session
-        with the reward. ``sampling`` is not passed on: a CLI agent picks its own."""
-        started = time.perf_counter()
-        handle = await gateway.open_session(
-            task, run_id=run_id, session_id=session_id, rollout_index=rollout_index,
-            group_size=group_size, agent=self.name, model=model,
-            metadata={"harness": self.harness.name, "harness_version": self.harness.version},
-        )  # fmt: skip
-        config = RolloutConfig(
-            base_url=handle.base_url, api_key=handle.api_key, model=model,
-            session_id=handle.session_id, run_id=run_id, rollout_index=rollout_index,
-        )  # fmt: skip
-        events: list[SessionEvent] = []
-        status, output, error = SessionStatus.ERROR, None, None
-        try:
-            result = await self._execute(task, gateway.url, config)
-            status = _STATUS.get(result.reason, SessionStatus.ERROR)
-            output = result.summary()
-            error = None if result.reason is CloseReason.OK else f"{result.reason}: {result.error}"
-            outcome = RolloutOutcome(
-                session_id=handle.session_id, run_id=run_id, task=task,
-                rollout_index=rollout_index, status=status, answer=None, output=output,
-                error=error, num_steps=0, seconds=time.perf_counter() - started,
-            )  # fmt: skip
-            if before_close is not None:
-                events += await before_close(outcome) or []
-            event = reward_event(handle.session_id, run_id, result)
-            if event is not None and not any(isinstance(e.payload, RewardAssigned) for e in events):
-                events.insert(0, event)  # the caller's evaluator did not score it
-        finally:  # the session closes whatever failed (cancelled too)
-            num_steps = await gateway.close_session(handle, status, output, error, events or None)
-        return dataclasses.replace(outcome, num_steps=num_steps)

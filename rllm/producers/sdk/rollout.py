@@ -13,8 +13,8 @@ from dataclasses import replace
 from typing import Any, overload
 
 from rllm.producers.sdk.client import GatewayClient
-from rllm.producers.sdk.types import AgentAnswer, RolloutConfig, RolloutOutcome
-from rllm.schemas.types import SessionEvent, SessionStatus, Task
+from rllm.producers.sdk.types import AgentAnswer, Attempt, RolloutConfig, RolloutOutcome
+from rllm.schemas.types import RewardAssigned, SessionEvent, SessionStatus, Task
 
 __all__ = ["BeforeClose", "Rollout", "answer_of", "rollout"]
 
@@ -57,8 +57,10 @@ class Rollout:
     """An agent function bound to the gateway's session lifecycle.
 
     Calling the object calls the function unchanged; ``run`` opens a session, calls the
-    function with the session's config, and closes the session with status ``ok`` or
-    ``error`` (the exception's message), never raising the agent's error.
+    function with the session's config (``attempt``), and closes the session with status
+    ``ok`` or ``error`` (the exception's message), never raising the agent's error. A
+    subclass that runs something else in the session (a harness) overrides ``attempt`` and
+    ``session_metadata``; the lifecycle stays this one.
     """
 
     def __init__(self, fn: AgentFn, name: str | None = None) -> None:
@@ -77,6 +79,26 @@ class Rollout:
             return await result
         return result
 
+    def session_metadata(self) -> dict[str, Any]:
+        """What ``SessionOpened.metadata`` carries for this agent (none by default)."""
+        return {}
+
+    async def attempt(self, task: Task, config: RolloutConfig, gateway: GatewayClient) -> Attempt:
+        """Run the agent once in the open session of ``config``; its failure is data (an
+        ``error`` attempt), never raised."""
+        try:
+            result = await self._call(task, config)
+        except Exception as exc:  # the agent's failure is data, not a crash of the run
+            return Attempt(SessionStatus.ERROR, error=f"{type(exc).__name__}: {exc}")
+        usage = result if isinstance(result, AgentAnswer) else None
+        return Attempt(
+            SessionStatus.OK,
+            answer=answer_of(result),
+            output=_jsonable(result),
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+        )
+
     async def run(
         self,
         task: Task,
@@ -90,13 +112,17 @@ class Rollout:
         session_id: str | None = None,
         before_close: BeforeClose | None = None,
     ) -> RolloutOutcome:
-        """Run the agent on ``task`` in a new gateway session.
+        """Run the agent on ``task`` in a new gateway session: the one session lifecycle of
+        every rollout (an agent function's and a harness's).
 
         ``before_close`` sees the outcome (``num_steps`` not yet known) before the session
         closes; the events it returns go with the close request, so a reward precedes
-        ``SessionClosed`` on the partition and costs no request of its own. An agent that
-        reports no token usage gets the gateway's totals for the session.
+        ``SessionClosed`` on the partition and costs no request of its own. The attempt's
+        own reward goes with them when ``before_close`` gave none. The session closes
+        whatever failed (cancelled too). An agent that reports no token usage gets the
+        gateway's totals for the session.
         """
+        started = time.perf_counter()
         handle = await gateway.open_session(
             task,
             run_id=run_id,
@@ -105,6 +131,7 @@ class Rollout:
             group_size=group_size,
             agent=self.name,
             model=model,
+            metadata=self.session_metadata(),
         )
         config = RolloutConfig(
             base_url=handle.base_url,
@@ -115,35 +142,34 @@ class Rollout:
             sampling=dict(sampling or {}),
             rollout_index=rollout_index,
         )
-        started = time.perf_counter()
-        status, result, error = SessionStatus.OK, None, None
+        done = Attempt(SessionStatus.ERROR, error="cancelled before the agent finished")
+        events: list[SessionEvent] = []
         try:
-            result = await self._call(task, config)
-        except Exception as exc:  # the agent's failure is data, not a crash of the run
-            status, error = SessionStatus.ERROR, f"{type(exc).__name__}: {exc}"
-        seconds = time.perf_counter() - started
-        output = _jsonable(result)
-        usage = result if isinstance(result, AgentAnswer) else None
-        outcome = RolloutOutcome(
-            session_id=handle.session_id,
-            run_id=run_id,
-            task=task,
-            rollout_index=rollout_index,
-            status=status,
-            answer=answer_of(result),
-            output=output,
-            error=error,
-            num_steps=0,
-            seconds=seconds,
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
-        )
-        events = None
-        try:
+            done = await self.attempt(task, config, gateway)
+            outcome = RolloutOutcome(
+                session_id=handle.session_id,
+                run_id=run_id,
+                task=task,
+                rollout_index=rollout_index,
+                status=done.status,
+                answer=done.answer,
+                output=done.output,
+                error=done.error,
+                num_steps=0,
+                seconds=time.perf_counter() - started,
+                prompt_tokens=done.prompt_tokens,
+                completion_tokens=done.completion_tokens,
+            )
             if before_close is not None:
-                events = await before_close(outcome)
+                events += await before_close(outcome) or []
+            if done.reward is not None and not any(
+                isinstance(e.payload, RewardAssigned) for e in events
+            ):
+                events.insert(0, done.reward)  # the caller's evaluator did not score it
         finally:
-            totals = await gateway.close_session_totals(handle, status, output, error, events)
+            totals = await gateway.close_session_totals(
+                handle, done.status, done.output, done.error, events or None
+            )
         if outcome.prompt_tokens or outcome.completion_tokens:  # the agent reported its usage
             return replace(outcome, num_steps=totals.num_steps)
         return replace(

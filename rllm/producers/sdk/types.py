@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rllm.schemas.types import SessionStatus, Task
+from rllm.schemas.types import SessionEvent, SessionStatus, Task
 
-__all__ = ["AgentAnswer", "RolloutConfig", "RolloutOutcome", "SessionTotals"]
+__all__ = ["AgentAnswer", "Attempt", "RolloutConfig", "RolloutOutcome", "SessionTotals"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,27 @@ class AgentAnswer:
     """Completion tokens over all its calls."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Anything else worth keeping in the session's output."""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What one run of an agent in an open session gave, before the session closes."""
+
+    status: SessionStatus
+    """How the session closes."""
+    output: Any = None
+    """The session's output, JSON-ready."""
+    error: str | None = None
+    """Why it failed (``SessionClosed.error``)."""
+    answer: str | None = None
+    """The answer text, when there is one."""
+    prompt_tokens: int = 0
+    """Prompt tokens the agent reported (0: the gateway's totals are taken)."""
+    completion_tokens: int = 0
+    """Completion tokens the agent reported, likewise."""
+    reward: SessionEvent | None = None
+    """The attempt's own ``RewardAssigned`` (a verifier's), published with the close when
+    the caller's ``before_close`` gave none."""
 
 
 @dataclass(frozen=True)

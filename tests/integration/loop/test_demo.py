@@ -103,8 +103,11 @@ def test_demo_trains_on_train_tasks_and_evaluates_the_trained_policy_on_held_out
     assert (report.before.policy_run, report.before.policy_version) == (RUN, 0)
     assert (report.after.policy_run, report.after.policy_version) == (RUN, 2)
     assert (report.before.tasks, report.after.tasks) == (3, 3)
-    progress = [line for line in lines if line.startswith("update ")]
-    assert [line.split(":")[0] for line in progress] == ["update 1/2", "update 2/2"], lines
+    progress = [line for line in lines if line.startswith("batch ")]
+    assert [line.split(":")[0] for line in progress] == [
+        "batch 1, update 1/2",
+        "batch 2, update 2/2",
+    ], lines
     assert "rollouts of v0:" in progress[0] and "-> v1;" in progress[0]
     assert "rollouts of v1:" in progress[1] and "-> v2;" in progress[1]
     said = re.fullmatch(
