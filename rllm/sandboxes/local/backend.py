@@ -35,6 +35,7 @@ from rllm.sandboxes.local.process import (
     require_tools,
     setup_sysfs,
     spawn,
+    under_dev,
 )
 from rllm.sandboxes.local.sandbox import LocalSandbox, SandboxParts
 from rllm.sandboxes.local.state import SandboxState, process_start, read_states, teardown
@@ -169,7 +170,7 @@ class LocalBackend:
         owner = (self.idmap.host(0), self.idmap.host(0))
         root = SandboxFiles(str(dirs.merged), owner=owner)
         root.makedirs(workdir)
-        bind_mounts(root, spec.mounts)
+        bind_mounts(root, [m for m in spec.mounts if not under_dev(m)])
         cgroups = SandboxCgroups.create(state.id, spec)
         state = replace(
             state,

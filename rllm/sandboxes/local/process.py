@@ -31,7 +31,7 @@ from typing import Any
 
 from rllm.sandboxes.errors import SandboxError, SandboxUnavailableError
 from rllm.sandboxes.local.privileges import DOCKER_CAPS, IdMap
-from rllm.sandboxes.types import NetworkMode, SandboxSpec
+from rllm.sandboxes.types import Mount, NetworkMode, SandboxSpec
 
 __all__ = [
     "BwrapProcess",
@@ -41,6 +41,7 @@ __all__ = [
     "require_tools",
     "setup_sysfs",
     "spawn",
+    "under_dev",
 ]
 
 MASKED_FILES = ("kcore", "keys", "latency_stats", "timer_list", "timer_stats", "sched_debug")
@@ -90,6 +91,12 @@ def join_cgroups(procs: Sequence[str], ulimit_kb: int | None = None) -> list[str
     return ["/bin/sh", "-c", script, "rllm-join", *procs, "--"]
 
 
+def under_dev(mount: Mount) -> bool:
+    """Whether ``mount`` lands in the sandbox's ``/dev`` (bubblewrap's own tmpfs, outside
+    the overlay): such a mount must be a read-only file, copied in by bubblewrap."""
+    return mount.target.startswith("/dev/")
+
+
 def bwrap_argv(
     bwrap: str, merged: Path, spec: SandboxSpec, hostname: str, workdir: str
 ) -> list[str]:
@@ -106,6 +113,13 @@ def bwrap_argv(
     argv += _docker_proc_and_sys()
     # /tmp stays in the overlay, as in a container: 1777 from the image, kept by a RUN for
     # the next step's layer, and counted against disk_mb with the rest of the upper dir
+    for mount in spec.mounts:
+        if under_dev(mount):
+            if not mount.read_only or not mount.source.is_file():
+                raise SandboxError(
+                    f"a mount into /dev must be a read-only file: {mount.source} -> {mount.target}"
+                )
+            argv += ["--ro-bind-data", str(mount.source), mount.target]  # spawn opens it
     for cap in DOCKER_CAPS:
         argv += ["--cap-add", f"CAP_{cap}"]
     if spec.network == NetworkMode.HOST:
@@ -180,14 +194,20 @@ def _args_pipe(args: list[str]) -> int:
 
 def _start(prefix: list[str], argv: list[str], start: Start) -> BwrapProcess:
     seccomp = os.open(start.seccomp, os.O_RDONLY | os.O_CLOEXEC)
+    passed = [seccomp]
     args = argv[1:]
+    for i, arg in enumerate(args[:-1]):
+        if arg == "--ro-bind-data":  # the file's content, read by bubblewrap from an fd
+            data = os.open(args[i + 1], os.O_RDONLY | os.O_CLOEXEC)
+            passed.append(data)
+            args[i + 1] = str(data)
     info_r, info_w = os.pipe()
     block_r, block_w = os.pipe()
     sleep = "infinity" if start.lifetime_s is None else f"{start.lifetime_s:.3f}"
     args += ["--seccomp", str(seccomp), "--info-fd", str(info_w),
              "--userns-block-fd", str(block_r)]  # fmt: skip
     args_fd = _args_pipe(args)
-    passed = [seccomp, info_w, block_r, args_fd]
+    passed += [info_w, block_r, args_fd]
     host_id = str(start.idmap.host(0))
     drop = ["setpriv", f"--reuid={host_id}", f"--regid={host_id}", "--clear-groups", "--"]
     command = [*prefix, *drop, argv[0], "--args", str(args_fd), "--", "sleep", sleep]
