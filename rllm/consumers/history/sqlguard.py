@@ -135,10 +135,11 @@ def check_tree(root: Node, database: str) -> None:
 
 
 def _check_node(node: Node, parent: Node | None, database: str) -> None:
+    if node.kind == "Set":
+        raise _settings_refused()
     if node.kind not in _KINDS:
-        what = "a SETTINGS clause" if node.kind == "Set" else node.kind
         raise StatementRefusedError(
-            "clause", node.kind, f"sql: the statement uses {what}, which analytics SQL refuses"
+            "clause", node.kind, f"sql: the statement uses {node.kind}, which analytics SQL refuses"
         )
     if node.kind == "Function":
         in_from = parent is not None and parent.kind == "TableExpression"
@@ -165,6 +166,15 @@ def _check_node(node: Node, parent: Node | None, database: str) -> None:
     hidden = node.kind == "Identifier" and node.name.split(".")[0].lower() in _HIDDEN_DATABASES
     if node.kind == "TableIdentifier" or hidden:  # system.x as a column: a table in disguise
         _check_table(node.name, database)
+
+
+def _settings_refused() -> StatementRefusedError:
+    return StatementRefusedError(
+        "clause",
+        "SETTINGS",
+        "sql: SETTINGS in the statement is refused: a statement runs under readonly=1 and the "
+        "read limits (RLLM_HISTORY_SQL_*), which only the history settings change",
+    )
 
 
 def _why(name: str, otherwise: str) -> str:
@@ -215,13 +225,7 @@ def guard(run: Run, sql: str, params: dict[str, Any] | None, database: str) -> s
         dump = run(f"EXPLAIN AST {text}", params)
     except QueryError as exc:
         if "READONLY" in str(exc):  # EXPLAIN applies the statement's SETTINGS, and readonly=1
-            raise StatementRefusedError(
-                "clause",
-                "SETTINGS",
-                "sql: SETTINGS in the statement is refused: a statement runs under readonly=1 "
-                "and the read limits (RLLM_HISTORY_SQL_*), which only the history settings "
-                "change",
-            ) from None
+            raise _settings_refused() from None
         raise
     check_tree(parse_ast("\n".join(_text(row[0]) for row in dump.rows)), database)
     return text
