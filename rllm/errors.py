@@ -54,6 +54,7 @@ with two parents is drawn under its area's root, the other parent in parentheses
     ├── HistoryError                                 consumers/history/errors.py
     │   ├── StoreLockedError
     │   └── QueryError(ValueError)
+    │       └── StatementRefusedError               analytics SQL names what it refuses
     ├── ViewerError                                  consumers/viewer/errors.py
     │   ├── NotFoundError(LookupError)               no such run or trajectory (404)
     │   └── BadRequestError(ValueError)              a bad query parameter (400)

@@ -4,7 +4,8 @@ chDB allows one process per database directory and one open directory per proces
 ``ChdbStore`` is meant to be held by the history service; the CLI opens one only when no
 service answers on the socket. Writes go through one session; reads through sessions of
 their own on the same directory, opened with ``readonly=1`` (and, for a user's statement,
-the read limits) in their connection string, so no statement can undo them. Each session's
+the read limits) in their connection string, so no statement can undo them; a user's
+statement is first checked by ``sqlguard`` on that session's own parse. Each session's
 calls are serialised with its own lock, so a long read never holds up an insert.
 """
 
@@ -23,6 +24,7 @@ import pyarrow as pa
 from rllm.consumers.history.ddl import create_statements
 from rllm.consumers.history.errors import translate_clickhouse_error
 from rllm.consumers.history.limits import READ_ONLY, ReadLimits, limit_error
+from rllm.consumers.history.sqlguard import guard
 from rllm.consumers.history.types import HistoryError, QueryError, QueryResult, StoreLockedError
 
 __all__ = ["ChdbStore", "arrow_stream_bytes", "translate_clickhouse_error"]
@@ -151,7 +153,12 @@ class ChdbStore:
         return _result(tbl)
 
     def query_user(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
-        """Run a user's statement in the session opened with ``readonly=1`` and the limits."""
+        """Run a user's statement, checked by ``sqlguard`` on chDB's own parse, in the session
+        opened with ``readonly=1`` and the limits."""
+        return self._run_user(guard(self._run_user, sql, params, self.database), params)
+
+    def _run_user(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
+        """Run a statement in the limited session, unchecked (the guard's own parses)."""
         try:
             tbl = self._user_reader.query(sql, params)
         except RuntimeError as exc:

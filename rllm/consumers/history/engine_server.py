@@ -2,7 +2,8 @@
 
 Every read sends ``readonly=1`` as a setting of its HTTP request, and a user's statement
 the read limits too; the server applies them before the statement, whose own ``SETTINGS``
-then cannot change them.
+then cannot change them. A user's statement is first checked by ``sqlguard`` on the
+server's own parse.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pyarrow as pa
 from rllm.consumers.history.ddl import create_statements
 from rllm.consumers.history.errors import translate_clickhouse_error
 from rllm.consumers.history.limits import READ_ONLY, ReadLimits, limit_error
+from rllm.consumers.history.sqlguard import guard
 from rllm.consumers.history.types import HistoryError, QueryResult
 
 __all__ = ["ServerStore"]
@@ -82,7 +84,12 @@ class ServerStore:
         return QueryResult.from_arrow(tbl)
 
     def query_user(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
-        """Run a user's statement with ``readonly=1`` and the limits as request settings."""
+        """Run a user's statement, checked by ``sqlguard`` on the server's own parse, with
+        ``readonly=1`` and the limits as request settings."""
+        return self._run_user(guard(self._run_user, sql, params, self.database), params)
+
+    def _run_user(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
+        """Run a statement with the limits, unchecked (the guard's own parses)."""
         try:
             tbl = self._client.query_arrow(
                 sql, parameters=params or None, settings=self.limits.settings()

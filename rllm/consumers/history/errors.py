@@ -8,6 +8,7 @@ Kafka.
     └── HistoryError                      the history store failed
         ├── StoreLockedError              another process holds the chDB directory
         └── QueryError(ValueError)        a query or one of its parameters is bad
+            └── StatementRefusedError     analytics SQL names what it may not (sqlguard)
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ __all__ = [
     "QUERY_CODES",
     "HistoryError",
     "QueryError",
+    "StatementRefusedError",
     "StoreLockedError",
     "clickhouse_errors",
     "translate_clickhouse_error",
@@ -38,6 +40,22 @@ class StoreLockedError(HistoryError):
 
 class QueryError(HistoryError, ValueError):
     """A query, or one of its parameters, is not acceptable; the message names which."""
+
+
+class StatementRefusedError(QueryError):
+    """A user's statement does what analytics SQL refuses (``sqlguard``).
+
+    Args:
+        kind: what was refused: ``function``, ``table function``, ``table``, ``clause``,
+            ``statement`` or ``name``.
+        name: the refused function, table, clause or statement kind, as ClickHouse read it.
+        message: the whole message, with what to do.
+    """
+
+    def __init__(self, kind: str, name: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.name = name
 
 
 QUERY_CODES = frozenset(

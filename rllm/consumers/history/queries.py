@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from rllm.consumers.history import sql
-from rllm.consumers.history.sqlguard import check_select
 from rllm.consumers.history.types import HistoryStore, QueryError, QueryResult
 
 __all__ = ["QUERIES", "NamedQuery", "run_named", "run_sql"]
@@ -141,19 +140,11 @@ def run_named(store: HistoryStore, name: str, by: str | None = None, **params: A
 def run_sql(store: HistoryStore, text: str) -> QueryResult:
     """Run the escape hatch: one SELECT a user wrote, under ``readonly=1`` and the read limits.
 
-    The statement is checked twice for a clear message, as written and as ClickHouse's
-    parser prints it back (``formatQuerySingleLine``, the text bound as a parameter), then
-    run as written with ``store.query_user``, whose session sets ``readonly=1`` and the
-    limits where the statement cannot change them.
+    ``__DB__`` stands for the history database. ``store.query_user`` checks the statement
+    on the engine's own parse (``sqlguard``; in the history service when ``store`` is its
+    client) and runs it in the session that sets ``readonly=1`` and the limits.
 
     Raises:
         QueryError: naming what was refused, the limit that stopped it, or the syntax error.
     """
-    checked = check_select(text).replace("__DB__", f"`{store.database}`")
-    try:
-        parsed = store.query_user("SELECT formatQuerySingleLine({q:String}) AS q", {"q": checked})
-    except QueryError as exc:
-        said = str(exc).removeprefix("sql: ").split(": In scope SELECT formatQuery")[0]
-        raise QueryError(f"sql: ClickHouse cannot parse the statement: {said}") from None
-    check_select(str(parsed.rows[0][0]), parsed=True)
-    return store.query_user(checked)
+    return store.query_user(text.replace("__DB__", f"`{store.database}`"))

@@ -1,264 +1,235 @@
-"""Clear messages for the analytics SQL escape hatch: one SELECT, nothing that reaches out.
+"""The analytics SQL guard: one SELECT over the history's tables, read by ClickHouse itself.
 
-ClickHouse enforces the read path: a user's statement runs under ``readonly=1`` and the read
-limits, set by the session (``limits.py``). This lexer names what a statement does wrong
-before it runs, and it refuses the two things ``readonly=1`` lets through (measured with
-chDB 26.9): the scalar ``file()`` function, which reads a host file, and ``INTO OUTFILE``,
-which writes one. It tokenises the way ClickHouse's lexer does (``'…'`` strings and
-U+2018/U+2019 ones, ``$tag$…$tag$`` heredocs, ``"…"``, ```…``` and U+201C/U+201D
-identifiers, ``--``, ``#`` and nested ``/* */`` comments), so a word in a literal does not
-count, a quoted function name still does, and nothing hides in a comment.
-``queries.run_sql`` also checks the statement as ClickHouse's own parser prints it back.
+A user's statement is never matched against words. The engine that will run it parses it
+twice, in the read session (``readonly=1`` and the read limits): ``formatQuerySingleLine``
+(the text travels base64-encoded, so no escaping or parameter binding changes it) gives one
+statement or a syntax error, and ``EXPLAIN AST`` of that statement gives the tree ClickHouse
+reads. The guard walks that tree: a SELECT (``WITH``, ``UNION``, subqueries) with no
+``INTO OUTFILE``, ``FORMAT`` or ``SETTINGS``, calling only the pure functions and row-making
+table functions of ``sqlnames``, reading only the history's tables. The engine then runs
+the very text whose tree was checked. ``readonly=1`` and the limits stay the floor.
 """
 
 from __future__ import annotations
 
+import base64
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import pairwise
+from typing import Any
 
-from rllm.consumers.history.types import QueryError
-
-__all__ = [
-    "ALLOWED_TABLE_FUNCTIONS",
-    "REFUSED_FUNCTIONS",
-    "SCALAR_TABLE_FUNCTIONS",
-    "Token",
-    "check_select",
-    "tokenize",
-]
-
-_FORBIDDEN_WORDS = {
-    "INSERT",
-    "ALTER",
-    "DROP",
-    "CREATE",
-    "TRUNCATE",
-    "DELETE",
-    "UPDATE",
-    "RENAME",
-    "ATTACH",
-    "DETACH",
-    "OPTIMIZE",
-    "SYSTEM",
-    "KILL",
-    "GRANT",
-    "REVOKE",
-    "SET",
-    "EXCHANGE",
-    "UNDROP",
-    "MOVE",
-    "BACKUP",
-    "RESTORE",
-    "USE",
-}
-ALLOWED_TABLE_FUNCTIONS = frozenset(
-    {"numbers", "numbers_mt", "zeros", "zeros_mt", "values", "generate_series", "generateSeries"}
-    | {"generateRandom", "primes", "null"}
+from rllm.consumers.history.ddl import TABLES
+from rllm.consumers.history.errors import QueryError, StatementRefusedError
+from rllm.consumers.history.sqlnames import (
+    TABLE_FUNCTIONS,
+    allowed_function,
+    allowed_table_function,
 )
-"""Table functions a statement may call: they make rows and read nothing."""
-SCALAR_TABLE_FUNCTIONS = frozenset({"format", "fuzzQuery"})
-"""Table functions that are scalar functions too: allowed by name (the table form of
-``format`` is refused by ``readonly=1``; ``fuzzQuery`` rewrites a string)."""
+from rllm.consumers.history.types import QueryResult
 
+__all__ = ["Node", "check_tree", "guard", "parse_ast"]
 
-def _names(text: str) -> frozenset[str]:
-    return frozenset(name.lower() for name in text.split())
+Run = Callable[[str, "dict[str, Any] | None"], QueryResult]
+"""Runs a statement in the limited read session, errors already translated."""
 
-
-REFUSED_FUNCTIONS = _names(
-    # host files, object stores, lakes, other servers and processes
-    "file fileCluster filesystem url urlCluster s3 s3Cluster cosn oss gcs "
-    "azureBlobStorage azureBlobStorageCluster hdfs hdfsCluster remote remoteSecure "
-    "cluster clusterAllReplicas executable python mysql postgresql jdbc odbc sqlite "
-    "mongodb redis ytsaurus bigquery arrowFlight arrowflight arrowstream prometheusQuery "
-    "prometheusQueryRange s3Queue azureQueue input dictionary loop eval "
-    "deltaLake deltaLakeAzure deltaLakeAzureCluster deltaLakeCluster deltaLakeLocal "
-    "deltaLakeS3 deltaLakeS3Cluster hudi hudiCluster hudiLocal iceberg icebergAzure "
-    "icebergAzureCluster icebergCluster icebergHDFS icebergHDFSCluster icebergLocal "
-    "icebergLocalCluster icebergS3 icebergS3Cluster paimon paimonAzure paimonAzureCluster "
-    "paimonCluster paimonHDFS paimonHDFSCluster paimonLocal paimonS3 paimonS3Cluster "
-    # other views of ClickHouse's own tables: a statement names the tables it reads
-    "merge view viewExplain viewIfPermitted mergeTreeIndex mergeTreeProjection "
-    "mergeTreeAnalyzeIndexes mergeTreeAnalyzeIndexesUUID mergeTreeCodecBlockCounts "
-    "mergeTreeTextIndex timeSeriesData timeSeriesMetrics timeSeriesMetricFamilies "
-    "timeSeriesSamples timeSeriesSelector timeSeriesTags SQLStandardValues fuzzJSON"
+_KINDS = frozenset(
+    {"SelectWithUnionQuery", "SelectIntersectExceptQuery", "SelectQuery", "ExpressionList"}
+    | {"WithElement", "Subquery", "Identifier", "TableIdentifier", "Literal", "QueryParameter"}
+    | {"Function", "Asterisk", "QualifiedAsterisk", "ColumnsRegexpMatcher", "ColumnsListMatcher"}
+    | {"QualifiedColumnsRegexpMatcher", "QualifiedColumnsListMatcher", "ColumnsTransformerList"}
+    | {"ColumnsExceptTransformer", "ColumnsReplaceTransformer", "OrderByElement"}
+    | {"ColumnsReplaceTransformerReplacement", "WindowDefinition", "WindowListElement"}
+    | {"TablesInSelectQuery", "TablesInSelectQueryElement", "TableExpression", "TableJoin"}
+    | {"ArrayJoin", "SampleRatio", "InterpolateElement"}
 )
-"""Functions refused by name (lower case): ``file`` as a scalar function too."""
+"""Node kinds of a plain SELECT (``Set``, ``ColumnsApplyTransformer`` and the rest refused)."""
+_IN = frozenset("in notin globalin globalnotin nullin notnullin globalnullin globalnotnullin")
+_HIDDEN_DATABASES = frozenset({"system", "information_schema"})
+_LINE = re.compile(r"( *)([A-Za-z_]+)(?: (.*))?")
+_CHILDREN = re.compile(r"(.*?) ?\(children (\d+)\)")
 
 
 @dataclass(frozen=True)
-class Token:
-    """One token of a statement."""
+class Node:
+    """One node of ClickHouse's ``EXPLAIN AST``."""
 
     kind: str
-    """``word``, ``ident`` (quoted identifier), ``string``, ``number`` or ``punct``."""
-    value: str
-    """The word, the identifier or string without quotes and escapes, or the character."""
-    pos: int
-    """Offset of its first character in the statement."""
+    """``SelectQuery``, ``Function``, ``TableIdentifier``, ``Literal``…"""
+    name: str
+    """What ClickHouse printed after the kind, without the alias: a function's or table's
+    name, a literal's value."""
+    children: tuple[Node, ...]
+    """The nodes under it, in ClickHouse's order."""
+
+    def walk(self) -> Iterator[tuple[Node, Node | None]]:
+        """Every node under and with this one, with its parent."""
+        stack: list[tuple[Node, Node | None]] = [(self, None)]
+        while stack:
+            node, parent = stack.pop()
+            yield node, parent
+            stack.extend((child, node) for child in reversed(node.children))
 
 
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
-_DIGITS = re.compile(r"[0-9]+")  # 1e12 reads as 1 and e12: never fewer words than ClickHouse
-_HEREDOC = re.compile(r"\$([A-Za-z0-9_]*)\$")
-_QUOTES = {"'": ("'", "string"), '"': ('"', "ident"), "`": ("`", "ident")}
-_UNICODE_QUOTES = {"\u2018": ("\u2019", "string"), "\u201c": ("\u201d", "ident")}
-
-
-def _quoted(sql: str, i: int, close: str) -> tuple[str, int]:
-    """The unescaped body of the ASCII-quoted token at ``i`` and the offset after it."""
-    out: list[str] = []
-    j, n = i + 1, len(sql)
-    while j < n:
-        ch = sql[j]
-        if ch == "\\" and j + 1 < n:
-            out.append(sql[j + 1])
-            j += 2
-        elif ch == close:
-            if sql.startswith(close, j + 1):  # a doubled quote stands for itself
-                out.append(close)
-                j += 2
-            else:
-                return "".join(out), j + 1
-        else:
-            out.append(ch)
-            j += 1
-    raise QueryError(f"sql: unterminated {sql[i]} literal starting at character {i}")
-
-
-def _comment_end(sql: str, i: int) -> int:
-    """The offset after the (nested) ``/* */`` comment starting at ``i``."""
-    depth, j = 0, i
-    while j < len(sql):
-        if sql.startswith("/*", j):
-            depth, j = depth + 1, j + 2
-        elif sql.startswith("*/", j):
-            depth, j = depth - 1, j + 2
-            if depth == 0:
-                return j
-        else:
-            j += 1
-    raise QueryError(f"sql: unterminated /* comment starting at character {i}")
-
-
-def tokenize(sql: str) -> list[Token]:
-    """The statement's tokens, comments dropped, as ClickHouse's lexer splits them.
+def parse_ast(text: str) -> Node:
+    """The tree of ``EXPLAIN AST``'s text, or a refusal if it is not one well-formed tree
+    (a name with a line break in it breaks the lines).
 
     Raises:
-        QueryError: for an unterminated literal or comment.
+        StatementRefusedError: the text is not one tree.
     """
-    tokens: list[Token] = []
-    i, n = 0, len(sql)
-    while i < n:
-        ch = sql[i]
-        if ch.isspace():
-            i += 1
-        elif sql.startswith("--", i) or sql.startswith(("# ", "#!"), i):
-            j = sql.find("\n", i)
-            i = n if j < 0 else j
-        elif sql.startswith("/*", i):
-            i = _comment_end(sql, i)
-        elif ch in _QUOTES:
-            close, kind = _QUOTES[ch]
-            value, end = _quoted(sql, i, close)
-            tokens.append(Token(kind, value, i))
-            i = end
-        elif ch in _UNICODE_QUOTES:  # no escapes inside these
-            close, kind = _UNICODE_QUOTES[ch]
-            j = sql.find(close, i + 1)
-            if j < 0:
-                raise QueryError(f"sql: unterminated {ch} literal starting at character {i}")
-            tokens.append(Token(kind, sql[i + 1 : j], i))
-            i = j + 1
-        elif ch == "$" and (here := _HEREDOC.match(sql, i)) and sql.find(here[0], here.end()) >= 0:
-            j = sql.find(here[0], here.end())
-            tokens.append(Token("string", sql[here.end() : j], i))
-            i = j + len(here[0])
-        elif ch == "$" or _WORD.match(sql, i):
-            j = i + 1
-            while j < n and (sql[j].isascii() and (sql[j].isalnum() or sql[j] in "_$")):
-                j += 1
-            tokens.append(Token("word", sql[i:j], i))
-            i = j
-        elif ch.isdigit():
-            m = _DIGITS.match(sql, i)
-            end = m.end() if m else i + 1
-            tokens.append(Token("number", sql[i:end], i))
-            i = end
-        else:
-            tokens.append(Token("punct", ch, i))
-            i += 1
-    return tokens
+    lines = [line for line in text.split("\n") if line.strip()]
+    pos = 0
+
+    def node(depth: int) -> Node:
+        nonlocal pos
+        line = lines[pos] if pos < len(lines) else ""
+        m = _LINE.fullmatch(line)
+        if m is None or len(m[1]) != depth:
+            raise _unreadable(line)
+        pos += 1
+        rest, count = m[3] or "", "0"
+        if counted := _CHILDREN.fullmatch(rest):
+            rest, count = counted[1], counted[2]
+        name = rest.split(" (alias ", 1)[0]
+        kids = tuple(node(depth + 1) for _ in range(int(count)))
+        return Node(m[2], name, kids)
+
+    try:
+        root = node(0)
+    except RecursionError:
+        raise StatementRefusedError("depth", "", "sql: the statement nests too deeply") from None
+    if pos != len(lines):
+        raise _unreadable(lines[pos])
+    return root
 
 
-def check_select(sql: str, *, parsed: bool = False) -> str:
-    """Accept exactly one SELECT that reaches nothing outside; return it without a final ``;``.
+def _unreadable(line: str) -> StatementRefusedError:
+    return StatementRefusedError(
+        "name",
+        line,
+        f"sql: a name in the statement breaks ClickHouse's printed tree at {line[:60]!r} "
+        f"(a line break in a quoted name?); rename it",
+    )
+
+
+def check_tree(root: Node, database: str) -> None:
+    """Refuse all but a SELECT of pure functions over ``database``'s history tables.
+
+    Raises:
+        StatementRefusedError: naming the refused kind, function or table and its value.
+    """
+    if root.kind != "SelectWithUnionQuery":
+        raise StatementRefusedError(
+            "statement", root.kind, f"sql: only SELECT is allowed, got a {root.kind}"
+        )
+    if len(root.children) != 1:  # INTO OUTFILE, FORMAT: children after the selects
+        extra = ", ".join(f"{c.kind} {c.name}".strip() for c in root.children[1:])
+        raise StatementRefusedError(
+            "clause",
+            extra,
+            f"sql: INTO OUTFILE and FORMAT are refused ({extra}): results come back on stdout, "
+            f"in the format --format chooses",
+        )
+    for node, parent in root.walk():
+        _check_node(node, parent, database)
+
+
+def _check_node(node: Node, parent: Node | None, database: str) -> None:
+    if node.kind == "Set":
+        raise _settings_refused()
+    if node.kind not in _KINDS:
+        raise StatementRefusedError(
+            "clause", node.kind, f"sql: the statement uses {node.kind}, which analytics SQL refuses"
+        )
+    if node.kind == "Function":
+        in_from = parent is not None and parent.kind == "TableExpression"
+        if in_from and not allowed_table_function(node.name):
+            raise StatementRefusedError(
+                "table function",
+                node.name,
+                f"sql: table function {node.name}() {_why(node.name, 'reaches outside')}; "
+                f"refused (read the history's tables by name; table functions allowed: "
+                f"{', '.join(sorted(TABLE_FUNCTIONS))})",
+            )
+        if not in_from and not allowed_function(node.name):
+            raise StatementRefusedError(
+                "function",
+                node.name,
+                f"sql: function {node.name}() {_why(node.name, 'is not a pure function')}; "
+                f"refused (analytics SQL calls the pure functions listed in "
+                f"rllm/consumers/history/sqlnames.py)",
+            )
+        if node.name.lower() in _IN and node.children and len(node.children[0].children) == 2:
+            rhs = node.children[0].children[1]
+            if rhs.kind == "Identifier" and "." in rhs.name:
+                _check_table(rhs.name, database)
+    hidden = node.kind == "Identifier" and node.name.split(".")[0].lower() in _HIDDEN_DATABASES
+    if node.kind == "TableIdentifier" or hidden:  # system.x as a column: a table in disguise
+        _check_table(node.name, database)
+
+
+def _settings_refused() -> StatementRefusedError:
+    return StatementRefusedError(
+        "clause",
+        "SETTINGS",
+        "sql: SETTINGS in the statement is refused: a statement runs under readonly=1 and the "
+        "read limits (RLLM_HISTORY_SQL_*), which only the history settings change",
+    )
+
+
+def _why(name: str, otherwise: str) -> str:
+    if name.lower() == "file":
+        return "reads a host file"
+    return "reaches outside the history's tables" if otherwise == "reaches outside" else otherwise
+
+
+def _check_table(name: str, database: str) -> None:
+    """A qualified table must be one of the history's; an unqualified one is a ``WITH``
+    name (or a table of the session's own empty database)."""
+    db, _, table = name.rpartition(".")
+    if db and (db != database or table not in TABLES):
+        raise StatementRefusedError(
+            "table",
+            name,
+            f"sql: table {name} is not one of the history's; refused (tables: "
+            f"{', '.join(f'{database}.{t}' for t in TABLES)}, or __DB__.<table>)",
+        )
+
+
+def guard(run: Run, sql: str, params: dict[str, Any] | None, database: str) -> str:
+    """Parse ``sql`` with the engine, check its tree, and return the statement to run.
 
     Args:
-        sql: the statement.
-        parsed: ``sql`` is ClickHouse's own rendering of the user's statement
-            (``formatQuerySingleLine``): only what ``readonly=1`` lets through is checked
-            (one statement, ``INTO OUTFILE``, ``file()`` and the refused table functions),
-            as ClickHouse prints some keywords bare that the user had quoted.
+        run: runs a statement in the limited read session (errors as ``QueryError``).
+        sql: the user's statement (``__DB__`` already replaced).
+        params: the values of its ``{name:Type}`` placeholders, if any.
+        database: the history database.
+
+    Returns:
+        ClickHouse's one-line rendering of the statement: the text whose tree was checked.
 
     Raises:
-        QueryError: naming what was refused and the value.
+        QueryError: a syntax error, as ClickHouse reports it.
+        StatementRefusedError: what was refused, named with its value.
     """
-    reading = "as ClickHouse parses it, " if parsed else ""
+    if not sql.strip():
+        raise StatementRefusedError("statement", "", "sql: empty statement; give one SELECT")
+    encoded = base64.b64encode(sql.encode()).decode("ascii")
     try:
-        tokens = tokenize(sql)
+        got = run(f"SELECT formatQuerySingleLine(base64Decode('{encoded}')) AS q", None)
     except QueryError as exc:
-        raise QueryError(f"sql: {reading}{str(exc).removeprefix('sql: ')}") from None
-    if tokens and tokens[-1].value == ";" and tokens[-1].kind == "punct":
-        sql = sql[: tokens[-1].pos].rstrip()
-        tokens = tokens[:-1]
+        said = str(exc).removeprefix("sql: ").split(": In scope SELECT formatQuery")[0]
+        raise QueryError(f"sql: ClickHouse cannot parse the statement: {said}") from None
+    text = _text(got.rows[0][0]).strip()
+    try:
+        dump = run(f"EXPLAIN AST {text}", params)
+    except QueryError as exc:
+        if "READONLY" in str(exc):  # EXPLAIN applies the statement's SETTINGS, and readonly=1
+            raise _settings_refused() from None
+        raise
+    check_tree(parse_ast("\n".join(_text(row[0]) for row in dump.rows)), database)
+    return text
 
-    def refuse(why: str) -> QueryError:
-        return QueryError(f"sql: {reading}{why}")
 
-    if not tokens:
-        raise refuse("empty statement; give one SELECT")
-    semi = next((t for t in tokens if t.kind == "punct" and t.value == ";"), None)
-    if semi is not None:
-        raise refuse(
-            f"only one statement is allowed (found ';' at character {semi.pos}: "
-            f"{sql[semi.pos : semi.pos + 30]!r})"
-        )
-    words = [t for t in tokens if t.kind == "word"]
-    if not parsed and (not words or words[0].value.upper() not in ("SELECT", "WITH")):
-        first = words[0].value if words else tokens[0].value
-        raise refuse(f"only SELECT is allowed, got {first!r}")
-    calls = {  # tokens followed by "(": function calls
-        tok.pos
-        for tok, nxt in pairwise(tokens)
-        if tok.kind in ("word", "ident") and nxt.kind == "punct" and nxt.value == "("
-    }
-    for w, nxt in pairwise([*words, Token("word", "", len(sql))]):
-        upper = w.value.upper()
-        if upper == "INTO" and (not parsed or nxt.value.upper() == "OUTFILE"):
-            raise refuse("INTO (OUTFILE) writes a file; results come back on stdout, refused")
-        if parsed:
-            continue
-        if upper in _FORBIDDEN_WORDS:
-            raise refuse(f"only read-only SELECT is allowed; refused keyword {upper}")
-        if upper == "FORMAT" and w.pos not in calls:  # format(...) is a string function
-            raise refuse("FORMAT is chosen with --format, not in the statement")
-        if upper == "SETTINGS":
-            raise refuse(
-                "SETTINGS in the statement is refused: a statement runs under readonly=1 and "
-                "the read limits (RLLM_HISTORY_SQL_*), which only the history settings change"
-            )
-    for tok in tokens:
-        if tok.pos not in calls:
-            continue
-        name = tok.value
-        if name.lower() == "file":
-            raise refuse(f"function {name}() reads a host file; refused")
-        if name.lower() in REFUSED_FUNCTIONS:
-            raise refuse(
-                f"table function {name}() reaches outside the history's tables; refused "
-                f"(read the tables by name; table functions allowed: "
-                f"{', '.join(sorted(ALLOWED_TABLE_FUNCTIONS))})"
-            )
-    return sql
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

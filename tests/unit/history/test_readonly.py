@@ -4,6 +4,7 @@ server engine sends the same settings with every request."""
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from collections.abc import Iterator
@@ -17,11 +18,12 @@ from click.testing import CliRunner
 from rllm.cli.main import cli
 from rllm.consumers.history.engine_chdb import ChdbStore
 from rllm.consumers.history.engine_server import ServerStore
+from rllm.consumers.history.errors import StatementRefusedError
 from rllm.consumers.history.limits import READ_ONLY, ReadLimits
 from rllm.consumers.history.queries import run_named, run_sql
 from rllm.consumers.history.service import ServiceClient, serve_queries
 from rllm.consumers.history.settings import HistorySettings
-from rllm.consumers.history.types import HistoryStore, QueryError
+from rllm.consumers.history.types import QueryError
 from tests.unit.history.shared import fresh_chdb, load, shared_chdb
 
 TIGHT = ReadLimits(
@@ -106,11 +108,15 @@ def test_each_bypass_of_the_issue_is_refused_with_its_name(
 def test_clickhouse_itself_refuses_them_under_the_session_readonly(
     history: ChdbStore, canary: tuple[Path, str], sql: str
 ) -> None:
-    """Past the lexer (query_user directly): READONLY from ClickHouse, nothing read or made."""
+    """Past the guard (the limited session directly): READONLY from ClickHouse, nothing read
+    or made; and the guard refuses each before it runs."""
     before = _tables()
     text = sql.format(canary=canary[0], dir=canary[0].parent, db=f"`{history.database}`")
     with pytest.raises(QueryError, match=r"read-only mode \(readonly=1, set by the session\)"):
+        history._run_user(text)
+    with pytest.raises(StatementRefusedError) as exc:
         history.query_user(text)
+    assert exc.value.kind in ("table function", "statement", "clause"), str(exc.value)
     assert _tables() == before
     assert history.query(f"SELECT count() FROM `{history.database}`.steps").rows == [(500,)]
 
@@ -121,9 +127,9 @@ def test_what_readonly_lets_through_is_what_the_lexer_refuses(
     """Measured: readonly=1 lets scalar file() read and INTO OUTFILE write; run_sql refuses
     both, also in the disguises of the old bypass (quoted name, a heredoc hiding a quote)."""
     path, content = canary
-    assert history.query_user(f"SELECT file('{path}')").rows == [(content + "\n",)]
+    assert history._run_user(f"SELECT file('{path}')").rows == [(content + "\n",)]
     out = tmp_path / "out.csv"
-    history.query_user(f"SELECT 1 INTO OUTFILE '{out}'")
+    history._run_user(f"SELECT 1 INTO OUTFILE '{out}'")
     assert out.read_text() == "1\n"
     out.unlink()
     for sql in (
@@ -140,18 +146,22 @@ def test_what_readonly_lets_through_is_what_the_lexer_refuses(
         f"SELECT $a$ ' $a$ AS x INTO /* */ OUTFILE '{out}'",
         f"SELECT \u2018'\u2019 INTO OUTFILE '{out}' -- '",
     ):
-        with pytest.raises(QueryError, match=r"INTO \(OUTFILE\) writes a file"):
+        with pytest.raises(QueryError, match=r"INTO OUTFILE and FORMAT are refused \(Literal"):
             run_sql(history, sql)
     assert not out.exists()
 
 
 def test_one_statement_only_even_when_a_heredoc_hides_the_semicolon(history: ChdbStore) -> None:
     before = _tables()
-    with pytest.raises(QueryError, match="only one statement"):
+    with pytest.raises(QueryError, match="Multi-statements are not allowed"):
         run_sql(history, "SELECT $$'$$; CREATE TABLE x.y (a Int8) ENGINE = Memory --'")
-    with pytest.raises(QueryError, match="only one statement"):
+    with pytest.raises(QueryError, match="Multi-statements are not allowed"):
         run_sql(history, "SELECT 1 /* /* */ */; SELECT 2")
     assert _tables() == before
+
+
+SLOW = "SELECT count() FROM numbers(45000000) WHERE SHA256(SHA256(toString(number))) = ''"
+"""Pure and under every limit but time: seconds of hashing (sleep() is not a pure function)."""
 
 
 def test_a_runaway_statement_is_stopped_by_the_limits_with_their_names(
@@ -159,7 +169,7 @@ def test_a_runaway_statement_is_stopped_by_the_limits_with_their_names(
 ) -> None:
     cases = [
         ("SELECT count() FROM numbers(1e12)", "rows read", "max_rows_to_read = 50_000_000"),
-        ("SELECT sleep(2)", "execution time", "max_execution_s = 1"),
+        (SLOW, "execution time", "max_execution_s = 1"),
         ("SELECT number FROM numbers(1001)", "result size", "max_result_rows = 1_000"),
         (
             "SELECT repeat(toString(number), 2000) FROM numbers(900)",
@@ -180,15 +190,21 @@ def test_a_runaway_statement_is_stopped_by_the_limits_with_their_names(
 
 
 def test_a_statement_cannot_raise_its_own_limits(history: ChdbStore) -> None:
-    got = history.query_user(
+    got = history._run_user(
         "SELECT getSetting('readonly'), getSetting('max_execution_time'), "
         "getSetting('max_rows_to_read'), getSetting('max_result_rows')"
     )
     assert [int(v) for v in got.rows[0]] == [1, 1, 50_000_000, 1000]
     with pytest.raises(QueryError, match="READONLY"):
+        history._run_user("SELECT count() FROM numbers(1e12) SETTINGS max_rows_to_read = 0")
+    with pytest.raises(StatementRefusedError, match="SETTINGS in the statement is refused"):
         history.query_user("SELECT count() FROM numbers(1e12) SETTINGS max_rows_to_read = 0")
-    with pytest.raises(QueryError, match="TOO_MANY_ROWS"):  # a subquery's SETTINGS: ignored
+    with pytest.raises(StatementRefusedError, match="SETTINGS in the statement is refused"):
         history.query_user(
+            "SELECT count() FROM (SELECT * FROM numbers(1e12) SETTINGS max_rows_to_read = 0)"
+        )
+    with pytest.raises(QueryError, match="TOO_MANY_ROWS"):  # a subquery's SETTINGS: ignored
+        history._run_user(
             "SELECT count() FROM (SELECT * FROM numbers(1e12) SETTINGS max_rows_to_read = 0)"
         )
 
@@ -273,7 +289,7 @@ def test_cli_sql_refuses_a_bypass_and_reports_a_limit(
     )  # fmt: skip
     assert res.exit_code == 1 and "file() reads a host file" in res.output
     assert canary[1] not in res.output
-    res = CliRunner().invoke(cli, ["analytics", "sql", "SELECT sleep(2)"], env=service)
+    res = CliRunner().invoke(cli, ["analytics", "sql", SLOW], env=service)
     assert res.exit_code == 1, res.output
     assert "stopped by the read limit on execution time" in res.output
     assert "Traceback" not in res.output
@@ -304,7 +320,12 @@ class _RecordingClient:
     def query_arrow(self, sql: str, **kwargs: Any) -> pa.Table:
         self.calls.append({"sql": sql, **kwargs})
         if sql.startswith("SELECT formatQuerySingleLine"):  # what the server answers
-            return pa.table({"q": [kwargs["parameters"]["q"]]})
+            encoded = sql.split("base64Decode('")[1].split("'")[0]
+            return pa.table({"q": [base64.b64decode(encoded).decode()]})
+        if sql.startswith("EXPLAIN AST"):
+            lines = ["SelectWithUnionQuery (children 1)", " ExpressionList (children 1)"]
+            lines += ["  SelectQuery (children 1)", "   ExpressionList (children 1)"]
+            return pa.table({"explain": [*lines, "    Literal UInt64_3"]})
         return pa.table({"x": [1]})
 
 
@@ -328,26 +349,78 @@ def test_the_server_engine_sends_readonly_and_the_limits_with_every_read() -> No
         "max_result_bytes": 256 * 1024**2,
         "result_overflow_mode": "throw",
     }
-    assert settings[1:] == [limited, limited, limited]
+    assert settings[1:] == [limited] * 6
+    parse = (
+        f"SELECT formatQuerySingleLine(base64Decode('{base64.b64encode(b'SELECT 3').decode()}'))"
+    )
     assert [c["sql"] for c in client.calls] == [
         "SELECT {a:Int32}",
+        "SELECT formatQuerySingleLine(base64Decode('U0VMRUNUIDI=')) AS q",
+        "EXPLAIN AST SELECT 2",
         "SELECT 2",
-        "SELECT formatQuerySingleLine({q:String}) AS q",
+        parse + " AS q",
+        "EXPLAIN AST SELECT 3",
         "SELECT 3",
     ]
     assert client.calls[0]["parameters"] == {"a": 1}
-    assert client.calls[2]["parameters"] == {"q": "SELECT 3"}
 
 
 def test_the_same_settings_enforce_on_the_clickhouse_engine(canary: tuple[Path, str]) -> None:
     """The dict the server engine sends, applied by chDB as a session's settings, refuses."""
-    store: HistoryStore = ChdbStore(
+    store = ChdbStore(
         shared_chdb().path, "default", ReadLimits(max_execution_s=9, max_result_rows=77)
     )
     try:
-        got = store.query_user("SELECT getSetting('readonly'), getSetting('max_result_rows')")
+        got = store._run_user("SELECT getSetting('readonly'), getSetting('max_result_rows')")
         assert [int(v) for v in got.rows[0]] == [1, 77]
         with pytest.raises(QueryError, match="READONLY"):
-            store.query_user(f"SELECT * FROM file('{canary[0]}', 'LineAsString')")
+            store._run_user(f"SELECT * FROM file('{canary[0]}', 'LineAsString')")
     finally:
         store.close()
+
+
+ATTACK = "SELECT '\\\\' AS a, file\u200b($$/etc/passwd$$) AS b -- '"
+"""Issue 33 item 2: U+200B is whitespace to ClickHouse; the word list read `file\u200b`."""
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        ATTACK.replace("/etc/passwd", "{path}"),
+        "SELECT file\u200b('{path}')",
+        "SELECT '\\\\', file\u200b /* */ ('{path}') -- '",
+        "SELECT * FROM file\u200b('{path}', 'LineAsString')",
+        "SELECT '\\\\' AS a, (SELECT file\u200b('{path}')) AS b -- '",
+    ],
+)
+def test_the_zero_width_space_file_attack_is_refused_on_every_path(
+    history: ChdbStore, service: dict[str, str], canary: tuple[Path, str], template: str
+) -> None:
+    """On the scratch directory, through the service's client (its own guard), through a raw
+    user request to the service, and through the CLI: refused, naming file, canary unread."""
+    path, content = canary
+    sql = template.format(path=path)
+    client = ServiceClient(Path(service["RLLM_HISTORY_SOCKET"]), history.database)
+    try:
+        for store in (history, client):
+            with pytest.raises(QueryError, match=r"function file\(\) reads a host file") as exc:
+                run_sql(store, sql)
+            assert content not in str(exc.value)
+        with pytest.raises(QueryError, match=r"function file\(\) reads a host file"):
+            client.query_user(sql)  # a raw request, past the CLI
+    finally:
+        client.close()
+    res = CliRunner().invoke(cli, ["analytics", "sql", sql], env=service)
+    assert res.exit_code == 1 and "function file() reads a host file" in res.output
+    assert content not in res.output
+    if "FROM file" not in sql:  # scalar file(): readonly=1 alone would have let it read
+        assert content in str(history._run_user(sql.split(" -- ")[0]).rows)
+
+
+def test_multi_line_sql_runs_through_the_service(
+    history: ChdbStore, service: dict[str, str]
+) -> None:
+    sql = "SELECT\n\tcount() AS n -- steps\n/* all of them */\nFROM __DB__.steps\n"
+    res = CliRunner().invoke(cli, ["analytics", "sql", sql, "--format", "json"], env=service)
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output) == [{"n": 500}]
