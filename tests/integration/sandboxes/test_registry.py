@@ -4,6 +4,7 @@ the mirror setting, and refusals that name the reference, registry and layer."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import uuid
@@ -167,3 +168,56 @@ async def test_local_sandbox_and_build_from_pulled_images(
         import shutil
 
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_cli_pull(
+    loopback_registry: LoopbackRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from rllm.cli.main import cli
+
+    monkeypatch.setenv("RLLM_SANDBOX_HOME", str(tmp_path / "home"))
+    result = CliRunner().invoke(
+        cli,
+        [
+            "sandbox",
+            "image",
+            "pull",
+            "--mirror",
+            loopback_registry.host,
+            "python:3.13-slim-bookworm",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "pulled python:3.13-slim-bookworm" in result.output and "4 layers" in result.output
+    assert ImageStore(tmp_path / "home" / "images").find("python:3.13-slim-bookworm") is not None
+    missing = CliRunner().invoke(
+        cli, ["sandbox", "image", "pull", f"{loopback_registry.host}/no/such:1"]
+    )
+    assert missing.exit_code != 0 and "has no such image" in missing.output
+
+
+def test_docker_pulls_directly_and_through_the_mirror(
+    loopback_registry: LoopbackRegistry, docker_url: str, tmp_path: Path
+) -> None:
+    from rllm.sandboxes.docker.client import connect
+    from rllm.sandboxes.docker.images import ensure_image
+
+    client = connect(docker_url)
+    settings = SandboxSettings(
+        home=tmp_path / "home", docker_url=docker_url, registry_mirror=loopback_registry.host
+    )
+    store = ImageStore(settings.images_dir)
+    direct = f"{loopback_registry.host}/some/image:tag"
+    hub = "python:3.13-slim-bookworm"
+    for name in (direct, hub):
+        with contextlib.suppress(Exception):
+            client.images.remove(name, force=True)
+    assert ensure_image(client, store, direct, settings) == direct
+    assert ensure_image(client, store, hub, settings) == hub
+    pulled = client.images.get(hub)
+    assert pulled.attrs["Config"]["Env"] == ["PATH=/bin:/usr/bin", "PYTHON_VERSION=3.13.0"]
+    assert store.find(hub) is None  # dockerd pulled it, not the local store
+    with pytest.raises(PullError, match="no/such"):
+        ensure_image(client, store, f"{loopback_registry.host}/no/such:1", settings)
