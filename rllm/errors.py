@@ -25,7 +25,9 @@ with two parents is drawn under its area's root, the other parent in parentheses
     │   ├── SandboxUnavailableError
     │   ├── SandboxClosedError
     │   ├── ImageError(LookupError)
-    │   │   └── DockerfileError(ValueError)
+    │   │   ├── DockerfileError(ValueError)
+    │   │   └── PullError
+    │   │       └── RegistryUnreachableError
     │   └── SnapshotError
     ├── BenchmarkError                               benchmarks/errors.py
     │   ├── UnknownBenchmarkError(KeyError)

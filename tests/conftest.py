@@ -23,6 +23,7 @@ pytest_plugins = [
     "tests.integration.loop.fixtures",
     "tests.integration.sandboxes.fixtures",
     "tests.integration.sandboxes.docker_fixtures",
+    "tests.integration.sandboxes.registry_fixtures",
 ]
 """Fixtures shared across folders (the gateway's by the harness and SDK tests, the
 sandboxes' by the harness tests, the loop's services by the loop and viewer tests), loaded

@@ -254,6 +254,31 @@ def image_ls(backend: str | None, as_json: bool) -> None:
     print_table(table)
 
 
+@image.command("pull")
+@click.argument("name")
+@click.option(
+    "--mirror",
+    default=None,
+    envvar="RLLM_REGISTRY_MIRROR",
+    help="Registry that Docker Hub names are pulled through (host[:port] or http://host:port).",
+)
+@reports_errors
+def image_pull(name: str, mirror: str | None) -> None:
+    """Pull image NAME (any reference Docker understands) into the local image store."""
+    from rllm.sandboxes import SandboxSettings
+    from rllm.sandboxes.images.pull import pull_image
+    from rllm.sandboxes.images.store import ImageStore
+
+    started = time.monotonic()
+    update = {"registry_mirror": mirror} if mirror else {}
+    settings = SandboxSettings().model_copy(update=update)
+    pulled = pull_image(ImageStore(settings.images_dir), name, settings)
+    console.print(
+        f"pulled {pulled.name} (id {pulled.id}, {len(pulled.layers)} layers) "
+        f"in {time.monotonic() - started:.1f} s"
+    )
+
+
 @image.command("import")
 @click.argument("name")
 @click.argument("rootfs", type=click.Path(exists=True, dir_okay=False, path_type=Path))

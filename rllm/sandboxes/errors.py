@@ -7,7 +7,9 @@
         ├── SandboxUnavailableError         a backend's tool, daemon or credentials are missing
         ├── SandboxClosedError              the sandbox is closed or died
         ├── ImageError(LookupError)         an unknown image, or a broken image store
-        │   └── DockerfileError(ValueError) a Dockerfile refused: names instruction and line
+        │   ├── DockerfileError(ValueError) a Dockerfile refused: names instruction and line
+        │   └── PullError                   a pull failed: names reference, registry, layer
+        │       └── RegistryUnreachableError    the registry could not be reached at all
         └── SnapshotError                   a snapshot could not be taken, found or removed
 
 A command that runs and fails inside a sandbox is an ``ExecResult`` with its exit code,
@@ -21,6 +23,8 @@ from rllm.errors import RllmError
 __all__ = [
     "DockerfileError",
     "ImageError",
+    "PullError",
+    "RegistryUnreachableError",
     "SandboxClosedError",
     "SandboxError",
     "SandboxUnavailableError",
@@ -50,6 +54,16 @@ class ImageError(SandboxError, LookupError):
 
 class DockerfileError(ImageError, ValueError):
     """A Dockerfile instruction we refuse: the message names the instruction and its line."""
+
+
+class PullError(ImageError):
+    """An image could not be pulled: missing, refused, corrupt or for another platform.
+    The message names the reference, the registry and, where one is at fault, the layer."""
+
+
+class RegistryUnreachableError(PullError):
+    """No answer from the registry (no route, no such host, connection refused): the
+    offline base images may stand in for the image when it has one."""
 
 
 class SnapshotError(SandboxError):

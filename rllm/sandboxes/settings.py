@@ -3,20 +3,34 @@ snapshots and live sandboxes are kept, and each hosted backend's credentials."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rllm.settings import default_home
 
-__all__ = ["SandboxSettings"]
+__all__ = ["PullPolicy", "SandboxSettings"]
+
+
+class PullPolicy(StrEnum):
+    """When an image is pulled from its registry (Docker's ``--pull``)."""
+
+    MISSING = "missing"
+    """Only when no store has it."""
+    NEVER = "never"
+    """Never: the store's images and the offline base images only."""
+    ALWAYS = "always"
+    """Every time a sandbox or a build asks for it (layers already here are reused)."""
 
 
 class SandboxSettings(BaseSettings):
     """One class for every backend; a backend reads only its own section."""
 
-    model_config = SettingsConfigDict(env_prefix="RLLM_SANDBOX_", frozen=True, extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="RLLM_SANDBOX_", frozen=True, extra="ignore", populate_by_name=True
+    )
 
     # --- every backend ----------------------------------------------------------------
     backend: str = "local"
@@ -30,6 +44,31 @@ class SandboxSettings(BaseSettings):
     whose egress re-signs TLS, as on these machines); bound read-only at build time and
     named by SSL_CERT_FILE, PIP_CERT, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE,
     NODE_EXTRA_CA_CERTS and GIT_SSL_CAINFO, never written into a layer."""
+
+    # --- images from registries (local and docker) ------------------------------------
+    pull_policy: PullPolicy = PullPolicy.MISSING
+    """When images are pulled: ``missing`` (default), ``never``, ``always``."""
+    registry_mirror: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("RLLM_SANDBOX_REGISTRY_MIRROR", "RLLM_REGISTRY_MIRROR"),
+    )
+    """A registry that Docker Hub names are pulled through (dockerd's
+    ``registry-mirrors``): ``host[:port]`` or ``http(s)://host[:port]``; ``http://`` and
+    loopback hosts are spoken to without TLS. Docker Hub is tried when it fails."""
+    insecure_registries: list[str] = Field(default_factory=list)
+    """Registries (``host[:port]``) reached over plain HTTP or unverified TLS, as
+    dockerd's ``insecure-registries``; loopback ones are always."""
+    registry_auth_file: Path | None = None
+    """Credentials file (``~/.docker/config.json`` format); None: skopeo's lookup
+    (``$REGISTRY_AUTH_FILE``, containers' ``auth.json``, then ``~/.docker/config.json``)."""
+    registry_username: str | None = None
+    """User for every registry pulled from (with ``registry_password``)."""
+    registry_password: SecretStr | None = None
+    """Password or token of ``registry_username``; never logged, never on a command line."""
+    image_substitutes: dict[str, str] = Field(default_factory=dict)
+    """Images to use instead of others (``{"ubuntu:24.04": "debian:trixie"}``), applied
+    only when named here or by ``--image-substitute``; each use logs a WARNING and
+    labels the image ``rllm.substituted-from``."""
 
     # --- local ------------------------------------------------------------------------
     id_base: int = Field(default=100_000, ge=1, le=2**32 - 1 - 65536)

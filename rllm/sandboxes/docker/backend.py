@@ -159,7 +159,7 @@ class DockerBackend:
     # --- sandboxes ----------------------------------------------------------------------
     async def create(self, spec: SandboxSpec) -> DockerSandbox:
         """A running container for ``spec``; ``ImageError`` for an unknown image."""
-        image = await self.call(ensure_image, self.client, self.store, spec.image)
+        image = await self.call(ensure_image, self.client, self.store, spec.image, self.settings)
         container_id = await self.call(self._create_container, spec, image)
         sandbox = DockerSandbox(self.client, container_id, spec, self.call, self._snapshots.commit)
         try:
@@ -285,8 +285,11 @@ class DockerBackend:
 
     # --- images -------------------------------------------------------------------------
     async def build_image(self, context_dir: Path, name: str | None = None) -> ImageInfo:
-        """Build ``context_dir/Dockerfile`` with docker's builder (host network, no pull)."""
-        return await self.call(build_image, self.client, self.store, Path(context_dir), name)
+        """Build ``context_dir/Dockerfile`` with docker's builder (host network); its FROM
+        images are pulled first per the pull policy."""
+        return await self.call(
+            build_image, self.client, self.store, Path(context_dir), name, self.settings
+        )
 
     async def images(self) -> list[ImageInfo]:
         """Images imported, built or committed by this backend."""

@@ -15,9 +15,12 @@ from typing import Any
 
 from rllm.sandboxes.docker.client import docker_errors
 from rllm.sandboxes.docker.layers import write_flat_tar
-from rllm.sandboxes.errors import ImageError
+from rllm.sandboxes.errors import ImageError, PullError
 from rllm.sandboxes.images.base import BASE_IMAGES, ensure_base
+from rllm.sandboxes.images.pull import pull_sources
+from rllm.sandboxes.images.reference import parse_reference
 from rllm.sandboxes.images.store import ImageConfig, ImageStore
+from rllm.sandboxes.settings import PullPolicy, SandboxSettings
 from rllm.sandboxes.types import BACKEND_LABEL, ImageInfo
 
 __all__ = ["LOCAL_ID_LABEL", "build_image", "ensure_image", "from_images", "list_images"]
@@ -75,19 +78,65 @@ def _import(client: Any, tag: str, layers: list[Path], changes: list[str]) -> No
         raise ImageError(f"could not read the layers of {tag!r}: {failure[0]}") from failure[0]
 
 
-def ensure_image(client: Any, store: ImageStore, name: str) -> str:
-    """The daemon's tag for ``name``: a docker image it has, else the local image store's
-    image (or a base image, built by debootstrap) imported as that tag, else an
-    absolute path to a root filesystem directory, imported as ``rllm-rootfs:<hash>``.
+def _pull(client: Any, name: str, settings: SandboxSettings) -> Any | None:
+    """Let dockerd pull ``name`` (linux/amd64), through the mirror for Docker Hub names
+    (pulled as ``mirror/library/x`` and tagged as the Docker Hub name); None when the
+    registry cannot be reached.
 
     Raises:
-        ImageError: no store knows ``name``.
+        PullError: the registry answered but has no such image, or refused it.
+    """
+    import docker
+
+    try:
+        ref = parse_reference(name)
+    except ValueError:
+        return None
+    failures: list[str] = []
+    unreachable = True
+    for source in pull_sources(ref, settings):
+        repository = source.familiar.partition("@")[0]
+        if source.tag:
+            repository = repository[: -len(source.tag) - 1]
+        try:
+            client.api.pull(repository, tag=source.digest or source.tag, platform="linux/amd64")
+        except docker.errors.APIError as exc:
+            text = str(exc).lower()
+            if not any(w in text for w in ("connection refused", "no such host", "timeout")):
+                unreachable = False
+            failures.append(f"{source.registry}: {exc}")
+            continue
+        if source is not ref and ref.tag:  # the mirror's copy under the Docker Hub name
+            pulled = client.images.get(f"{repository}:{ref.tag}")
+            pulled.tag(ref.repository.removeprefix("library/"), tag=ref.tag)
+        return client.images.get(ref.familiar)
+    if unreachable:
+        return None
+    raise PullError(f"dockerd could not pull {ref}: " + "; ".join(failures))
+
+
+def ensure_image(
+    client: Any, store: ImageStore, name: str, settings: SandboxSettings | None = None
+) -> str:
+    """The daemon's tag for ``name``: a docker image it has (pulled by dockerd per the
+    pull policy), else the local image store's image (or a base image, built by
+    debootstrap) imported as that tag, else an absolute path to a root filesystem
+    directory, imported as ``rllm-rootfs:<hash>``.
+
+    Raises:
+        ImageError: no store knows ``name``; ``PullError`` when its registry refused it.
     """
     if name.startswith("/"):
         return _ensure_rootfs(client, Path(name))
+    settings = settings or SandboxSettings()
     with _import_lock:
         found = _docker_image(client, name)
         local = store.find(name)
+        policy = settings.pull_policy
+        wants_pull = found is None if policy == PullPolicy.MISSING else policy == PullPolicy.ALWAYS
+        if local is None and wants_pull:
+            with docker_errors(f"docker pull {name}"):
+                found = _pull(client, name, settings) or found
         if local is None and found is None and name in BASE_IMAGES:
             local = ensure_base(store, name)
         if found is not None and (
@@ -142,7 +191,13 @@ def _context_hash(context_dir: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def build_image(client: Any, store: ImageStore, context_dir: Path, name: str | None) -> ImageInfo:
+def build_image(
+    client: Any,
+    store: ImageStore,
+    context_dir: Path,
+    name: str | None,
+    settings: SandboxSettings | None = None,
+) -> ImageInfo:
     """Build ``context_dir/Dockerfile`` with docker's builder (host network, no pull) after
     making sure its ``FROM`` images are in the daemon.
 
@@ -153,7 +208,7 @@ def build_image(client: Any, store: ImageStore, context_dir: Path, name: str | N
     if not dockerfile.is_file():
         raise ImageError(f"no Dockerfile in {context_dir}; build_image needs DIR/Dockerfile")
     for image in from_images(dockerfile.read_text(encoding="utf-8")):
-        ensure_image(client, store, image)
+        ensure_image(client, store, image, settings)
     tag = name or f"rllm-build:{_context_hash(context_dir)}"
     output: list[str] = []
     with docker_errors(f"docker build {context_dir}", image=tag):

@@ -19,11 +19,15 @@ __all__ = ["BASE_IMAGES", "DEBIAN_MIRROR", "ensure_base"]
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 """Where debootstrap fetches packages from."""
 
+_RELEASES = {"bullseye": ("11",), "bookworm": ("12",), "trixie": ("13",)}
+"""Suites debootstrap builds, and their major numbers (not point releases: debootstrap
+installs the suite's current one)."""
+
 BASE_IMAGES: dict[str, str] = {
-    "debian:bookworm": "bookworm",
-    "debian:bookworm-slim": "bookworm",
-    "debian:12": "bookworm",
-    "debian:12-slim": "bookworm",
+    f"debian:{tag}{variant}": suite
+    for suite, numbers in _RELEASES.items()
+    for tag in (suite, *numbers)
+    for variant in ("", "-slim")
 }
 """Image names built by debootstrap -> the Debian suite."""
 

@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from rllm.sandboxes.errors import ImageError, SandboxError
+from rllm.sandboxes.errors import ImageError, RegistryUnreachableError, SandboxError
 from rllm.sandboxes.images.base import BASE_IMAGES, ensure_base
 from rllm.sandboxes.images.context import BuildContext, apply_copy, owner
 from rllm.sandboxes.images.derived import derived_recipe, normalize_name, refusal
@@ -45,9 +45,10 @@ from rllm.sandboxes.images.plan import (
     plan_build,
     step_text,
 )
+from rllm.sandboxes.images.resolve import find_or_pull
 from rllm.sandboxes.images.rootfs import LayerWriter
 from rllm.sandboxes.images.store import ImageConfig, ImageStore, LocalImage
-from rllm.sandboxes.settings import SandboxSettings
+from rllm.sandboxes.settings import PullPolicy, SandboxSettings
 from rllm.sandboxes.types import (
     OWNER_LABEL,
     ImageInfo,
@@ -177,12 +178,26 @@ async def resolve_from(
         ImageError: none of these; the message says how to import one.
     """
     normalized = normalize_name(name)
+    settings = _settings(backend)
+    unreachable: RegistryUnreachableError | None = None
     for candidate in dict.fromkeys((name, normalized)):
         found = store.find(candidate)
         if found is not None and found.labels.get(BUILD_LABEL) != "intermediate":
-            return found
+            break
+    else:
+        found = None
+    try:
+        pulled = await asyncio.to_thread(find_or_pull, store, name, settings)
+    except RegistryUnreachableError as exc:
+        unreachable, pulled = exc, None
+    if pulled is not None and pulled.labels.get(BUILD_LABEL) != "intermediate":
+        return pulled
+    if found is not None:
+        return found
     base_name = next((n for n in (name, normalized) if n in BASE_IMAGES), None)
     if base_name is not None:
+        if unreachable is not None:
+            log.warning("%s; building %s offline from Debian's packages", unreachable, base_name)
         return await asyncio.to_thread(ensure_base, store, base_name)
     recipe = derived_recipe(normalized)
     if recipe is not None and depth < 3:
@@ -203,7 +218,11 @@ async def resolve_from(
                     _depth=depth + 1,
                 )
     hint = refusal(normalized)
-    reason = hint or "it is not in the local image store, and no registry is reachable here"
+    reason = hint or "it is not in the local image store"
+    if unreachable is not None:
+        reason += f", and {unreachable}"
+    elif settings.pull_policy == PullPolicy.NEVER:
+        reason += ", and the pull policy is never"
     raise ImageError(
         f"FROM {name} at {instruction.file}:{instruction.line}: {reason}. Known here: the "
         f"store's images, {', '.join(BASE_IMAGES)}, python:3.11-slim and its aliases, "
@@ -265,6 +284,11 @@ _CA_VARIABLES = (
     "NODE_EXTRA_CA_CERTS",
     "GIT_SSL_CAINFO",
 )
+
+
+def _settings(backend: SandboxBackend) -> SandboxSettings:
+    settings = getattr(backend, "settings", None)
+    return settings if isinstance(settings, SandboxSettings) else SandboxSettings()
 
 
 def _build_trust(backend: SandboxBackend) -> tuple[tuple[Mount, ...], dict[str, str]]:

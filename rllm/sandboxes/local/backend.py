@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
 import uuid
@@ -18,9 +19,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from rllm.sandboxes.errors import ImageError, SnapshotError
+from rllm.sandboxes.errors import ImageError, RegistryUnreachableError, SnapshotError
 from rllm.sandboxes.forward import GatewayForwarder, gateway_address
 from rllm.sandboxes.images.base import BASE_IMAGES, ensure_base
+from rllm.sandboxes.images.resolve import SUBSTITUTED_LABEL, find_or_pull, substitute
 from rllm.sandboxes.images.store import ImageConfig, ImageStore
 from rllm.sandboxes.local.exec import Entry
 from rllm.sandboxes.local.files import SandboxFiles
@@ -53,6 +55,8 @@ from rllm.sandboxes.types import (
 )
 
 __all__ = ["LocalBackend", "LocalSnapshots"]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -106,7 +110,9 @@ class LocalBackend:
 
     async def create(self, spec: SandboxSpec) -> LocalSandbox:
         """A running sandbox for ``spec``; ``ImageError`` for an unknown image."""
-        layers, config, layer_ids = await asyncio.to_thread(self._resolve_image, spec.image)
+        image, wanted = substitute(spec.image, self.settings.image_substitutes)
+        layers, config, layer_ids = await asyncio.to_thread(self._resolve_image, image)
+        substituted = {SUBSTITUTED_LABEL: wanted} if wanted else {}
         target = None
         if spec.network == NetworkMode.GATEWAY and spec.gateway_url:
             target = gateway_address(spec.gateway_url)
@@ -120,7 +126,7 @@ class LocalBackend:
         state = SandboxState(
             id=sandbox_id,
             image=spec.image,
-            labels={**spec.labels, BACKEND_LABEL: self.name},
+            labels={**spec.labels, BACKEND_LABEL: self.name, **substituted},
             created_at=time.time(),
             run_dir=str(self.settings.run_dir / sandbox_id),
             owner_pid=os.getpid(),
@@ -195,11 +201,22 @@ class LocalBackend:
             if not root.is_dir():
                 raise ImageError(f"root filesystem {image!r} is not a directory on this host")
             return (root,), ImageConfig(), None
-        found = self.store.find(image)
-        if found is None and image in BASE_IMAGES:
-            found = ensure_base(self.store, image)
+        name = image
+        try:
+            found = find_or_pull(self.store, name, self.settings)
+        except RegistryUnreachableError as exc:
+            if name not in BASE_IMAGES:
+                raise RegistryUnreachableError(
+                    f"image {name!r} is not in the local image store {self.store.root}, and "
+                    f"{exc}. Offline here: {', '.join(BASE_IMAGES)}; or import a root "
+                    f"filesystem with `rllm-cli sandbox image import {name} ROOTFS.tar`"
+                ) from exc
+            log.warning("%s; building %s offline from Debian's packages instead", exc, name)
+            found = None
+        if found is None and name in BASE_IMAGES:
+            found = ensure_base(self.store, name)
         if found is None:
-            found = self.store.get(image)  # raises, naming what is known
+            found = self.store.get(name)  # raises, naming what is known
         return found.layers, found.config, tuple(p.name for p in found.layers)
 
     async def build_image(self, context_dir: Path, name: str | None = None) -> ImageInfo:
