@@ -140,7 +140,8 @@ class AgentTrainer:
         if progress:
             say(
                 f"evaluate {run_id}: {len(self.val_tasks)} tasks x {attempts} attempt(s) of "
-                f"{self.config.model} through {self.config.gateway_url}"
+                f"{self.config.model} (policy version {served.label}) through "
+                f"{self.config.gateway_url}"
             )
         started = time.perf_counter()
         results = asyncio.run(
@@ -256,13 +257,14 @@ class AgentTrainer:
         settings = self.check()
         check_broker(self.kafka, timeout_s=5.0)  # the stack answers before a model loads
         # rollouts of a model the upstream does not serve would be filed under its name
-        check_served(self._served_policy(), self.config.model, self.config.gateway_url)
+        now = self._served_policy()
+        check_served(now, self.config.model, self.config.gateway_url)
         if progress:
             say(
                 f"train {self.config.run_id}: {len(self.train_tasks)} tasks x "
                 f"{self.config.group_size} rollouts, {self.config.batch_size} tasks per "
-                f"update, {self.planned_batches()} batch(es); loading the "
-                f"{settings.backend.value} backend"
+                f"update, {self.planned_batches()} batch(es); the gateway serves policy "
+                f"version {now.label}; loading the {settings.backend.value} backend"
             )
         trainer = Trainer(settings, self.kafka, make_backend(settings))
 

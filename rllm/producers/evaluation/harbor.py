@@ -19,6 +19,7 @@ from rllm.benchmarks.registry import get_benchmark
 from rllm.benchmarks.types import BenchmarkSpec, Need
 from rllm.errors import ConfigError
 from rllm.infra.admin_key import resolve_admin_key
+from rllm.producers.evaluation.progress import say
 from rllm.producers.evaluation.runner import EvalConfig, Progress, run_tasks, write_results
 from rllm.producers.evaluation.served import check_served, served_policy
 from rllm.producers.evaluation.summary import EvalSummary, summarize
@@ -222,6 +223,8 @@ async def run_harbor_eval(
         served = await served_policy(config.gateway_url, resolve_admin_key(config.admin_key))
         if run.rollout.harness.api is not HarnessApi.NONE:  # the oracle calls no model
             check_served(served, config.model, config.gateway_url)
+            if progress is not None:  # which policy this eval measures, before any result
+                say(f"eval {config.run_id}: {config.model} serves policy version {served.label}")
     except BaseException:
         await run.backend.aclose()
         raise

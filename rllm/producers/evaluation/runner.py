@@ -17,6 +17,7 @@ from rllm.benchmarks.loaders import load_tasks
 from rllm.benchmarks.registry import get_benchmark
 from rllm.benchmarks.types import RewardResult
 from rllm.infra.admin_key import resolve_admin_key
+from rllm.producers.evaluation.progress import say
 from rllm.producers.evaluation.served import check_served, served_policy
 from rllm.producers.evaluation.summary import EvalSummary, summarize
 from rllm.producers.sdk.agents import builtin_agent
@@ -175,6 +176,8 @@ async def run_eval(
     )
     served = await served_policy(config.gateway_url, resolve_admin_key(config.admin_key))
     check_served(served, config.model, config.gateway_url)
+    if progress is not None:  # which policy this eval measures, before any result
+        say(f"eval {config.run_id}: {config.model} serves policy version {served.label}")
     if on_tasks is not None:
         on_tasks(len(tasks) * config.attempts)
     gateway = GatewayClient(config.gateway_url, config.admin_key)

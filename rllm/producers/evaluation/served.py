@@ -29,6 +29,15 @@ class ServedPolicy:
     """The training run of ``policy_version`` (None: the weights the server started with,
     or not reported)."""
 
+    @property
+    def label(self) -> str:
+        """Which policy answers, for people: ``3 (run r)``, ``0 (base weights)``,
+        ``unknown``."""
+        if self.policy_version is None:
+            return "unknown"
+        of = f"run {self.policy_run}" if self.policy_run else "base weights"
+        return f"{self.policy_version} ({of})"
+
 
 async def served_policy(
     gateway_url: str,
