@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from rllm.sandboxes.errors import ImageError, SandboxError
+from rllm.sandboxes.errors import DockerfileError, ImageError, SandboxError
 from rllm.sandboxes.images.base import BASE_IMAGES, ensure_base
 from rllm.sandboxes.images.context import BuildContext, apply_copy, owner
 from rllm.sandboxes.images.derived import derived_recipe, normalize_name, refusal
@@ -43,6 +43,7 @@ from rllm.sandboxes.images.plan import (
     WorkdirStep,
     base_image,
     plan_build,
+    stages,
     step_text,
 )
 from rllm.sandboxes.images.rootfs import LayerWriter
@@ -132,6 +133,13 @@ async def build_dockerfile(
     from_name, _, from_instruction = base_image(instructions, build_args)
     base = await resolve_from(backend, store, from_name, from_instruction, _depth)
     plan = plan_build(instructions, base.config, build_args)
+    if len(stages(instructions, build_args)) > 1 or any(
+        isinstance(s, CopyStep) and (s.from_stage or s.urls or s.inline) for s in plan.steps
+    ):
+        raise DockerfileError(
+            f"{filename}: multi-stage builds, COPY --from, heredoc COPY and ADD of a URL are "
+            f"not built by the local builder yet"
+        )
     context = BuildContext(context_dir)
     layers = [layer.name for layer in base.layers]
     key = base.id
