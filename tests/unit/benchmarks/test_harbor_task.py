@@ -25,6 +25,7 @@ from rllm.benchmarks.harbor import (
     run_verifier,
 )
 from rllm.benchmarks.harbor.rewards import parse_reward_json, parse_reward_txt
+from rllm.benchmarks.harbor.verifier import output_tail
 from rllm.cli.main import cli
 from rllm.errors import ConfigError
 from rllm.sandboxes.types import ExecResult, NetworkMode
@@ -85,7 +86,7 @@ def test_shipped_task_fields() -> None:
     config = hello.config
     assert (config.cpus, config.memory_mb, config.storage_mb, config.build_timeout_s) == (
         1.0, 512, 1024, 300.0)  # fmt: skip
-    assert config.network_mode is None and hello.network is NetworkMode.NONE
+    assert config.network_mode is None and hello.network is NetworkMode.HOST  # public, as in Harbor
     assert hello.instruction.startswith("Create the file `/app/hello.txt`")
     assert load_task(TASKS / "make-executable").config.memory_mb == 512  # memory = "512M"
     assert load_task(TASKS / "csv-column-sum").config.storage_mb == 1024  # storage = "1G"
@@ -168,6 +169,10 @@ workdir = "app"
 
 def test_network_modes_and_the_older_allow_internet(tmp_path: Path) -> None:
     env = "[environment]\n"
+    unsaid = load_task(make_task(tmp_path, "default", toml=env))
+    assert unsaid.config.network_mode is None and unsaid.network is NetworkMode.HOST  # public
+    denied = load_task(make_task(tmp_path, "denied", toml=env + "allow_internet = false\n"))
+    assert denied.network is NetworkMode.NONE
     public = load_task(make_task(tmp_path, "a", toml=env + 'network_mode = "public"\n'))
     assert public.network is NetworkMode.HOST
     closed = load_task(make_task(tmp_path, "b", toml=env + "allow_internet = false\n"))
@@ -361,6 +366,12 @@ def test_bad_reward_txt(text: str, why: str) -> None:
     with pytest.raises(ValueError, match=r"/logs/verifier/reward\.txt") as caught:
         parse_reward_txt(text)
     assert why in str(caught.value)
+
+
+def test_verifier_output_tail_keeps_the_last_lines_and_bytes() -> None:
+    text = "".join(f"line {i}\n" for i in range(100))
+    assert output_tail(text) == "".join(f"line {i}\n" for i in range(60, 100))
+    assert output_tail("x" * 10_000) == "x" * 4000
 
 
 def test_reward_json() -> None:
