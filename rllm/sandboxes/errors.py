@@ -53,7 +53,15 @@ class ImageError(SandboxError, LookupError):
 
 
 class DockerfileError(ImageError, ValueError):
-    """A Dockerfile instruction we refuse: the message names the instruction and its line."""
+    """A Dockerfile instruction we refuse: the message names the instruction and its line.
+
+    ``problems`` holds each problem's own message when one error reports several (a
+    Dockerfile is read to its end, so ``bench check`` can list them all).
+    """
+
+    def __init__(self, message: str, problems: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems or (message,)
 
 
 class PullError(ImageError):

@@ -1,6 +1,7 @@
 """``bench check``: validate Harbor task folders without running them (like ``harbor
 check``): required files, ``task.toml`` types and values, a Dockerfile the local builder
-accepts, FROM an image that builds here. One bad task never stops the others."""
+accepts, every stage FROM an image that builds here. Every problem of every task is
+listed: one bad task never stops the others, one problem never hides the next."""
 
 from __future__ import annotations
 
@@ -66,7 +67,11 @@ def _unknown_image(image: str, known: Collection[str]) -> str | None:
 
 
 def _check_dockerfile(dockerfile: Path, known: Collection[str]) -> list[str]:
-    from rllm.sandboxes.images.dockerfile import expand, parse_dockerfile
+    """Every problem of a task's Dockerfile: what the parser refuses, each stage's FROM
+    that names no image built here, what planning each stage refuses."""
+    from rllm.sandboxes.images.dockerfile import parse_dockerfile
+    from rllm.sandboxes.images.plan import plan_build, stages
+    from rllm.sandboxes.images.store import ImageConfig
 
     try:
         text = dockerfile.read_text(encoding="utf-8")
@@ -75,25 +80,37 @@ def _check_dockerfile(dockerfile: Path, known: Collection[str]) -> list[str]:
     try:
         instructions = parse_dockerfile(text, str(dockerfile))
     except DockerfileError as exc:
-        return [f"environment/Dockerfile: {exc}"]
-    args: dict[str, str] = {}
-    for instruction in instructions:
-        if instruction.keyword == "ARG":
-            name, _, default = instruction.args.partition("=")
-            args[name.strip()] = expand(default.strip(), args)
-            continue
-        if instruction.keyword != "FROM":
-            continue
-        words = expand(instruction.args, args).split()
-        image = words[0] if words else ""
-        why = _unknown_image(image, known)
+        return [f"environment/Dockerfile: {problem}" for problem in exc.problems]
+    try:
+        found = stages(instructions)
+    except DockerfileError as exc:
+        return [f"environment/Dockerfile: {problem}" for problem in exc.problems]
+    problems: list[str] = []
+    names: set[str] = set()
+
+    def image(name: str, where: str) -> None:
+        why = _unknown_image(name, known)
         if why is not None:
-            return [
-                f"environment/Dockerfile: FROM {image!r} at line {instruction.line} is not an "
-                f"image that builds here (no registry is reachable): {why}"
-            ]
-        break
-    return []
+            problems.append(
+                f"environment/Dockerfile: {where} names {name!r}, not an image that builds "
+                f"here (no registry is reachable): {why}"
+            )
+
+    for stage in found:
+        if stage.base.lower() not in names:
+            image(stage.base, f"FROM at line {stage.instruction.line}")
+        earlier = {str(i) for i in range(stage.index)} | names
+        for ins in stage.body:
+            source = (ins.flag("from") or "").lower() if ins.keyword == "COPY" else ""
+            if source and source not in earlier and "$" not in source:
+                image(source, f"COPY --from at line {ins.line}")
+        try:
+            plan_build(instructions, ImageConfig(), stage=stage.index)
+        except DockerfileError as exc:
+            problems += [f"environment/Dockerfile: {problem}" for problem in exc.problems]
+        if stage.name:
+            names.add(stage.name)
+    return problems
 
 
 def check_task(path: Path, *, known_images: Collection[str] | None = None) -> TaskCheck:

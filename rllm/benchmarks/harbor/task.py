@@ -94,10 +94,13 @@ class HarborTask:
 
 
 def sandbox_network(mode: HarborNetworkMode | None) -> NetworkMode:
-    """rllm's sandbox network for a Harbor mode: ``public`` is the host's network; not
-    said, ``no-network`` and ``allowlist`` (no host allow-lists here) are none. An agent's
-    run takes ``gateway`` whatever the task says (the harness decides that)."""
-    return NetworkMode.HOST if mode is HarborNetworkMode.PUBLIC else NetworkMode.NONE
+    """rllm's sandbox network for a Harbor mode: ``public``, and a task that says nothing
+    (Harbor's default is public, ``allow_internet = true``), is the host's network;
+    ``no-network`` and ``allowlist`` (no host allow-lists here) are none. An agent's run
+    takes ``gateway`` whatever the task says (the harness decides that)."""
+    if mode is None or mode is HarborNetworkMode.PUBLIC:
+        return NetworkMode.HOST
+    return NetworkMode.NONE
 
 
 def _strip_canary(text: str) -> str:

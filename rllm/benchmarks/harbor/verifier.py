@@ -38,6 +38,7 @@ __all__ = [
     "REWARD_TXT",
     "TEST_STDOUT",
     "VerifierResult",
+    "output_tail",
     "parse_reward_json",
     "parse_reward_txt",
     "run_oracle",
@@ -48,7 +49,9 @@ TEST_STDOUT = f"{VERIFIER_DIR}/test-stdout.txt"
 TESTS_DIR = "/tests"
 SOLUTION_DIR = "/solution"
 TAIL_CHARS = 4000
-"""How much of test.sh's output a result keeps."""
+TAIL_LINES = 40
+"""How much of test.sh's output a result keeps: its last 40 lines, at most 4,000
+characters."""
 
 _ENV_TEMPLATE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?\}$")
 
@@ -75,6 +78,11 @@ class VerifierResult:
     """test.sh's exit status (recorded only: the reward file decides)."""
     files: dict[str, str] = field(default_factory=dict)
     """The reward files read, by path, as written (cut at 1,000 characters)."""
+
+
+def output_tail(text: str) -> str:
+    """The last ``TAIL_LINES`` lines of ``text``, cut to its last ``TAIL_CHARS``."""
+    return "".join(text.splitlines(keepends=True)[-TAIL_LINES:])[-TAIL_CHARS:]
 
 
 def _resolve_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -144,7 +152,7 @@ async def run_verifier(
         user=task.config.verifier_user,
     )
     tail = await read_file(sandbox, TEST_STDOUT)
-    stdout_tail = (tail if tail is not None else run.stdout + run.stderr)[-TAIL_CHARS:]
+    stdout_tail = output_tail(tail if tail is not None else run.stdout + run.stderr)
     if run.timed_out:
         return _failed(
             f"{TESTS_DIR}/test.sh of task {task.name!r} timed out after {timeout:g} s "

@@ -38,7 +38,15 @@ class TrajectoryPage:
     """A harness run's logs and verifier details, when there are any."""
 
 
-_HARNESS_KEYS = ("agent_output_tail", "verifier_error", "artifacts", "agent_exit_code", "reason")
+_HARNESS_KEYS = (
+    "agent_output_tail",
+    "verifier_error",
+    "verifier_exit_code",
+    "verifier_output_tail",
+    "artifacts",
+    "agent_exit_code",
+    "reason",
+)
 
 
 def trajectory_page(store: HistoryStore, session_id: str) -> TrajectoryPage:

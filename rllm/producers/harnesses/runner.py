@@ -9,13 +9,14 @@ The gateway session around it is ``rllm.producers.harnesses.rollout``'s.
 from __future__ import annotations
 
 import asyncio
+import json
 import shlex
 import time
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from rllm.benchmarks.harbor.task import HarborTask
-from rllm.benchmarks.harbor.verifier import VerifierResult, run_verifier
+from rllm.benchmarks.harbor.verifier import TEST_STDOUT, VerifierResult, run_verifier
 from rllm.producers.harnesses.errors import HarnessError
 from rllm.producers.harnesses.host import harnesses_home
 from rllm.producers.harnesses.types import (
@@ -181,6 +182,9 @@ class HarnessRunner:
             verifier = await run_verifier(sandbox, task)
         except Exception as exc:  # a [verifier] env the host cannot fill, a dead sandbox
             error_text = f"verifier of task {task.name!r} failed: {type(exc).__name__}: {exc}"
+        if self.artifacts_dir is not None:
+            folder = self.artifacts_dir / (session_id or sandbox.id)
+            artifacts.update(_keep_verification(folder, verifier, error_text))
         reason = CloseReason.OK
         if agent.timed_out:
             reason = CloseReason.TIMEOUT
@@ -235,3 +239,25 @@ class HarnessRunner:
             local.write_bytes(data)
             kept[path] = str(local)
         return kept
+
+
+def _keep_verification(
+    folder: Path, verifier: VerifierResult | None, error: str | None
+) -> dict[str, str]:
+    """Write the verification's outcome (exit code, reason, output tail) as an
+    artifact, ``verifier.json``, and the tail as ``test-stdout.txt``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    outcome = {
+        "ok": verifier is not None and verifier.ok,
+        "reward": verifier.reward if verifier is not None else None,
+        "exit_code": verifier.exit_code if verifier is not None else None,
+        "error": verifier.error if verifier is not None else error,
+        "timed_out": verifier.timed_out if verifier is not None else False,
+        "output_tail": verifier.stdout_tail if verifier is not None else "",
+    }
+    (folder / "verifier.json").write_text(json.dumps(outcome, indent=2) + "\n")
+    kept = {"verifier": str(folder / "verifier.json")}
+    if verifier is not None:
+        (folder / "test-stdout.txt").write_text(verifier.stdout_tail)
+        kept[TEST_STDOUT] = str(folder / "test-stdout.txt")
+    return kept

@@ -170,6 +170,8 @@ class HarnessRun:
             "reward": self.reward,
             "values": dict(verifier.values) if verifier is not None else {},
             "verifier_error": verifier.error if verifier is not None else None,
+            "verifier_exit_code": verifier.exit_code if verifier is not None else None,
+            "verifier_output_tail": verifier.stdout_tail if verifier is not None else "",
             "sandbox_s": round(self.sandbox_s, 3),
             "artifacts": dict(self.artifacts),
         }

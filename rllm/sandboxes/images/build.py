@@ -26,13 +26,25 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from rllm.sandboxes.errors import ImageError, RegistryUnreachableError, SandboxError
+from rllm.sandboxes.errors import (
+    DockerfileError,
+    ImageError,
+    RegistryUnreachableError,
+    SandboxError,
+)
 from rllm.sandboxes.images.base import BASE_IMAGES, ensure_base
-from rllm.sandboxes.images.context import BuildContext, apply_copy, owner
+from rllm.sandboxes.images.context import (
+    BuildContext,
+    apply_copy,
+    copy_from_image,
+    download,
+    owner,
+)
 from rllm.sandboxes.images.derived import derived_recipe, normalize_name, refusal
 from rllm.sandboxes.images.dockerfile import Instruction, parse_dockerfile
 from rllm.sandboxes.images.plan import (
@@ -41,12 +53,12 @@ from rllm.sandboxes.images.plan import (
     RunStep,
     Step,
     WorkdirStep,
-    base_image,
     plan_build,
+    stages,
     step_text,
 )
 from rllm.sandboxes.images.resolve import find_or_pull
-from rllm.sandboxes.images.rootfs import LayerWriter
+from rllm.sandboxes.images.rootfs import LayerView, LayerWriter
 from rllm.sandboxes.images.store import ImageConfig, ImageStore, LocalImage
 from rllm.sandboxes.settings import PullPolicy, SandboxSettings
 from rllm.sandboxes.types import (
@@ -115,6 +127,21 @@ async def build_image(
     return ImageInfo(image.name, backend.name, image.id, size, image.created_at)
 
 
+@dataclass(frozen=True)
+class _Built:
+    """A stage's result (or an image a stage starts from or copies from)."""
+
+    layers: tuple[str, ...]
+    config: ImageConfig
+    key: str
+    """Content hash of the layers: what a step's cache key chains from."""
+    labels: Mapping[str, str]
+
+    @classmethod
+    def of(cls, image: LocalImage) -> _Built:
+        return cls(tuple(layer.name for layer in image.layers), image.config, image.id, {})
+
+
 async def build_dockerfile(
     backend: SandboxBackend,
     store: ImageStore,
@@ -127,32 +154,64 @@ async def build_dockerfile(
     step_timeout_s: float | None = 3600.0,
     _depth: int = 0,
 ) -> LocalImage:
-    """Build Dockerfile ``text`` with build context ``context_dir``; see ``build_image``."""
+    """Build Dockerfile ``text`` with build context ``context_dir``; see ``build_image``.
+
+    Only the final stage becomes the image; the stages it starts from or copies from are
+    built first (each step cached by content hash as any other), the others not at all.
+    """
     started = time.monotonic()
     instructions = parse_dockerfile(text, filename)
-    from_name, _, from_instruction = base_image(instructions, build_args)
-    base = await resolve_from(backend, store, from_name, from_instruction, _depth)
-    plan = plan_build(instructions, base.config, build_args)
+    all_stages = stages(instructions, build_args)
     context = BuildContext(context_dir)
-    layers = [layer.name for layer in base.layers]
-    key = base.id
+    built: dict[int, _Built] = {}
     timings: list[str] = []
-    for step in plan.steps:
-        step_started = time.monotonic()
-        key = await asyncio.to_thread(_step_key, key, step, context)
-        layer_id = f"step-{key[:32]}"
-        cached = store.has_layer(layer_id)
-        if not cached:
-            made = await _apply(backend, store, step, context, layers, layer_id, step_timeout_s)
-            if not made:
-                timings.append(f"line {step.instruction.line} {step.instruction.keyword} no-op")
-                continue
-        layers.append(layer_id)
-        took = "cached" if cached else f"{time.monotonic() - step_started:.2f} s"
-        timings.append(f"line {step.instruction.line} {step.instruction.keyword} {took}")
-    config_key = hashlib.sha256(f"{key}{plan.config}".encode()).hexdigest()[:12]
-    labels = {**plan.labels, LABEL_PREFIX + "from": from_name}
-    image = store.put(name or f"build-{config_key}", layers, plan.config, labels)
+
+    def earlier(index: int, ref: str) -> int | None:
+        by_name = [s.index for s in all_stages[:index] if s.name == ref.lower()]
+        if by_name:
+            return by_name[-1]
+        return int(ref) if ref.isdigit() and int(ref) < index else None
+
+    async def image_of(index: int, ref: str, instruction: Instruction) -> _Built:
+        stage = earlier(index, ref)
+        if stage is not None:
+            return await build_stage(stage)
+        return _Built.of(await resolve_from(backend, store, ref, instruction, _depth))
+
+    async def build_stage(index: int) -> _Built:
+        if index in built:
+            return built[index]
+        stage = all_stages[index]
+        base = await image_of(index, stage.base, stage.instruction)
+        plan = plan_build(instructions, base.config, build_args, stage=index)
+        layers, key = list(base.layers), base.key
+        for step in plan.steps:
+            source = None
+            if isinstance(step, CopyStep) and step.from_stage is not None:
+                source = await image_of(index, step.from_stage, step.instruction)
+            step_started = time.monotonic()
+            with _sources(step, context, _ca_bundle(backend)) as (step, step_context):
+                key = await asyncio.to_thread(_step_key, key, step, step_context, source)
+                layer_id = f"step-{key[:32]}"
+                cached = store.has_layer(layer_id)
+                if not cached:
+                    made = await _apply(
+                        backend, store, step, step_context, source, layers, layer_id, step_timeout_s
+                    )
+                    if not made:
+                        timings.append(f"line {step.instruction.line} no-op")
+                        continue
+            layers.append(layer_id)
+            took = "cached" if cached else f"{time.monotonic() - step_started:.2f} s"
+            timings.append(f"line {step.instruction.line} {step.instruction.keyword} {took}")
+        labels = {**plan.labels, LABEL_PREFIX + "from": stage.base}
+        built[index] = _Built(tuple(layers), plan.config, key, labels)
+        return built[index]
+
+    final = await build_stage(len(all_stages) - 1)
+    config_key = hashlib.sha256(f"{final.key}{final.config}".encode()).hexdigest()[:12]
+    labels = dict(final.labels)
+    image = store.put(name or f"build-{config_key}", list(final.layers), final.config, labels)
     log.info(
         "built image %s (%s) from %s in %.2f s: %s",
         image.name,
@@ -232,11 +291,43 @@ async def resolve_from(
     )
 
 
-def _step_key(parent: str, step: Step, context: BuildContext) -> str:
+def _step_key(parent: str, step: Step, context: BuildContext, source: _Built | None = None) -> str:
     digest = hashlib.sha256(f"{parent}\0{step_text(step)}".encode())
-    if isinstance(step, CopyStep):
+    if isinstance(step, CopyStep) and source is not None:
+        digest.update(f"\0from {source.key}".encode())
+    elif isinstance(step, CopyStep):
         digest.update(context.digest(step.sources, step.instruction.where).encode())
     return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def _sources(
+    step: Step, context: BuildContext, ca_bundle: Path | None
+) -> Iterator[tuple[Step, BuildContext]]:
+    """The step with the context its sources come from: heredoc files and the downloads
+    of an ADD of URLs are written to a scratch context first."""
+    if not isinstance(step, CopyStep) or not (step.inline or step.urls):
+        yield step, context
+        return
+    where = step.instruction.where
+    if step.urls and step.context_sources:
+        raise DockerfileError(f"{where}: one ADD cannot mix URLs and build-context files")
+    with tempfile.TemporaryDirectory(prefix="rllm-sources-") as scratch:
+        root = Path(scratch)
+        if step.inline:
+            for file_name, content in step.inline:
+                (root / file_name).write_text(content, encoding="utf-8")
+                (root / file_name).chmod(0o644)
+            yield step, BuildContext(root)
+            return
+        names = [download(url, root, ca_bundle, where) for url in step.urls]
+        chmod = step.chmod if step.chmod is not None else 0o600  # as Docker's ADD of a URL
+        yield replace(step, sources=tuple(names), extract=False, chmod=chmod), BuildContext(root)
+
+
+def _ca_bundle(backend: SandboxBackend) -> Path | None:
+    settings = getattr(backend, "settings", None)
+    return settings.build_ca_bundle if isinstance(settings, SandboxSettings) else None
 
 
 async def _apply(
@@ -244,6 +335,7 @@ async def _apply(
     store: ImageStore,
     step: Step,
     context: BuildContext,
+    source: _Built | None,
     layers: list[str],
     layer_id: str,
     timeout_s: float | None,
@@ -264,6 +356,9 @@ async def _apply(
             where = step.instruction.where
             uid, gid = owner(step.user, writer.view, where, True) if step.user else (0, 0)
             writer.mkdir(writer.host_path(step.path), 0o755, uid, gid)
+        elif source is not None:
+            view = LayerView([store.layer_path(layer) for layer in source.layers])
+            await asyncio.to_thread(copy_from_image, step, view, writer)
         else:
             await asyncio.to_thread(apply_copy, step, context, writer)
     except BaseException:
@@ -293,8 +388,7 @@ def _settings(backend: SandboxBackend) -> SandboxSettings:
 
 def _build_trust(backend: SandboxBackend) -> tuple[tuple[Mount, ...], dict[str, str]]:
     """The mount and variables that make RUN steps trust ``build_ca_bundle``, if set."""
-    settings = getattr(backend, "settings", None)
-    bundle = settings.build_ca_bundle if isinstance(settings, SandboxSettings) else None
+    bundle = _ca_bundle(backend)
     if bundle is None:
         return (), {}
     if not bundle.is_file():

@@ -7,26 +7,43 @@ source copies its contents; several sources need a destination ending in ``/``; 
 keep their modes (or take ``--chmod``) and belong to root (or ``--chown``, names looked
 up in the image's ``/etc/passwd`` and ``/etc/group``); ADD extracts a local tar archive
 (plain, gzip, bzip2 or xz). Symlinks inside a copied directory stay symlinks.
+
+``COPY --from`` reads another stage's (or image's) merged layers instead, keeping owners
+and modes; ``download`` fetches an ``ADD`` URL on the host (the build's CA bundle
+trusted), never inside a sandbox.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import hashlib
 import os
 import posixpath
 import re
 import shutil
+import ssl
 import stat
 import tarfile
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from rllm.sandboxes.errors import DockerfileError
+import httpx
+
+from rllm.sandboxes.errors import DockerfileError, ImageError
 from rllm.sandboxes.images.plan import CopyStep
 from rllm.sandboxes.images.rootfs import LayerView, LayerWriter, extract_tar
+from rllm.tls import shared_tls
 
-__all__ = ["BuildContext", "apply_copy", "ignore_regex", "owner"]
+__all__ = [
+    "BuildContext",
+    "apply_copy",
+    "copy_from_image",
+    "download",
+    "ignore_regex",
+    "owner",
+]
 
 
 def ignore_regex(pattern: str) -> re.Pattern[str]:
@@ -194,6 +211,86 @@ def apply_copy(step: CopyStep, context: BuildContext, writer: LayerWriter) -> in
             writer.finish(target, mode, uid, gid, st.st_mtime)
             count += 1
     return count
+
+
+def copy_from_image(step: CopyStep, view: LayerView, writer: LayerWriter) -> int:
+    """Write what ``COPY --from`` takes from another stage's tree (``view``) into the
+    writer's layer, keeping owners (unless ``--chown``) and modes (unless ``--chmod``);
+    returns how many entries it wrote.
+
+    Raises:
+        DockerfileError: a source is missing in that stage, or several sources go to a
+            destination without a trailing ``/``.
+    """
+    where = step.instruction.where
+    matches: list[str] = []
+    for source in step.sources:
+        parent, _, last = ("/" + source.lstrip("/")).rpartition("/")
+        if any(c in last for c in "*?["):
+            found = [
+                f"{parent}/{n}" for n in view.listdir(parent or "/") if fnmatch.fnmatch(n, last)
+            ]
+        else:
+            found = [source] if view.lstat(view.resolve(source)) is not None else []
+        if not found:
+            raise DockerfileError(f"{where}: {source!r} does not exist in --from={step.from_stage}")
+        matches += found
+    if len(matches) > 1 and not step.dest.endswith("/"):
+        raise DockerfileError(
+            f"{where}: copying {len(matches)} sources needs a destination directory ending "
+            f"in '/', not {step.dest!r}"
+        )
+    chown = owner(step.chown, writer.view, where) if step.chown else None
+    count = 0
+
+    def put(image_src: str, image_dest: str) -> None:
+        nonlocal count
+        found = view.lstat(image_src)
+        if found is None:
+            return
+        host, st = found
+        uid, gid = chown or (st.st_uid, st.st_gid)
+        mode = step.chmod if step.chmod is not None else stat.S_IMODE(st.st_mode)
+        target = _put(writer, image_dest, host, st)
+        count += 1
+        if stat.S_ISDIR(st.st_mode):
+            for name in view.listdir(image_src):
+                put(f"{image_src.rstrip('/')}/{name}", f"{image_dest.rstrip('/')}/{name}")
+        writer.finish(target, mode, uid, gid, st.st_mtime)
+
+    for match in matches:
+        resolved = view.resolve(match)
+        if view.is_dir(resolved):
+            uid, gid = chown or (0, 0)
+            _make_dest_dir(writer, step.dest, uid, gid)
+            for name in view.listdir(resolved):
+                put(f"{resolved.rstrip('/')}/{name}", f"{step.dest.rstrip('/')}/{name}")
+            continue
+        into = step.dest.endswith("/") or writer.view.is_dir(step.dest)
+        base = posixpath.basename(match.rstrip("/"))
+        put(resolved, f"{step.dest.rstrip('/')}/{base}" if into else step.dest)
+    return count
+
+
+def download(url: str, root: Path, ca_bundle: Path | None, where: str) -> str:
+    """Fetch ``url`` into directory ``root`` on the host, as ``ADD`` does; returns the
+    file's name (the URL path's last part). ``ca_bundle`` is trusted when given.
+
+    Raises:
+        ImageError: the download failed (its status or the transport error).
+    """
+    name = posixpath.basename(urllib.parse.urlsplit(url).path) or "index.html"
+    verify = ssl.create_default_context(cafile=str(ca_bundle)) if ca_bundle else shared_tls()
+    try:
+        with httpx.stream("GET", url, verify=verify, follow_redirects=True, timeout=60) as r:
+            if r.status_code != 200:
+                raise ImageError(f"{where}: ADD {url}: the server answered {r.status_code}")
+            with open(root / name, "wb") as out:
+                for chunk in r.iter_bytes(1 << 20):
+                    out.write(chunk)
+    except httpx.HTTPError as exc:
+        raise ImageError(f"{where}: ADD {url} could not be downloaded: {exc}") from exc
+    return name
 
 
 def _make_dest_dir(writer: LayerWriter, dest: str, uid: int, gid: int) -> None:

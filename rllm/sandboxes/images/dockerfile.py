@@ -1,9 +1,11 @@
-"""Dockerfile text to instructions: comments, parser directives, line continuations,
-exec (JSON) and shell forms, flags, and Docker's variable substitution.
+"""Dockerfile text to instructions, as Docker's builder (BuildKit) reads it: comments,
+parser directives, line continuations, heredocs, exec (JSON) and shell forms, flags, and
+Docker's variable substitution.
 
-The parser refuses, by instruction and line, what the local builder cannot do the way
-Docker does (multi-stage builds, ``RUN --mount``, heredocs, ``ONBUILD``, URLs in ``ADD``,
-unknown instructions); ``rllm.sandboxes.images.plan`` turns what it accepts into steps.
+The parser reads the whole file and reports every problem, each by instruction, file and
+line: what Docker would refuse (unknown instructions, an unterminated heredoc) and what
+the local builder cannot do the way Docker does (``RUN --mount``, ``ONBUILD``, ADD of a
+git repository); ``rllm.sandboxes.images.plan`` turns what it accepts into steps.
 """
 
 from __future__ import annotations
@@ -15,10 +17,18 @@ from dataclasses import dataclass
 
 from rllm.sandboxes.errors import DockerfileError
 
-__all__ = ["SUPPORTED", "Instruction", "expand", "expand_words", "parse_dockerfile"]
+__all__ = [
+    "SUPPORTED",
+    "Heredoc",
+    "Instruction",
+    "expand",
+    "expand_words",
+    "parse_dockerfile",
+]
 
 _DIRECTIVE = re.compile(r"^#\s*([a-zA-Z][a-zA-Z0-9]*)\s*=\s*(.+?)\s*$")
-_HEREDOC = re.compile(r"(?:^|(?<=\s))<<-?([\"']?)[A-Za-z_][A-Za-z0-9_]*\1(?:\s|$)")
+_RAW_WORD = re.compile(r"""(?:[^\s"'\\]|\\.|"(?:\\.|[^"\\])*"|'[^']*')+""")
+_HEREDOC = re.compile(r"^(\d*)<<(-?)([^<]*)$")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 SUPPORTED = (
@@ -33,22 +43,35 @@ _REFUSED = {
 }
 _FLAGS: dict[str, set[str]] = {
     "FROM": {"platform"},
-    "COPY": {"chown", "chmod", "link"},
-    "ADD": {"chown", "chmod", "link"},
+    "COPY": {"chown", "chmod", "link", "from"},
+    "ADD": {"chown", "chmod", "link", "checksum"},
     "HEALTHCHECK": {"interval", "timeout", "start-period", "start-interval", "retries"},
 }
 _REFUSED_FLAGS = {
-    "from": "multi-stage builds are not supported by the local builder (COPY --from); "
-    "build in one stage",
     "mount": "RUN --mount (cache, secret, bind mounts) is not supported by the local "
     "builder; copy what the step needs with COPY first",
     "network": "RUN --network is not supported: build steps always have the host's network",
     "security": "RUN --security is not supported by the local builder",
     "parents": "COPY --parents is not supported by the local builder",
     "exclude": "COPY --exclude is not supported by the local builder; use .dockerignore",
-    "checksum": "ADD --checksum is for URLs, which the local builder does not fetch",
     "keep-git-dir": "ADD of a git repository is not supported by the local builder",
 }
+_HEREDOC_KEYWORDS = ("RUN", "COPY", "ADD")
+
+
+@dataclass(frozen=True)
+class Heredoc:
+    """A here-document of a RUN, COPY or ADD (``<<EOF`` ... ``EOF``)."""
+
+    name: str
+    """Its terminator word (``EOF``), quotes removed."""
+    content: str
+    """The lines between the marker and the terminator, each ending in a newline; with
+    ``<<-`` their leading tabs are already removed."""
+    expand: bool
+    """Unquoted marker: ``$VARIABLES`` in a COPY'd heredoc are substituted."""
+    chomp: bool = False
+    """``<<-``: leading tabs were stripped."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +92,8 @@ class Instruction:
     """The Dockerfile it comes from, for messages."""
     escape: str = "\\"
     """The escape character (the ``# escape=`` directive), for substitution."""
+    heredocs: tuple[Heredoc, ...] = ()
+    """Its here-documents in the order their markers appear."""
 
     @property
     def where(self) -> str:
@@ -85,21 +110,23 @@ def parse_dockerfile(text: str, filename: str = "Dockerfile") -> tuple[Instructi
     """Split a Dockerfile into instructions; refuse what the local builder cannot do.
 
     Raises:
-        DockerfileError: an unknown or unsupported instruction, flag or form; the message
-            names it, the file and the line.
+        DockerfileError: one or more unknown or unsupported instructions, flags or forms;
+            its ``problems`` name each, the file and the line.
     """
     lines = text.splitlines()
     escape = "\\"
+    problems: list[str] = []
     start = 0
     for start, raw in enumerate(lines):
         match = _DIRECTIVE.match(raw.strip())
         if match is None:
             break
         if match.group(1).lower() == "escape":
-            escape = match.group(2)
-            if escape not in ("\\", "`"):
-                raise DockerfileError(
-                    f"{filename}:{start + 1}: escape directive {escape!r} must be \\ or `"
+            if match.group(2) in ("\\", "`"):
+                escape = match.group(2)
+            else:
+                problems.append(
+                    f"{filename}:{start + 1}: escape directive {match.group(2)!r} must be \\ or `"
                 )
     else:
         start = len(lines)
@@ -125,9 +152,96 @@ def parse_dockerfile(text: str, filename: str = "Dockerfile") -> tuple[Instructi
             else:
                 parts.append(body)
             break
-        instructions.append(_instruction("".join(parts).strip(), first, filename, escape))
-    _check(instructions, filename)
+        joined = "".join(parts).strip()
+        heredocs: list[Heredoc] = []
+        if joined.split(None, 1)[0].upper() in _HEREDOC_KEYWORDS and "<<" in joined:
+            index = _read_heredocs(joined, lines, index, first, filename, heredocs, problems)
+        try:
+            instruction = _instruction(joined, first, filename, escape)
+        except DockerfileError as exc:
+            problems.append(str(exc))
+            continue
+        instructions.append(_with_heredocs(instruction, heredocs))
+    problems += _check(instructions, filename)
+    if problems:
+        message = (
+            problems[0]
+            if len(problems) == 1
+            else "\n".join([f"{len(problems)} problems in {filename}:", *problems])
+        )
+        raise DockerfileError(message, tuple(problems))
     return tuple(instructions)
+
+
+def _with_heredocs(instruction: Instruction, heredocs: list[Heredoc]) -> Instruction:
+    if not heredocs:
+        return instruction
+    return Instruction(
+        instruction.keyword,
+        instruction.line,
+        instruction.args,
+        instruction.flags,
+        None,  # a heredoc is only read in the shell form
+        instruction.file,
+        instruction.escape,
+        tuple(heredocs),
+    )
+
+
+def _read_heredocs(
+    line: str,
+    lines: list[str],
+    index: int,
+    first: int,
+    filename: str,
+    out: list[Heredoc],
+    problems: list[str],
+) -> int:
+    """Read the bodies of the heredoc markers in ``line`` from ``lines[index:]``, as
+    BuildKit does (a marker is one word, ``<<`` then the terminator with no space);
+    returns the index of the line after the last terminator."""
+    keyword = line.split(None, 1)[0].upper()
+    words = _RAW_WORD.findall(line)
+    for position, word in enumerate(words):
+        match = _HEREDOC.match(word)
+        if match is None:
+            continue
+        chomp, rest = match.group(2) == "-", match.group(3)
+        if not rest:
+            following = words[position + 1] if position + 1 < len(words) else ""
+            name = following.strip("'\"")
+            if _NAME.fullmatch(name) and name == following.strip("'\"").strip():
+                # ``<< 'PY'``: Docker reads no heredoc here, and then the body as
+                # instructions; say so once instead of "unknown instruction" per line.
+                end = next((i for i in range(index, len(lines)) if lines[i].strip() == name), None)
+                problems.append(
+                    f"{keyword} at {filename}:{first}: {word} {following} has a space after "
+                    f"{word}, so Docker's builder reads no heredoc here and takes line "
+                    f"{index + 1} ({lines[index].strip()[:40]!r}) as an instruction; write "
+                    f"{word}{following} (no space)"
+                )
+                if end is not None:
+                    return end + 1
+            continue
+        name = rest.replace("'", "").replace('"', "")
+        if not _NAME.fullmatch(name.replace("-", "_").replace(".", "_")):
+            continue
+        body: list[str] = []
+        while index < len(lines):
+            raw = lines[index]
+            index += 1
+            candidate = raw.rstrip("\r\n").lstrip("\t") if chomp else raw.rstrip("\r\n")
+            if candidate == name:
+                break
+            body.append((raw.lstrip("\t") if chomp else raw) + "\n")
+        else:
+            problems.append(
+                f"{keyword} at {filename}:{first}: unterminated heredoc {word}: no line "
+                f"{name!r} ends it"
+            )
+            return index
+        out.append(Heredoc(name, "".join(body), rest == name, chomp))
+    return index
 
 
 def _instruction(text: str, line: int, filename: str, escape: str) -> Instruction:
@@ -139,8 +253,8 @@ def _instruction(text: str, line: int, filename: str, escape: str) -> Instructio
         raise DockerfileError(f"{where}: {_REFUSED[keyword]}")
     if keyword not in SUPPORTED:
         raise DockerfileError(
-            f"unknown instruction {word!r} at {filename}:{line}; the local builder supports "
-            f"{', '.join(SUPPORTED)}"
+            f"unknown instruction {word!r} at {filename}:{line}; Docker's builder knows "
+            f"{', '.join(SUPPORTED)} (and ONBUILD)"
         )
     rest = rest.strip()
     flags: list[tuple[str, str | None]] = []
@@ -154,11 +268,6 @@ def _instruction(text: str, line: int, filename: str, escape: str) -> Instructio
             if name not in _FLAGS.get(keyword, set()):
                 raise DockerfileError(f"{where}: unknown flag --{name} for {keyword}")
             flags.append((name, value if eq else None))
-    if keyword in ("RUN", "COPY", "ADD") and _HEREDOC.search(rest):
-        raise DockerfileError(
-            f"{where}: heredocs (<<EOF) are not supported by the local builder; write the "
-            f"script to a file in the build context and COPY it, or use RUN with && and \\"
-        )
     json_args: tuple[str, ...] | None = None
     if rest.startswith("["):
         try:
@@ -170,36 +279,31 @@ def _instruction(text: str, line: int, filename: str, escape: str) -> Instructio
     return Instruction(keyword, line, rest, tuple(flags), json_args, filename, escape)
 
 
-def _check(instructions: list[Instruction], filename: str) -> None:
-    froms = [i for i in instructions if i.keyword == "FROM"]
-    if not froms:
-        raise DockerfileError(f"{filename}: no FROM instruction; a Dockerfile starts FROM an image")
-    if len(froms) > 1:
-        raise DockerfileError(
-            f"{froms[1].where}: multi-stage builds are not supported by the local builder "
-            f"(a second FROM; the first is at line {froms[0].line}); build in one stage"
-        )
+def _check(instructions: list[Instruction], filename: str) -> list[str]:
+    problems: list[str] = []
+    if not any(i.keyword == "FROM" for i in instructions):
+        problems.append(f"{filename}: no FROM instruction; a Dockerfile starts FROM an image")
     for instruction in instructions:
         if instruction.keyword == "FROM":
             break
         if instruction.keyword != "ARG":
-            raise DockerfileError(f"{instruction.where}: only ARG may come before FROM")
+            problems.append(f"{instruction.where}: only ARG may come before the first FROM")
     for instruction in instructions:
         if not instruction.args and instruction.keyword not in ("CMD", "ENTRYPOINT"):
-            raise DockerfileError(f"{instruction.where}: {instruction.keyword} needs arguments")
+            problems.append(f"{instruction.where}: {instruction.keyword} needs arguments")
         if instruction.keyword == "ADD":
             sources = instruction.json_args or tuple(instruction.args.split())
             for source in sources[:-1]:
-                if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://|^git@", source):
-                    raise DockerfileError(
-                        f"{instruction.where}: ADD of a URL ({source}) is not supported: "
-                        f"nothing is fetched during a local build; download it into the "
-                        f"build context and COPY it, or fetch it in a RUN step"
+                if re.match(r"^git@|^[a-z]+://.*\.git(#.*)?$|^git://", source):
+                    problems.append(
+                        f"{instruction.where}: ADD of a git repository ({source}) is not "
+                        f"supported by the local builder; clone it in a RUN step"
                     )
         if instruction.keyword == "SHELL" and instruction.json_args is None:
-            raise DockerfileError(
+            problems.append(
                 f'{instruction.where}: SHELL needs the JSON form, e.g. SHELL ["/bin/bash", "-c"]'
             )
+    return problems
 
 
 def expand(text: str, variables: Mapping[str, str], escape: str = "\\") -> str:

@@ -1,9 +1,11 @@
 """A parsed Dockerfile, its ARGs and ENVs substituted, as the steps a build runs.
 
-Pure: nothing here touches the disk. ``plan_build`` walks the instructions as Docker
-does, keeping ARG and ENV scopes, the working directory, the user and the shell, and
-returns the filesystem steps (RUN, COPY/ADD, WORKDIR), each with the state it runs in,
-plus the final image's config and labels.
+Pure: nothing here touches the disk. ``stages`` splits a Dockerfile at its FROMs (the
+ARGs before the first FROM substituted in each); ``plan_build`` walks one stage's
+instructions as Docker does, keeping ARG and ENV scopes, the working directory, the user
+and the shell, and returns the filesystem steps (RUN, COPY/ADD, WORKDIR), each with the
+state it runs in, plus the stage's image config and labels. Heredocs become the script a
+RUN runs or the files a COPY writes, as in BuildKit.
 
 Instructions without a filesystem effect are recorded in the image's labels: ``CMD``,
 ``ENTRYPOINT``, ``SHELL`` (as JSON argv), ``EXPOSE``, ``VOLUME`` (a volume is not mounted
@@ -18,12 +20,13 @@ import json
 import logging
 import platform
 import posixpath
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from rllm.sandboxes.errors import DockerfileError
-from rllm.sandboxes.images.dockerfile import Instruction, expand, expand_words
+from rllm.sandboxes.images.dockerfile import Heredoc, Instruction, expand, expand_words
 from rllm.sandboxes.images.store import ImageConfig
 
 __all__ = [
@@ -32,15 +35,23 @@ __all__ = [
     "BuildPlan",
     "CopyStep",
     "RunStep",
+    "Stage",
     "Step",
     "WorkdirStep",
     "base_image",
     "plan_build",
+    "stages",
     "step_text",
 ]
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
+_URL = re.compile(r"^https?://")
+_VARIABLE = re.compile(r"\\\$|\$(?:\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*)")
+_SHEBANG_RUNNER = (
+    'f=$(mktemp) && printf %s "$1" > "$f" && chmod 700 "$f" && "$f"; s=$?; rm -f "$f"; exit $s'
+)
+"""How ``RUN <<EOF`` runs a heredoc that starts with ``#!``: as a file, like BuildKit."""
 _Words = Callable[[str], list[str]]
 _One = Callable[[str], str]
 
@@ -98,6 +109,25 @@ class CopyStep:
     """``--chmod`` mode bits; None keeps the sources' modes."""
     extract: bool
     """ADD: a local tar archive is extracted into ``dest``."""
+    from_stage: str | None = None
+    """``COPY --from``: a stage's name or index, or an image; sources are its paths."""
+    inline: tuple[tuple[str, str], ...] = ()
+    """Heredoc files (``COPY <<EOF /dest``): name and content, substituted unless the
+    marker was quoted; these sources are not read from the context."""
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """ADD sources that are URLs (downloaded on the host, never extracted)."""
+        if self.instruction.keyword != "ADD" or self.from_stage is not None:
+            return ()
+        return tuple(s for s in self.sources if _URL.match(s))
+
+    @property
+    def context_sources(self) -> tuple[str, ...]:
+        """Sources read from the build context (not URLs, not another stage)."""
+        if self.from_stage is not None:
+            return ()
+        return tuple(s for s in self.sources if not _URL.match(s))
 
 
 @dataclass(frozen=True)
@@ -138,6 +168,23 @@ def step_text(step: Step) -> str:
     return json.dumps(fields, sort_keys=True, default=lambda v: dict(v))
 
 
+@dataclass(frozen=True)
+class Stage:
+    """One ``FROM`` and the instructions up to the next."""
+
+    index: int
+    """Its position, from 0 (``COPY --from=0``)."""
+    name: str | None
+    """The ``AS`` name, lower-cased as Docker compares it."""
+    base: str
+    """What FROM names, the ARGs before the first FROM substituted: an image, or an
+    earlier stage's name."""
+    instruction: Instruction
+    """The FROM."""
+    body: tuple[Instruction, ...]
+    """The instructions after it."""
+
+
 def _global_args(
     instructions: Sequence[Instruction], build_args: Mapping[str, str]
 ) -> dict[str, str]:
@@ -149,42 +196,70 @@ def _global_args(
     return scope
 
 
-def base_image(
+def stages(
     instructions: Sequence[Instruction], build_args: Mapping[str, str] | None = None
-) -> tuple[str, str | None, Instruction]:
-    """The image FROM names (ARGs before FROM substituted), its ``AS`` name, and the FROM."""
+) -> tuple[Stage, ...]:
+    """The stages of a parsed Dockerfile, in order.
+
+    Raises:
+        DockerfileError: a FROM is malformed or asks for another platform.
+    """
     scope = _global_args(instructions, build_args or {})
-    instruction = next(i for i in instructions if i.keyword == "FROM")
+    starts = [i for i, ins in enumerate(instructions) if ins.keyword == "FROM"]
+    found: list[Stage] = []
+    for number, start in enumerate(starts):
+        ins = instructions[start]
+        end = starts[number + 1] if number + 1 < len(starts) else len(instructions)
+        base, name = _from(ins, scope)
+        found.append(Stage(number, name, base, ins, tuple(instructions[start + 1 : end])))
+    return tuple(found)
+
+
+def _from(instruction: Instruction, scope: Mapping[str, str]) -> tuple[str, str | None]:
     words = _located(instruction, lambda: expand_words(instruction.args, scope, instruction.escape))
     platform_flag = instruction.flag("platform")
     if platform_flag:
         wanted = _located(instruction, lambda: expand(platform_flag, scope, instruction.escape))
-        if wanted not in ("", _AUTO_ARGS["TARGETPLATFORM"]):
+        if wanted not in ("", _AUTO_ARGS["TARGETPLATFORM"], "$BUILDPLATFORM"):
             raise DockerfileError(
                 f"{instruction.where}: --platform={wanted} cannot be built on this "
                 f"{_AUTO_ARGS['TARGETPLATFORM']} machine (no emulation); drop the flag"
             )
     if len(words) == 3 and words[1].lower() == "as":
-        return words[0], words[2], instruction
+        return words[0], words[2].lower()
     if len(words) != 1:
         raise DockerfileError(
             f"{instruction.where}: expected FROM IMAGE [AS NAME], got {instruction.args!r}"
         )
-    return words[0], None, instruction
+    return words[0], None
+
+
+def base_image(
+    instructions: Sequence[Instruction], build_args: Mapping[str, str] | None = None
+) -> tuple[str, str | None, Instruction]:
+    """The image the final stage's FROM names (ARGs before the first FROM substituted),
+    its ``AS`` name, and the FROM."""
+    last = stages(instructions, build_args)[-1]
+    return last.base, last.name, last.instruction
 
 
 def plan_build(
     instructions: Sequence[Instruction],
     base: ImageConfig,
     build_args: Mapping[str, str] | None = None,
+    stage: int = -1,
 ) -> BuildPlan:
-    """The steps of a parsed single-stage Dockerfile on top of an image configured ``base``.
+    """The steps of stage ``stage`` (default the last) of a parsed Dockerfile on top of
+    an image configured ``base``.
 
     Raises:
-        DockerfileError: a substitution or an instruction's arguments are malformed.
+        DockerfileError: substitutions or instructions' arguments are malformed; every
+            such problem of the stage is in its ``problems``.
     """
     build_args = dict(build_args or {})
-    name, stage, _ = base_image(instructions, build_args)
+    all_stages = stages(instructions, build_args)
+    this = all_stages[stage]
+    name, stage_name, body = this.base, this.name, this.body
     global_scope = _global_args(instructions, build_args)
     env, args = dict(base.env), dict[str, str]()
     workdir, user = base.workdir or "/", base.user
@@ -192,7 +267,7 @@ def plan_build(
     labels: dict[str, str] = {}
     steps: list[Step] = []
     declared: set[str] = set()
-    body = instructions[[i.keyword for i in instructions].index("FROM") + 1 :]
+    problems: list[str] = []
     for ins in body:
         scope = {**args, **env}
 
@@ -202,49 +277,55 @@ def plan_build(
         def words(text: str, scope: Mapping[str, str] = scope, ins: Instruction = ins) -> list[str]:
             return _located(ins, lambda: expand_words(text, scope, ins.escape))
 
-        keyword = ins.keyword
-        if keyword == "ARG":
-            declared.update(_declare(ins, args, scope, build_args, global_scope))
-        elif keyword in ("ENV", "LABEL"):
-            target = env if keyword == "ENV" else labels
-            target.update(_pairs(ins, words, one))
-        elif keyword == "MAINTAINER":
-            labels["maintainer"] = ins.args
-        elif keyword == "WORKDIR":
-            workdir = posixpath.normpath(posixpath.join(workdir, one(ins.args)))
-            workdir = "/" + workdir.lstrip("/")
-            steps.append(WorkdirStep(ins, workdir, user))
-        elif keyword == "USER":
-            user = one(ins.args) or None
-        elif keyword == "RUN":
-            argv = ins.json_args if ins.json_args is not None else (*shell, ins.args)
-            if not argv:
-                raise DockerfileError(f"{ins.where}: RUN needs a command")
-            steps.append(RunStep(ins, tuple(argv), {**args, **env}, workdir, user))
-        elif keyword in ("COPY", "ADD"):
-            steps.append(_copy(ins, words, one, workdir))
-        elif keyword == "SHELL":
-            shell = tuple(ins.json_args or ())
-            labels[LABEL_PREFIX + "shell"] = json.dumps(list(shell))
-        elif keyword in ("CMD", "ENTRYPOINT"):
-            argv = ins.json_args if ins.json_args is not None else (*shell, ins.args)
-            labels[LABEL_PREFIX + keyword.lower()] = json.dumps(list(argv) if ins.args else [])
-        elif keyword in ("EXPOSE", "VOLUME"):
-            key = LABEL_PREFIX + keyword.lower()
-            found = [one(v) for v in ins.json_args] if ins.json_args else words(ins.args)
-            labels[key] = " ".join(filter(None, (labels.get(key), *found)))
-        elif keyword == "STOPSIGNAL":
-            labels[LABEL_PREFIX + "stopsignal"] = one(ins.args)
-        elif keyword == "HEALTHCHECK":
-            flags = " ".join(f"--{k}={v}" for k, v in ins.flags)
-            labels[LABEL_PREFIX + "healthcheck"] = f"{flags} {ins.args}".strip()
+        try:
+            keyword = ins.keyword
+            if keyword == "ARG":
+                declared.update(_declare(ins, args, scope, build_args, global_scope))
+            elif keyword in ("ENV", "LABEL"):
+                target = env if keyword == "ENV" else labels
+                target.update(_pairs(ins, words, one))
+            elif keyword == "MAINTAINER":
+                labels["maintainer"] = ins.args
+            elif keyword == "WORKDIR":
+                workdir = posixpath.normpath(posixpath.join(workdir, one(ins.args)))
+                workdir = "/" + workdir.lstrip("/")
+                steps.append(WorkdirStep(ins, workdir, user))
+            elif keyword == "USER":
+                user = one(ins.args) or None
+            elif keyword == "RUN":
+                argv = _run_argv(ins, shell)
+                if not argv:
+                    raise DockerfileError(f"{ins.where}: RUN needs a command")
+                steps.append(RunStep(ins, tuple(argv), {**args, **env}, workdir, user))
+            elif keyword in ("COPY", "ADD"):
+                steps.append(_copy(ins, words, one, workdir))
+            elif keyword == "SHELL":
+                shell = tuple(ins.json_args or ())
+                labels[LABEL_PREFIX + "shell"] = json.dumps(list(shell))
+            elif keyword in ("CMD", "ENTRYPOINT"):
+                argv = ins.json_args if ins.json_args is not None else (*shell, ins.args)
+                labels[LABEL_PREFIX + keyword.lower()] = json.dumps(list(argv) if ins.args else [])
+            elif keyword in ("EXPOSE", "VOLUME"):
+                key = LABEL_PREFIX + keyword.lower()
+                found = [one(v) for v in ins.json_args] if ins.json_args else words(ins.args)
+                labels[key] = " ".join(filter(None, (labels.get(key), *found)))
+            elif keyword == "STOPSIGNAL":
+                labels[LABEL_PREFIX + "stopsignal"] = one(ins.args)
+            elif keyword == "HEALTHCHECK":
+                flags = " ".join(f"--{k}={v}" for k, v in ins.flags)
+                labels[LABEL_PREFIX + "healthcheck"] = f"{flags} {ins.args}".strip()
+        except DockerfileError as exc:
+            problems.append(str(exc))
     unused = sorted(set(build_args) - declared - {n for n in global_scope if n in build_args})
     if unused:
         log.warning("build args %s were not declared by an ARG and are ignored", unused)
-    if stage:
-        labels[LABEL_PREFIX + "stage"] = stage
+    if problems:
+        message = problems[0] if len(problems) == 1 else "\n".join(problems)
+        raise DockerfileError(message, tuple(problems))
+    if stage_name:
+        labels[LABEL_PREFIX + "stage"] = stage_name
     config = ImageConfig(env=env, workdir=None if workdir == "/" else workdir, user=user)
-    return BuildPlan(name, stage, tuple(steps), config, labels)
+    return BuildPlan(name, stage_name, tuple(steps), config, labels)
 
 
 def _located(instruction: Instruction, call: Callable[[], _T]) -> _T:
@@ -297,11 +378,44 @@ def _pairs(ins: Instruction, words: _Words, one: _One) -> dict[str, str]:
     return pairs
 
 
+def _run_argv(ins: Instruction, shell: tuple[str, ...]) -> tuple[str, ...]:
+    """What a RUN runs. Heredocs as BuildKit runs them: ``RUN <<EOF`` alone runs the
+    heredoc as the script (a file when it starts with ``#!``); otherwise the shell gets
+    the line with the heredocs after it and reads them itself."""
+    if ins.json_args is not None:
+        return ins.json_args
+    if not ins.heredocs:
+        return (*shell, ins.args)
+    (marker, *more) = ins.args.split() or [""]
+    if len(ins.heredocs) == 1 and not more and marker.lstrip("0123456789").startswith("<<"):
+        content = ins.heredocs[0].content
+        if content.startswith("#!"):
+            return ("/bin/sh", "-c", _SHEBANG_RUNNER, "rllm-heredoc", content)
+        return (*shell, content)
+    return (*shell, "\n".join([ins.args, *(h.content + h.name for h in ins.heredocs)]) + "\n")
+
+
+def _inline(ins: Instruction, heredoc: Heredoc, one: _One) -> str:
+    """A COPY heredoc's content, its ``$VARIABLES`` substituted unless the marker was
+    quoted (the rest of the text, quotes included, is kept as written)."""
+    if not heredoc.expand:
+        return heredoc.content
+    return _VARIABLE.sub(lambda m: "$" if m.group(0) == "\\$" else one(m.group(0)), heredoc.content)
+
+
 def _copy(ins: Instruction, words: _Words, one: _One, workdir: str) -> CopyStep:
     found = [one(w) for w in ins.json_args] if ins.json_args else words(ins.args)
     if len(found) < 2:
         raise DockerfileError(f"{ins.where}: {ins.keyword} needs a source and a destination")
     *sources, dest = found
+    inline: list[tuple[str, str]] = []
+    heredocs = {h.name: h for h in ins.heredocs}
+    for number, source in enumerate(sources):
+        match = re.fullmatch(r"\d*<<-?(.+)", source)
+        if match is not None and match.group(1) in heredocs:
+            heredoc = heredocs[match.group(1)]
+            inline.append((heredoc.name, _inline(ins, heredoc, one)))
+            sources[number] = heredoc.name
     trailing = dest.endswith("/") or dest in (".", "..") or dest.endswith(("/.", "/.."))
     dest = posixpath.normpath(posixpath.join(workdir, dest))
     dest = "/" + dest.lstrip("/")
@@ -317,6 +431,20 @@ def _copy(ins: Instruction, words: _Words, one: _One, workdir: str) -> CopyStep:
                 f"{ins.where}: --chmod={chmod_text} is not an octal mode (such as 0755)"
             ) from None
     chown = ins.flag("chown")
+    from_text = ins.flag("from")
+    from_stage = one(from_text).lower() if from_text else None
+    if inline and len(inline) != len(sources):
+        raise DockerfileError(
+            f"{ins.where}: mixing heredocs and other sources in one {ins.keyword} is not "
+            f"supported by the local builder; use one {ins.keyword} for each"
+        )
     return CopyStep(
-        ins, tuple(sources), dest, one(chown) if chown else None, chmod, ins.keyword == "ADD"
+        ins,
+        tuple(sources),
+        dest,
+        one(chown) if chown else None,
+        chmod,
+        ins.keyword == "ADD" and not inline,
+        from_stage,
+        tuple(inline),
     )

@@ -115,6 +115,17 @@ class LayerView:
             return None
         return found[0].read_text(encoding="utf-8", errors="replace")
 
+    def listdir(self, path: str) -> list[str]:
+        """Names in the merged directory ``path`` (symlinks followed), sorted."""
+        resolved = self.resolve(path)
+        rel = "/".join(_parts(resolved))
+        names: set[str] = set()
+        for layer in self.top_first:
+            host = layer / rel if rel else layer
+            if host.is_dir() and not host.is_symlink():
+                names.update(os.listdir(host))
+        return sorted(n for n in names if self.lstat(f"{resolved}/{n}") is not None)
+
     def is_dir(self, path: str) -> bool:
         """Whether ``path`` is a directory in the image (symlinks followed)."""
         found = self.lstat(self.resolve(path))

@@ -3,9 +3,12 @@ and user of the result, the layer cache, a failing RUN, a derived image, an impo
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
 import shutil
 import tarfile
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -267,3 +270,77 @@ async def test_run_steps_trust_the_build_ca_bundle(
             await sandbox.close()
     finally:
         await local.aclose()
+
+
+MULTI_STAGE = """\
+ARG BASE=debian:bookworm
+FROM ${BASE} AS Build
+ARG WHO=stage
+RUN <<EOF
+mkdir -p /out && echo "built by $WHO" > /out/made.txt
+useradd --uid 1234 maker && chown maker /out/made.txt
+EOF
+RUN <<EOF
+#!/bin/sh
+echo "shebang ran as $(id -u)" > /out/shebang.txt
+EOF
+FROM ${BASE} AS unused
+RUN exit 7
+FROM ${BASE}
+ENV GREETING=hello
+SHELL ["/bin/bash", "-c"]
+COPY --from=build /out/ /app/
+COPY --from=0 --chmod=600 /out/made.txt /app/copied.txt
+COPY <<EOF /app/config.txt
+greeting=$GREETING
+EOF
+COPY <<-'RAW' /app/raw.txt
+\tliteral $GREETING
+\tRAW
+RUN cat <<-EOF > /app/heredoc.txt && echo "bash $BASH_VERSINFO" >> /app/heredoc.txt
+\trun $GREETING
+\tEOF
+ADD --chmod=644 {url} /app/
+"""
+
+
+async def test_multi_stage_heredocs_and_add_url(
+    backend: Any, store: ImageStore, tmp_path: Path
+) -> None:
+    """Only the final stage and what it copies from are built; heredocs in RUN (script,
+    shebang, inline) and COPY; ADD of a URL downloads on the host."""
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / "remote.txt").write_text("from the server\n")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    name = f"{PREFIX}multi-{uuid.uuid4().hex[:8]}"
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/remote.txt"
+        (tmp_path / "Dockerfile").write_text(MULTI_STAGE.replace("{url}", url))
+        await build_image(backend, store, tmp_path, name)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert backend.created == 3  # two RUNs of the build stage, one of the final; none of unused
+    out = await run(
+        backend,
+        name,
+        "cd /app && stat -c '%n %u %a' made.txt copied.txt remote.txt && "
+        "cat made.txt shebang.txt config.txt raw.txt heredoc.txt remote.txt",
+        workdir="/",
+    )
+    assert out.splitlines() == [
+        "made.txt 1234 644",  # COPY --from keeps the owner
+        "copied.txt 1234 600",
+        "remote.txt 0 644",
+        "built by stage",
+        "shebang ran as 0",
+        "greeting=hello",
+        "literal $GREETING",
+        "run hello",
+        "bash 5",
+        "from the server",
+    ]
+    assert store.get(name).labels["rllm.dockerfile.shell"] == '["/bin/bash", "-c"]'

@@ -25,6 +25,7 @@ from rllm.benchmarks.harbor import (
     run_verifier,
 )
 from rllm.benchmarks.harbor.rewards import parse_reward_json, parse_reward_txt
+from rllm.benchmarks.harbor.verifier import output_tail
 from rllm.cli.main import cli
 from rllm.errors import ConfigError
 from rllm.sandboxes.types import ExecResult, NetworkMode
@@ -85,7 +86,7 @@ def test_shipped_task_fields() -> None:
     config = hello.config
     assert (config.cpus, config.memory_mb, config.storage_mb, config.build_timeout_s) == (
         1.0, 512, 1024, 300.0)  # fmt: skip
-    assert config.network_mode is None and hello.network is NetworkMode.NONE
+    assert config.network_mode is None and hello.network is NetworkMode.HOST  # public, as in Harbor
     assert hello.instruction.startswith("Create the file `/app/hello.txt`")
     assert load_task(TASKS / "make-executable").config.memory_mb == 512  # memory = "512M"
     assert load_task(TASKS / "csv-column-sum").config.storage_mb == 1024  # storage = "1G"
@@ -168,6 +169,10 @@ workdir = "app"
 
 def test_network_modes_and_the_older_allow_internet(tmp_path: Path) -> None:
     env = "[environment]\n"
+    unsaid = load_task(make_task(tmp_path, "default", toml=env))
+    assert unsaid.config.network_mode is None and unsaid.network is NetworkMode.HOST  # public
+    denied = load_task(make_task(tmp_path, "denied", toml=env + "allow_internet = false\n"))
+    assert denied.network is NetworkMode.NONE
     public = load_task(make_task(tmp_path, "a", toml=env + 'network_mode = "public"\n'))
     assert public.network is NetworkMode.HOST
     closed = load_task(make_task(tmp_path, "b", toml=env + "allow_internet = false\n"))
@@ -270,12 +275,23 @@ def test_one_bad_task_does_not_stop_the_others(tmp_path: Path) -> None:
 # --- bench check ------------------------------------------------------------------------
 
 
+TWO_STAGES = (
+    "ARG BASE=debian:bookworm\nFROM $BASE AS build\nRUN <<EOF\necho hi > /out\nEOF\n"
+    "FROM python:3.11-slim\nCOPY --from=build /out /out\n"
+)
+MANY_PROBLEMS = (
+    "FROM ubuntu:24.04 AS build\nRUN python3 << 'PY'\nimport sys\nPY\nFROBNICATE\n"
+    "FROM build\nCOPY --from=ghcr.io/astral-sh/uv:0.8 /uv /bin/\nCOPY onlyone\n"
+)
+
+
 def bad_tasks(root: Path) -> Path:
     shutil.copytree(TASKS / "hello-file", root / "good")
     make_task(root, "no-tests", test_sh=None)
     make_task(root, "from-ubuntu", dockerfile="FROM ubuntu:22.04\nWORKDIR /app\n")
     make_task(root, "arg-base", dockerfile="ARG BASE=debian:bookworm\nFROM ${BASE}\n")
-    make_task(root, "two-stages", dockerfile="FROM debian:bookworm\nFROM debian:bookworm\n")
+    make_task(root, "two-stages", dockerfile=TWO_STAGES)
+    make_task(root, "many-problems", dockerfile=MANY_PROBLEMS)
     make_task(root, "empty-test", test_sh="")
     make_task(root, "bad-mode", toml='[environment]\nnetwork_mode = "offline"\n')
     make_task(root, "silent-test", test_sh="#!/bin/bash\nexit 0\n")
@@ -286,15 +302,26 @@ def bad_tasks(root: Path) -> Path:
 
 def test_check_reports_each_task_and_keeps_going(tmp_path: Path) -> None:
     checks = {c.name: c for c in check_tasks(bad_tasks(tmp_path))}
-    assert len(checks) == 10
+    assert len(checks) == 11
     assert checks["python"].ok
     assert "only Python Debian bookworm packages is 3.11" in checks["python-3.12"].problems[0]
     assert checks["good"].ok and checks["good"].warnings == ()
     assert checks["arg-base"].ok  # FROM through an ARG default
     assert not checks["no-tests"].ok and "missing tests/test.sh" in checks["no-tests"].problems[0]
-    assert "FROM 'ubuntu:22.04' at line 1 is not an image that builds here" in (
+    assert "FROM at line 1 names 'ubuntu:22.04', not an image that builds here" in (
         checks["from-ubuntu"].problems[0])  # fmt: skip
-    assert "multi-stage builds are not supported" in checks["two-stages"].problems[0]
+    assert checks["two-stages"].ok, checks["two-stages"].problems
+    many = checks["many-problems"].problems
+    assert len(many) == 2 and "has a space after <<" in many[0]
+    assert "Dockerfile:2: << 'PY'" in many[0] and "Dockerfile:5" in many[1]  # parse: all
+    fixed = MANY_PROBLEMS.replace("<< 'PY'", "<<'PY'").replace("FROBNICATE\n", "")
+    (tmp_path / "many-problems" / "environment" / "Dockerfile").write_text(fixed)
+    many = check_tasks(tmp_path / "many-problems")[0].problems
+    assert [p.split(" names ")[0].split(": ")[-1] for p in many] == [
+        "FROM at line 1",
+        "COPY --from at line 6",
+        "COPY needs a source and a destination",
+    ]
     assert "tests/test.sh is empty" in checks["empty-test"].problems[0]
     assert "got 'offline'" in checks["bad-mode"].problems[0]
     assert checks["silent-test"].ok and "mentions reward.txt" in checks["silent-test"].warnings[0]
@@ -311,7 +338,7 @@ def test_cli_bench_check(tmp_path: Path) -> None:
     bad = runner.invoke(cli, ["bench", "check", str(bad_tasks(tmp_path / "bad")), "--json"])
     assert bad.exit_code == 1
     report = json.loads(bad.output)
-    assert (report["tasks"], report["invalid"]) == (10, 6)
+    assert (report["tasks"], report["invalid"]) == (11, 6)
     rows = {c["name"]: c for c in report["checks"]}
     assert rows["bad-mode"]["ok"] is False and "[environment] network_mode" in (
         rows["bad-mode"]["problems"][0])  # fmt: skip
@@ -339,6 +366,12 @@ def test_bad_reward_txt(text: str, why: str) -> None:
     with pytest.raises(ValueError, match=r"/logs/verifier/reward\.txt") as caught:
         parse_reward_txt(text)
     assert why in str(caught.value)
+
+
+def test_verifier_output_tail_keeps_the_last_lines_and_bytes() -> None:
+    text = "".join(f"line {i}\n" for i in range(100))
+    assert output_tail(text) == "".join(f"line {i}\n" for i in range(60, 100))
+    assert output_tail("x" * 10_000) == "x" * 4000
 
 
 def test_reward_json() -> None:

@@ -17,7 +17,14 @@ from rllm.sandboxes.images.context import BuildContext, apply_copy, owner
 from rllm.sandboxes.images.derived import derived_recipe, normalize_name
 from rllm.sandboxes.images.dockerfile import expand, expand_words, parse_dockerfile
 from rllm.sandboxes.images.importer import import_rootfs
-from rllm.sandboxes.images.plan import CopyStep, RunStep, WorkdirStep, base_image, plan_build
+from rllm.sandboxes.images.plan import (
+    CopyStep,
+    RunStep,
+    WorkdirStep,
+    base_image,
+    plan_build,
+    stages,
+)
 from rllm.sandboxes.images.rootfs import LayerView, LayerWriter
 from rllm.sandboxes.images.store import ImageConfig, ImageStore
 
@@ -80,15 +87,14 @@ def test_flags_are_parsed() -> None:
 @pytest.mark.parametrize(
     ("text", "needle", "line"),
     [
-        ("FROM a\nFROM b AS c\n", "multi-stage", 2),
-        ("FROM a\nCOPY --from=build /x /y\n", "COPY --from", 2),
         ("FROM a\nRUN --mount=type=cache,target=/root/.cache pip install x\n", "--mount", 2),
-        ("FROM a\n\nRUN <<EOF\necho hi\nEOF\n", "heredoc", 3),
+        ("FROM a\n\nRUN <<EOF\necho hi\n", "unterminated heredoc <<EOF", 3),
+        ("FROM a\nRUN python3 << 'PY'\nimport sys\nPY\n", "has a space after <<", 2),
         ("FROM a\nONBUILD RUN echo\n", "ONBUILD", 2),
         ("FROM a\nFROBNICATE now\n", "unknown instruction 'FROBNICATE'", 2),
-        ("FROM a\nADD https://example.com/x.tgz /x\n", "URL", 2),
+        ("FROM a\nADD git@github.com:x/y.git /x\n", "git repository", 2),
         ("FROM a\nSHELL /bin/bash -c\n", "JSON form", 2),
-        ("ENV a=b\nFROM a\n", "only ARG may come before FROM", 1),
+        ("ENV a=b\nFROM a\n", "only ARG may come before the first FROM", 1),
         ("FROM a\nCOPY --bogus x y\n", "unknown flag --bogus", 2),
     ],
 )
@@ -108,6 +114,85 @@ def test_platform_and_escape_directive() -> None:
     assert base_image(parse_dockerfile("FROM --platform=$TARGETPLATFORM a\n"))[0] == "a"
     built = plan("# escape=`\nFROM x\nENV A=`$literal B=$HOSTNAME\n", env={"HOSTNAME": "h"})
     assert built.config.env == {"HOSTNAME": "h", "A": "$literal", "B": "h"}
+
+
+def test_every_problem_is_reported_with_its_line() -> None:
+    text = (
+        "FROM a\nRUN python3 << 'PY'\nimport sys\nprint(sys.argv)\nPY\n"
+        "FROBNICATE now\nRUN --mount=type=cache,target=/c true\nONBUILD RUN x\n"
+    )
+    with pytest.raises(DockerfileError) as caught:
+        parse_dockerfile(text, "t/Dockerfile")
+    problems = caught.value.problems
+    assert [p.split(": ")[0] for p in problems] == [
+        "RUN at t/Dockerfile:2",
+        "unknown instruction 'FROBNICATE' at t/Dockerfile:6; Docker's builder knows FROM, RUN, "
+        "COPY, ADD, WORKDIR, ENV, USER, ARG, LABEL, EXPOSE, CMD, ENTRYPOINT, VOLUME, STOPSIGNAL, "
+        "HEALTHCHECK, SHELL, MAINTAINER (and ONBUILD)",
+        "RUN at t/Dockerfile:7",
+        "ONBUILD at t/Dockerfile:8",
+    ]
+    assert "line 3 ('import sys')" in problems[0] and "write <<'PY'" in problems[0]
+    assert str(caught.value).startswith("4 problems in t/Dockerfile:")
+
+
+def test_heredocs_in_every_form() -> None:
+    text = (
+        "FROM x\nENV G=hey\nRUN <<EOF\necho $G\nEOF\n"
+        "RUN python3 <<'PY' && cat <<-X > /f\nimport sys\nPY\n\t\tindented $G\n\tX\n"
+        "RUN <<EOF\n#!/usr/bin/env python3\nprint(1)\nEOF\n"
+        'COPY <<EOF /etc/x\nv=$G "$G" \\$no\nEOF\n'
+        "COPY --chmod=755 <<'A' /bin/\necho $G\nA\nRUN echo done\n"
+    )
+    instructions = parse_dockerfile(text)
+    assert [i.line for i in instructions] == [1, 2, 3, 6, 11, 15, 18, 21]
+    steps = plan_build(instructions, ImageConfig()).steps
+    run, two, shebang, copy, script, last = steps
+    assert isinstance(run, RunStep) and run.argv == ("/bin/sh", "-c", "echo $G\n")
+    assert isinstance(two, RunStep) and two.argv[2] == (
+        "python3 <<'PY' && cat <<-X > /f\nimport sys\nPY\nindented $G\nX\n"
+    )  # the shell reads the heredocs, as BuildKit runs them
+    assert isinstance(shebang, RunStep) and shebang.argv[-1] == "#!/usr/bin/env python3\nprint(1)\n"
+    assert isinstance(copy, CopyStep) and copy.inline == (("EOF", 'v=hey "hey" $no\n'),)
+    assert (copy.sources, copy.dest, copy.extract) == (("EOF",), "/etc/x", False)
+    assert isinstance(script, CopyStep) and script.inline == (("A", "echo $G\n"),)  # quoted
+    assert script.chmod == 0o755 and script.dest == "/bin/"
+    assert isinstance(last, RunStep) and last.argv[2] == "echo done"
+
+
+def test_stages_args_before_from_and_copy_from() -> None:
+    text = (
+        "ARG BASE=debian:bookworm\nARG V=1\nFROM ${BASE} AS Build\nARG V\nENV A=$V\n"
+        "RUN make\nFROM build AS test\nRUN test\nFROM $BASE\n"
+        "COPY --from=build /out /usr/local/bin/\nCOPY --from=0 /x /y\n"
+        "ADD --chown=1:2 https://example.com/a.tgz /opt/\n"
+    )
+    instructions = parse_dockerfile(text)
+    found = stages(instructions, {"BASE": "debian:12"})
+    assert [(s.index, s.name, s.base) for s in found] == [
+        (0, "build", "debian:12"),
+        (1, "test", "build"),
+        (2, None, "debian:12"),
+    ]
+    assert plan_build(instructions, ImageConfig(), stage=0).config.env == {"A": "1"}
+    final = plan_build(instructions, ImageConfig())
+    assert final.base == "debian:bookworm" and final.stage is None
+    first, second, add = final.steps
+    assert isinstance(first, CopyStep) and first.from_stage == "build"
+    assert first.context_sources == () and first.sources == ("/out",)
+    assert isinstance(second, CopyStep) and second.from_stage == "0"
+    assert isinstance(add, CopyStep) and add.urls == ("https://example.com/a.tgz",)
+    assert add.context_sources == () and add.chown == "1:2"
+
+
+def test_plan_reports_every_problem_of_a_stage() -> None:
+    instructions = parse_dockerfile("FROM x\nCOPY onlyone\nRUN true\nCOPY --chmod=u+x a b\n")
+    with pytest.raises(DockerfileError) as caught:
+        plan_build(instructions, ImageConfig())
+    assert [p.split(": ")[0] for p in caught.value.problems] == [
+        "COPY at Dockerfile:2",
+        "COPY at Dockerfile:4",
+    ]
 
 
 def test_shift_operators_are_not_heredocs() -> None:

@@ -117,6 +117,7 @@ def agent_events(now: datetime) -> list[t.SessionEvent]:
         "harness": "bash", "task": "calc", "reason": "ok", "error": None, "agent_exit_code": 0,
         "agent_output_tail": "$ echo 56 > answer.txt\nverifier: 1 of 1 passed",
         "reward": 0.0, "values": {}, "verifier_error": "answer.txt: expected 56, got 65",
+        "verifier_exit_code": 1, "verifier_output_tail": "FAILED test_answer - 65 != 56",
         "artifacts": {"agent_log": "/var/tmp/artifacts/agent.log"},
     }  # fmt: skip
     verified = t.RewardAssigned(reward=0.0, is_correct=False, evaluator="harbor-verifier")

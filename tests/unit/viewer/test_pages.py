@@ -230,6 +230,8 @@ def test_harness_logs_and_an_open_trajectory(client: TestClient) -> None:
     harness = text(re.search(r'<section id="harness">(.*?)</section>', page, flags=re.S).group(1))  # type: ignore[union-attr]
     assert "$ echo 56 > answer.txt verifier: 1 of 1 passed" in harness
     assert "verifier: answer.txt: expected 56, got 65" in harness
+    assert "tests/test.sh exit code 1" in harness
+    assert "Verifier output (tail of test-stdout.txt) FAILED test_answer - 65 != 56" in harness
     assert "agent_log: /var/tmp/artifacts/agent.log" in harness
     assert cell(page, "reward") == "0" and cell(page, "is_correct") == "no"
     still = client.get(f"/trajectories/{OPEN_SESSION}")
