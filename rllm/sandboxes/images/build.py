@@ -33,7 +33,7 @@ from typing import Protocol, runtime_checkable
 from rllm.sandboxes.errors import ImageError, RegistryUnreachableError, SandboxError
 from rllm.sandboxes.images.base import BASE_IMAGES, ensure_base
 from rllm.sandboxes.images.context import BuildContext, apply_copy, owner
-from rllm.sandboxes.images.derived import derived_recipe, normalize_name, refusal
+from rllm.sandboxes.images.derived import derived_recipe, normalize_name, offline_images, refusal
 from rllm.sandboxes.images.dockerfile import Instruction, parse_dockerfile
 from rllm.sandboxes.images.plan import (
     LABEL_PREFIX,
@@ -45,7 +45,7 @@ from rllm.sandboxes.images.plan import (
     plan_build,
     step_text,
 )
-from rllm.sandboxes.images.resolve import find_or_pull
+from rllm.sandboxes.images.resolve import SUBSTITUTED_LABEL, find_or_pull, substitute
 from rllm.sandboxes.images.rootfs import LayerWriter
 from rllm.sandboxes.images.store import ImageConfig, ImageStore, LocalImage
 from rllm.sandboxes.settings import PullPolicy, SandboxSettings
@@ -131,6 +131,7 @@ async def build_dockerfile(
     started = time.monotonic()
     instructions = parse_dockerfile(text, filename)
     from_name, _, from_instruction = base_image(instructions, build_args)
+    from_name, substituted = substitute(from_name, _settings(backend).image_substitutes)
     base = await resolve_from(backend, store, from_name, from_instruction, _depth)
     plan = plan_build(instructions, base.config, build_args)
     context = BuildContext(context_dir)
@@ -152,6 +153,8 @@ async def build_dockerfile(
         timings.append(f"line {step.instruction.line} {step.instruction.keyword} {took}")
     config_key = hashlib.sha256(f"{key}{plan.config}".encode()).hexdigest()[:12]
     labels = {**plan.labels, LABEL_PREFIX + "from": from_name}
+    if substituted:
+        labels[SUBSTITUTED_LABEL] = substituted
     image = store.put(name or f"build-{config_key}", layers, plan.config, labels)
     log.info(
         "built image %s (%s) from %s in %.2f s: %s",
@@ -225,8 +228,8 @@ async def resolve_from(
         reason += ", and the pull policy is never"
     raise ImageError(
         f"FROM {name} at {instruction.file}:{instruction.line}: {reason}. Known here: the "
-        f"store's images, {', '.join(BASE_IMAGES)}, python:3.11-slim and its aliases, "
-        f"buildpack-deps:bookworm. To use another image, export its root filesystem where "
+        f"store's images; offline: {offline_images()}. To use another image, export its root "
+        f"filesystem where "
         f"a registry is reachable (docker export $(docker create {name}) > rootfs.tar) and "
         f"import it: rllm-cli sandbox image import {name} rootfs.tar"
     )
