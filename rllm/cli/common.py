@@ -21,6 +21,8 @@ __all__ = [
     "console",
     "err_console",
     "history_store_options",
+    "image_substitute_option",
+    "image_substitutes",
     "is_terminal",
     "kafka_options",
     "kafka_settings",
@@ -113,6 +115,29 @@ def kafka_options(func: F) -> F:
         help="Kafka host:port list [default: 127.0.0.1:9092].",
     )(func)
     return func
+
+
+def image_substitute_option(func: F) -> F:
+    """``--image-substitute FROM=TO`` (repeatable): ``SandboxSettings.image_substitutes``."""
+    return click.option(
+        "--image-substitute",
+        "image_substitute",
+        multiple=True,
+        metavar="FROM=TO",
+        help="Use image TO wherever FROM is asked for (a task's image, a Dockerfile's FROM); "
+        "repeatable. Each use logs a WARNING and labels the image rllm.substituted-from "
+        "[env RLLM_SANDBOX_IMAGE_SUBSTITUTES, JSON].",
+    )(func)
+
+
+def image_substitutes(pairs: tuple[str, ...]) -> dict[str, str]:
+    """``--image-substitute`` values as a map; a malformed pair is a usage error."""
+    from rllm.sandboxes.images.resolve import parse_substitutes
+
+    try:
+        return parse_substitutes(pairs)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--image-substitute") from exc
 
 
 def history_store_options(func: F) -> F:

@@ -13,7 +13,14 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from rllm.cli.common import console, err_console, print_table, reports_errors
+from rllm.cli.common import (
+    console,
+    err_console,
+    image_substitute_option,
+    image_substitutes,
+    print_table,
+    reports_errors,
+)
 
 __all__ = [
     "HARNESS_CONCURRENCY",
@@ -162,6 +169,7 @@ def is_local_model(name: str | None) -> bool:
     default=None,
     help="Keep the harnesses' own log files here, one folder per session.",
 )
+@image_substitute_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @reports_errors
 def eval_command(
@@ -184,6 +192,7 @@ def eval_command(
     agent_timeout_multiplier: float,
     verifier_timeout_multiplier: float,
     artifacts_dir: Path | None,
+    image_substitute: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Evaluate a model on BENCHMARK (see `rllm-cli bench list`), or on a DIR of Harbor
@@ -222,6 +231,7 @@ def eval_command(
         "agent_timeout_multiplier": agent_timeout_multiplier,
         "verifier_timeout_multiplier": verifier_timeout_multiplier,
         "artifacts_dir": artifacts_dir,
+        "image_substitutes": image_substitutes(image_substitute),
     }
     if run_id:
         fields["run_id"] = run_id

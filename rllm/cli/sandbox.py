@@ -14,7 +14,14 @@ from typing import Any, TypeVar
 import click
 from rich.table import Table
 
-from rllm.cli.common import console, err_console, print_table, reports_errors
+from rllm.cli.common import (
+    console,
+    err_console,
+    image_substitute_option,
+    image_substitutes,
+    print_table,
+    reports_errors,
+)
 
 __all__ = ["sandbox"]
 
@@ -30,12 +37,22 @@ def _backend_option(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
 
 
-def _with_backend(name: str | None, work: Callable[[Any], Awaitable[T]]) -> T:
-    """Run ``work(backend)`` on a fresh event loop, closing the backend afterwards."""
+def _with_backend(
+    name: str | None,
+    work: Callable[[Any], Awaitable[T]],
+    substitutes: dict[str, str] | None = None,
+) -> T:
+    """Run ``work(backend)`` on a fresh event loop, closing the backend afterwards;
+    ``substitutes`` add to ``RLLM_SANDBOX_IMAGE_SUBSTITUTES``."""
     from rllm.sandboxes import SandboxSettings, get_backend
 
+    settings = SandboxSettings()
+    if substitutes:
+        merged = {**settings.image_substitutes, **substitutes}
+        settings = settings.model_copy(update={"image_substitutes": merged})
+
     async def main() -> T:
-        backend = get_backend(name, SandboxSettings())
+        backend = get_backend(name, settings)
         try:
             return await work(backend)
         finally:
@@ -81,6 +98,7 @@ def sandbox() -> None:
 @click.option("--workdir", default="/workspace", show_default=True)
 @click.option("--env", "-e", "env", multiple=True, help="KEY=VALUE (repeatable).")
 @click.option("--owner", default=None, help="Owner label (a run id) for ls and reap.")
+@image_substitute_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @reports_errors
 def run(
@@ -94,6 +112,7 @@ def run(
     workdir: str,
     env: tuple[str, ...],
     owner: str | None,
+    image_substitute: tuple[str, ...],
     command: tuple[str, ...],
 ) -> None:
     """Run COMMAND in a fresh sandbox and print its output (exit status: the command's).
@@ -115,10 +134,11 @@ def run(
         labels={OWNER_LABEL: owner} if owner else {},
     )
     argv = list(command[1:] if command[:1] == ("--",) else command)
+    substitutes = image_substitutes(image_substitute)
 
     if argv:
         cmd: str | list[str] = argv[0] if len(argv) == 1 and " " in argv[0] else argv
-        result = _with_backend(backend, lambda b: run_once(b, spec, cmd, timeout_s))
+        result = _with_backend(backend, lambda b: run_once(b, spec, cmd, timeout_s), substitutes)
         sys.stdout.write(result.stdout)
         sys.stderr.write(result.stderr)
         if result.error:
@@ -145,7 +165,7 @@ def run(
         finally:
             await box.close()
 
-    sys.exit(_with_backend(backend, shell))
+    sys.exit(_with_backend(backend, shell, substitutes))
 
 
 @sandbox.command("ls")
@@ -224,11 +244,15 @@ def image() -> None:
 @_backend_option
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--name", default=None, help="Image name [default: from the content hash].")
+@image_substitute_option
 @reports_errors
-def image_build(backend: str | None, directory: Path, name: str | None) -> None:
+def image_build(
+    backend: str | None, directory: Path, name: str | None, image_substitute: tuple[str, ...]
+) -> None:
     """Build DIRECTORY/Dockerfile (DIRECTORY is the build context), each step cached."""
     started = time.monotonic()
-    info = _with_backend(backend, lambda b: b.build_image(directory, name))
+    substitutes = image_substitutes(image_substitute)
+    info = _with_backend(backend, lambda b: b.build_image(directory, name), substitutes)
     console.print(
         f"built {info.name} ({info.backend}, id {info.id}) in {time.monotonic() - started:.1f} s"
     )

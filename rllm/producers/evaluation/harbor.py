@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rllm.benchmarks.errors import UnknownBenchmarkError
-from rllm.benchmarks.harbor import HarborDataset, load_dataset, task_dirs
+from rllm.benchmarks.harbor import HarborDataset, HarborTask, load_dataset, task_dirs
 from rllm.benchmarks.registry import get_benchmark
 from rllm.benchmarks.types import BenchmarkSpec, Need
 from rllm.errors import ConfigError
@@ -26,6 +26,10 @@ from rllm.producers.evaluation.summary import EvalSummary, summarize
 from rllm.producers.harnesses import HarnessApi, HarnessRollout, get_harness, verifier_evaluator
 from rllm.producers.sdk.client import GatewayClient
 from rllm.sandboxes import OWNER_LABEL, SandboxBackend, SandboxSettings, get_backend
+from rllm.sandboxes.errors import DockerfileError
+from rllm.sandboxes.images.dockerfile import parse_dockerfile
+from rllm.sandboxes.images.plan import base_image
+from rllm.sandboxes.images.resolve import substitution_for
 from rllm.schemas.types import Task
 
 __all__ = [
@@ -37,6 +41,7 @@ __all__ = [
     "load_harbor_dataset",
     "open_harbor_run",
     "run_harbor_eval",
+    "substituted_images",
     "tasks_dir_of",
     "unloaded_tasks",
 ]
@@ -168,6 +173,7 @@ def open_harbor_run(
     verifier_timeout_multiplier: float = 1.0,
     artifacts_dir: Path | None = None,
     max_examples: int | None = None,
+    image_substitutes: Mapping[str, str] | None = None,
 ) -> HarborRun:
     """Load the tasks in ``tasks_dir`` (as ``benchmark``'s when given) and make harness
     ``agent`` their rollout on ``sandbox_backend``, every sandbox labelled with ``run_id``.
@@ -184,7 +190,7 @@ def open_harbor_run(
         agent_timeout_multiplier=agent_timeout_multiplier,
         verifier_timeout_multiplier=verifier_timeout_multiplier,
     )
-    backend = get_backend(sandbox_backend, SandboxSettings())
+    backend = get_backend(sandbox_backend, _sandbox_settings(image_substitutes))
     rollout = HarnessRollout(
         get_harness(harness), backend, artifacts_dir=artifacts_dir,
         labels={OWNER_LABEL: run_id},
@@ -218,6 +224,7 @@ async def run_harbor_eval(
         verifier_timeout_multiplier=config.verifier_timeout_multiplier,
         artifacts_dir=config.artifacts_dir,
         max_examples=config.max_examples,
+        image_substitutes=config.image_substitutes,
     )
     try:  # bad input first (above), then what the stack serves
         served = await served_policy(config.gateway_url, resolve_admin_key(config.admin_key))
@@ -253,4 +260,46 @@ async def run_harbor_eval(
         config.run_id, run.dataset.name, config.model, results, config.attempts,
         time.perf_counter() - started, unloaded=run.unloaded,
     )  # fmt: skip
-    return replace(summary, policy_version=served.policy_version, policy_run=served.policy_run)
+    used = substituted_images(
+        [run.dataset.get(row.task_id) for row in run.rows],
+        _sandbox_settings(config.image_substitutes).image_substitutes,
+    )
+    return replace(
+        summary,
+        policy_version=served.policy_version,
+        policy_run=served.policy_run,
+        substituted_images=used,
+    )
+
+
+def _sandbox_settings(image_substitutes: Mapping[str, str] | None) -> SandboxSettings:
+    """``SandboxSettings`` from the environment, ``image_substitutes`` added on top."""
+    settings = SandboxSettings()
+    if not image_substitutes:
+        return settings
+    merged = {**settings.image_substitutes, **image_substitutes}
+    return settings.model_copy(update={"image_substitutes": merged})
+
+
+def substituted_images(
+    tasks: Sequence[HarborTask], substitutes: Mapping[str, str]
+) -> dict[str, str]:
+    """The tasks' images that a substitute stands in for, asked-for -> used: each task's
+    Dockerfile ``FROM`` (default ARGs applied), or its ``docker_image``."""
+    used = {}
+    for task in tasks:
+        image = _task_image(task)
+        found = substitution_for(image, substitutes) if image else None
+        if image and found:
+            used[image] = found
+    return used
+
+
+def _task_image(task: HarborTask) -> str | None:
+    if task.dockerfile is None:
+        return task.config.docker_image
+    try:
+        instructions = parse_dockerfile(task.dockerfile.read_text(), str(task.dockerfile))
+        return base_image(instructions, None)[0]
+    except (DockerfileError, OSError, UnicodeDecodeError):
+        return None  # the build names it

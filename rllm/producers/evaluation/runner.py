@@ -74,6 +74,9 @@ class EvalConfig:
     """Scales every task's ``[verifier] timeout_sec``."""
     artifacts_dir: Path | None = None
     """Where the harnesses' own log files are kept (``<dir>/<session>/``); None: not kept."""
+    image_substitutes: dict[str, str] = field(default_factory=dict)
+    """Images used instead of others (``--image-substitute``), on top of
+    ``RLLM_SANDBOX_IMAGE_SUBSTITUTES``; the summary names those a task used."""
 
 
 async def run_tasks(

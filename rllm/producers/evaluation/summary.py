@@ -58,6 +58,9 @@ class EvalSummary:
     carries the version of its own call."""
     policy_run: str | None = None
     """The training run of ``policy_version`` (None: the weights the server started with)."""
+    substituted_images: dict[str, str] = field(default_factory=dict)
+    """Task images (or their Dockerfile's ``FROM``) that ran on a substitute, asked-for ->
+    used: results measured on another image than the benchmark's."""
 
     @property
     def policy_label(self) -> str:

@@ -45,7 +45,7 @@ from rllm.sandboxes.images.context import (
     download,
     owner,
 )
-from rllm.sandboxes.images.derived import derived_recipe, normalize_name, refusal
+from rllm.sandboxes.images.derived import derived_recipe, normalize_name, offline_images, refusal
 from rllm.sandboxes.images.dockerfile import Instruction, parse_dockerfile
 from rllm.sandboxes.images.plan import (
     LABEL_PREFIX,
@@ -57,7 +57,7 @@ from rllm.sandboxes.images.plan import (
     stages,
     step_text,
 )
-from rllm.sandboxes.images.resolve import find_or_pull
+from rllm.sandboxes.images.resolve import SUBSTITUTED_LABEL, find_or_pull, substitute
 from rllm.sandboxes.images.rootfs import LayerView, LayerWriter
 from rllm.sandboxes.images.store import ImageConfig, ImageStore, LocalImage
 from rllm.sandboxes.settings import PullPolicy, SandboxSettings
@@ -164,6 +164,7 @@ async def build_dockerfile(
     all_stages = stages(instructions, build_args)
     context = BuildContext(context_dir)
     built: dict[int, _Built] = {}
+    substituted: dict[str, str] = {}  # FROM name -> the substitute used (each logged)
     timings: list[str] = []
 
     def earlier(index: int, ref: str) -> int | None:
@@ -176,7 +177,10 @@ async def build_dockerfile(
         stage = earlier(index, ref)
         if stage is not None:
             return await build_stage(stage)
-        return _Built.of(await resolve_from(backend, store, ref, instruction, _depth))
+        name, asked = substitute(ref, _settings(backend).image_substitutes)
+        if asked is not None:
+            substituted[asked] = name
+        return _Built.of(await resolve_from(backend, store, name, instruction, _depth))
 
     async def build_stage(index: int) -> _Built:
         if index in built:
@@ -204,13 +208,15 @@ async def build_dockerfile(
             layers.append(layer_id)
             took = "cached" if cached else f"{time.monotonic() - step_started:.2f} s"
             timings.append(f"line {step.instruction.line} {step.instruction.keyword} {took}")
-        labels = {**plan.labels, LABEL_PREFIX + "from": stage.base}
+        labels = {**plan.labels, LABEL_PREFIX + "from": substituted.get(stage.base, stage.base)}
         built[index] = _Built(tuple(layers), plan.config, key, labels)
         return built[index]
 
     final = await build_stage(len(all_stages) - 1)
     config_key = hashlib.sha256(f"{final.key}{final.config}".encode()).hexdigest()[:12]
     labels = dict(final.labels)
+    if substituted:
+        labels[SUBSTITUTED_LABEL] = ",".join(substituted)
     image = store.put(name or f"build-{config_key}", list(final.layers), final.config, labels)
     log.info(
         "built image %s (%s) from %s in %.2f s: %s",
@@ -284,8 +290,8 @@ async def resolve_from(
         reason += ", and the pull policy is never"
     raise ImageError(
         f"FROM {name} at {instruction.file}:{instruction.line}: {reason}. Known here: the "
-        f"store's images, {', '.join(BASE_IMAGES)}, python:3.11-slim and its aliases, "
-        f"buildpack-deps:bookworm. To use another image, export its root filesystem where "
+        f"store's images; offline: {offline_images()}. To use another image, export its root "
+        f"filesystem where "
         f"a registry is reachable (docker export $(docker create {name}) > rootfs.tar) and "
         f"import it: rllm-cli sandbox image import {name} rootfs.tar"
     )

@@ -1,18 +1,22 @@
 """Built-in derived images: names a Dockerfile's FROM commonly uses (``python:3.11-slim``,
 ``buildpack-deps:bookworm``) as recipes on top of a debootstrapped base image.
 
-No registry is reachable here, so ``FROM python:3.11-slim`` is built locally by the
+When no registry answers, ``FROM buildpack-deps:bookworm`` is built locally by the
 Dockerfile builder from a recipe below, once, and kept in the image store under that
-name. Aliases of one recipe share its layers (the cache is by content). Debian
-bookworm's ``python3`` is 3.11, so other Python versions, and other distributions, are
-refused with a hint instead of being built wrong.
+name. Aliases of one recipe share its layers (the cache is by content). ``python:`` names
+come from pyenv's CPythons (``images.pyenv``, built by ``images.base``); the recipe here
+(Debian bookworm's ``python3``, which is 3.11) stands in for ``python:3.11`` and
+``python:3`` only where pyenv has no 3.11. Other Python versions and other distributions
+are refused with a hint, naming what is built offline, instead of being built wrong.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["DERIVED_IMAGES", "derived_recipe", "normalize_name", "refusal"]
+from rllm.sandboxes.images.base import DEBIAN_IMAGES, PYTHON_IMAGES
+
+__all__ = ["DERIVED_IMAGES", "derived_recipe", "normalize_name", "offline_images", "refusal"]
 
 _PYTHON = """\
 FROM debian:bookworm
@@ -86,6 +90,23 @@ def derived_recipe(name: str) -> str | None:
     return recipe
 
 
+def offline_images() -> str:
+    """What is built here without a registry, in one line for error messages."""
+    debian = sorted({suite for suite in DEBIAN_IMAGES.values()})
+    pythons = sorted(
+        {build.minor for build in PYTHON_IMAGES.values()}, key=lambda v: int(v.split(".")[1])
+    )
+    python = (
+        f"python:{{{','.join(pythons)}}}[-slim][-bookworm|-trixie] (pyenv's CPythons), "
+        if pythons
+        else "python:3.11[-slim] (Debian's python3), "
+    )
+    return (
+        f"debian:{{{','.join(debian)}}}[-slim] (and 11, 12, 13), {python}"
+        f"buildpack-deps:bookworm[-curl|-scm]"
+    )
+
+
 def refusal(name: str) -> str | None:
     """Why ``name`` cannot be built here and what to use instead, for names we know;
     None for names we know nothing about."""
@@ -95,16 +116,23 @@ def refusal(name: str) -> str | None:
         variant = (match.group("variant") if match else "") or ""
         if "alpine" in variant or "windows" in variant:
             return f"{name} is not Debian; use FROM python:3.11-slim"
+        if "bullseye" in variant:
+            return (
+                f"{name} cannot be built here: pyenv's CPythons need glibc 2.35 and "
+                f"bullseye has 2.31; use -bookworm or -trixie"
+            )
+        built = sorted({b.version for b in PYTHON_IMAGES.values()}) or ["3.11 (Debian's)"]
         return (
-            f"{name} cannot be built here: the only Python Debian bookworm packages is "
-            f"3.11 (asked for {version}); use FROM python:3.11-slim (or python:3.11), or "
-            f"pyenv / uv python install in a RUN step"
+            f"{name} cannot be built here: the Pythons offline are {', '.join(built)} "
+            f"(asked for {version}); install another with pyenv on this host, or use "
+            f"uv python install in a RUN step"
         )
     distro = name.partition(":")[0].rpartition("/")[2]
     if distro in ("ubuntu", "alpine", "fedora", "centos", "rockylinux", "archlinux"):
         return (
             f"{name} cannot be built here: base images are built with debootstrap from "
-            f"Debian's mirror only; use FROM debian:bookworm"
+            f"Debian's mirror only; use FROM debian:bookworm, or --image-substitute "
+            f"{name}=debian:bookworm"
         )
     if name.startswith("debian:"):
         return f"{name} is not a Debian release built here; use FROM debian:bookworm"

@@ -18,7 +18,13 @@ from rllm.sandboxes.images.reference import parse_reference
 from rllm.sandboxes.images.store import ImageStore, LocalImage
 from rllm.sandboxes.settings import PullPolicy, SandboxSettings
 
-__all__ = ["SUBSTITUTED_LABEL", "find_or_pull", "parse_substitutes", "substitute"]
+__all__ = [
+    "SUBSTITUTED_LABEL",
+    "find_or_pull",
+    "parse_substitutes",
+    "substitute",
+    "substitution_for",
+]
 
 log = logging.getLogger(__name__)
 
@@ -37,18 +43,23 @@ def parse_substitutes(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
     return out
 
 
-def substitute(name: str, substitutes: Mapping[str, str]) -> tuple[str, str | None]:
-    """The image to use for ``name`` and, when a substitute is used, ``name``; logs a
-    WARNING each time."""
+def substitution_for(name: str, substitutes: Mapping[str, str]) -> str | None:
+    """The substitute named for ``name`` (as written, or in Docker Hub's short form), or
+    None; logs nothing (``substitute`` does)."""
     candidates = [name]
     with contextlib.suppress(ValueError):  # not a reference: only the name as written
         candidates.append(parse_reference(name).familiar)
-    for candidate in candidates:
-        used = substitutes.get(candidate)
-        if used is not None:
-            log.warning("image %s is substituted by %s, as the user asked", name, used)
-            return used, name
-    return name, None
+    return next((substitutes[c] for c in candidates if c in substitutes), None)
+
+
+def substitute(name: str, substitutes: Mapping[str, str]) -> tuple[str, str | None]:
+    """The image to use for ``name`` and, when a substitute is used, ``name``; logs a
+    WARNING each time."""
+    used = substitution_for(name, substitutes)
+    if used is None:
+        return name, None
+    log.warning("image %s is substituted by %s, as the user asked", name, used)
+    return used, name
 
 
 def find_or_pull(store: ImageStore, name: str, settings: SandboxSettings) -> LocalImage | None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from rllm.sandboxes.errors import ImageError, RegistryUnreachableError, SnapshotError
 from rllm.sandboxes.forward import GatewayForwarder, gateway_address
 from rllm.sandboxes.images.base import BASE_IMAGES, ensure_base
+from rllm.sandboxes.images.derived import offline_images
 from rllm.sandboxes.images.resolve import SUBSTITUTED_LABEL, find_or_pull, substitute
 from rllm.sandboxes.images.store import ImageConfig, ImageStore
 from rllm.sandboxes.local.exec import Entry
@@ -208,7 +209,7 @@ class LocalBackend:
             if name not in BASE_IMAGES:
                 raise RegistryUnreachableError(
                     f"image {name!r} is not in the local image store {self.store.root}, and "
-                    f"{exc}. Offline here: {', '.join(BASE_IMAGES)}; or import a root "
+                    f"{exc}. Offline here: {offline_images()}; or import a root "
                     f"filesystem with `rllm-cli sandbox image import {name} ROOTFS.tar`"
                 ) from exc
             log.warning("%s; building %s offline from Debian's packages instead", exc, name)
@@ -216,7 +217,13 @@ class LocalBackend:
         if found is None and name in BASE_IMAGES:
             found = ensure_base(self.store, name)
         if found is None:
-            found = self.store.get(name)  # raises, naming what is known
+            try:
+                found = self.store.get(name)
+            except ImageError as exc:
+                raise ImageError(
+                    f"{exc}. Offline here: {offline_images()}; or pull it "
+                    f"(RLLM_SANDBOX_PULL_POLICY is {self.settings.pull_policy.value})"
+                ) from exc
         return found.layers, found.config, tuple(p.name for p in found.layers)
 
     async def build_image(self, context_dir: Path, name: str | None = None) -> ImageInfo:
