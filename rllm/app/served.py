@@ -48,6 +48,9 @@ class GatewayServes:
         """The gateway's id, from its last answer (None: not asked yet, or it names none)."""
         self.acks: list[PolicyServed] = []
         """Every PolicyServed read, in log order."""
+        self.refused: str | None = None
+        """Why the gateway's upstream did not load the version last waited for (None: it
+        did not refuse it)."""
         self.asked = 0
         """HTTP questions asked (the fallback; the topic ends a wait first)."""
         self._latest: dict[str, tuple[str, int]] = {}
@@ -95,6 +98,12 @@ class GatewayServes:
             return False
         gateway = info.get("gateway_id")
         self.gateway_id = gateway if isinstance(gateway, str) and gateway else None
+        error = info.get("sync_error")
+        if isinstance(error, dict) and (error.get("run_id"), error.get("version")) == (
+            self.run_id,
+            version,
+        ):
+            self.refused = str(error.get("reason") or "the upstream refused it")
         return self._is(info, version)
 
     def _is(self, info: dict[str, Any], version: int) -> bool:
@@ -106,11 +115,13 @@ class GatewayServes:
 
     def wait(self, version: int, deadline: float, trainer: Trainer) -> bool:
         """Until the gateway serves ``version`` (True), or the ``time.monotonic()``
-        ``deadline`` passes or the trainer fails (False)."""
+        ``deadline`` passes, the trainer fails, or the gateway's upstream refuses the
+        version (False; ``refused`` says why)."""
         self.start()
+        self.refused = None
         if self.gateway_id is None and self._ask(version):
             return True
-        while trainer.failure is None:
+        while trainer.failure is None and self.refused is None:
             left = deadline - time.monotonic()
             if left <= 0:
                 return False

@@ -228,6 +228,7 @@ class AgentTrainer:
         version = run.trainer.version
         if not (announced and run.served.wait(version, deadline, run.trainer)):
             self._raise_failure(run)
+            self._raise_refused(run, version)
             raise RllmError(
                 f"the gateway at {cfg.gateway_url} did not take run {cfg.run_id}'s policy "
                 f"version {version} within {cfg.update_timeout_s:.0f} s (it follows "
@@ -283,6 +284,15 @@ class AgentTrainer:
     def _raise_failure(run: _Running) -> None:
         if run.trainer.failure is not None:
             raise run.trainer.failure
+
+    def _raise_refused(self, run: _Running, version: int) -> None:
+        """Raise the reason the gateway's upstream gave for not loading ``version``."""
+        if run.served.refused is not None:
+            raise RllmError(
+                f"the model server behind the gateway at {self.config.gateway_url} did not "
+                f"load run {self.config.run_id}'s policy version {version}, so rollouts would "
+                f"sample the old one: {run.served.refused}"
+            )
 
     def train(
         self,
@@ -401,6 +411,7 @@ class AgentTrainer:
         if flushed and (now == version or run.served.wait(now, deadline, trainer)):
             return  # no update, or the new one is served
         self._raise_failure(run)
+        self._raise_refused(run, now)
         raise RllmError(
             f"no policy update within {timeout_s:.0f} s: the trainer consumed "
             f"{trainer.report.episodes_consumed} of {submitted} episodes at version "

@@ -53,6 +53,29 @@ __all__ = ["gateway"]
     "(the local model server).",
 )
 @click.option(
+    "--policy-sync",
+    type=click.Choice(["local", "vllm", "sglang", "log"]),
+    default=None,
+    envvar="RLLM_GATEWAY_POLICY_SYNC",
+    help="How a new policy gets served before steps carry it: local (our model server loads "
+    "it itself), vllm (LoRA adapter loaded at runtime, or full weights in dev mode), sglang "
+    "(update_weights_from_disk), log (hosted: what the log names) [by the upstream].",
+)
+@click.option(
+    "--policy-weights",
+    type=click.Choice(["auto", "lora", "full"]),
+    default=None,
+    envvar="RLLM_GATEWAY_POLICY_WEIGHTS",
+    help="What a checkpoint holds [auto: lora when it has adapter_config.json].",
+)
+@click.option(
+    "--upstream-checkpoint-dir",
+    default=None,
+    envvar="RLLM_GATEWAY_UPSTREAM_CHECKPOINT_DIR",
+    help="The trainer's checkpoint root as the model server sees it (it loads "
+    "<dir>/<run_id>/v<version>) [the trainer's path].",
+)
+@click.option(
     "--capture",
     type=click.Choice(["ack", "async"]),
     default=None,

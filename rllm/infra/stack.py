@@ -122,6 +122,8 @@ def plan_services(stack: StackSettings, insecure: bool = False) -> list[ServiceS
                 kind,
                 # the local model server answers whole: the gateway streams its answer itself
                 *(("--no-upstream-streams",) if local_model else ()),
+                # it loads each checkpoint itself and says so on /health
+                *(("--policy-sync", "local") if local_model else ()),
                 *(
                     ("--tokenizer", profile.model)
                     if kind == "sglang" and not os.environ.get("RLLM_GATEWAY_TOKENIZER")

@@ -107,6 +107,7 @@ def stack(
                 spool_fsync=False,
                 admin_key=ADMIN_KEY,
                 follow_policy_updates=True,
+                policy_sync="log",  # the fake loads no weights: it serves what the log names
             ),
             kafka,
         ),

@@ -177,6 +177,13 @@ async def policy(request: Request) -> Response:
             "announced_policy_version": st.announced.version if st.announced else None,
             "announced_policy_run": st.announced.run_id if st.announced else None,
             "gateway_id": st.gateway_id,
+            "sync_error": None
+            if st.sync_error is None
+            else {
+                "run_id": st.sync_error[0].run_id,
+                "version": st.sync_error[0].version,
+                "reason": st.sync_error[1],
+            },
         }
     )
 

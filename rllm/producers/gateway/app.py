@@ -26,7 +26,7 @@ from .admin import health, metrics, pause, policy
 from .call_routes import plain_call, session_call
 from .clock import clocked
 from .metrics import Metrics
-from .policy import PolicySync
+from .policy import PolicyTracker
 from .session_routes import close_sessions, open_sessions
 from .settings import GatewaySettings, UpstreamKind
 from .sglang import load_tokenizer
@@ -92,7 +92,7 @@ def create_app(
             "rllm_gateway_policy_version", "Current policy version.", lambda: state.policy_version
         )
         loop = asyncio.get_running_loop()
-        sync = PolicySync(state)
+        sync = PolicyTracker(state)
 
         def offered(records: list[PolicyUpdated], _caught_up: bool) -> None:  # follower's thread
             for record in records:

@@ -68,6 +68,9 @@ async def handle_call(
     as a failed step of kind ``client_disconnected``.
     """
     hosted = state.upstream.kind is UpstreamKind.HOSTED
+    if state.served_model is not None and not hosted:
+        # the LoRA adapter that serves the stamped policy (read with it: no await between)
+        body = {**body, "model": state.served_model}
     chat_body = None if hosted or api not in _TRANSLATED else _to_chat(api, body)
     call = Call(state, session, api, body, timing)
     if not hosted:

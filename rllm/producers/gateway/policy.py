@@ -1,12 +1,14 @@
-"""The policy version steps are stamped with: what the upstream serves.
+"""The policy version steps are stamped with: what the upstream confirmed it serves.
 
-``rllm.kafka.PolicyFollower`` reads ``rllm.policy-updates`` in log order; ``PolicySync``
-takes what the log names only once the upstream serves it. A local model server reports its
-policy on ``/health`` (``policy_version``, ``policy_run``), and the gateway adopts what it
-reports, so a checkpoint the server cannot load is never adopted; an upstream that reports
-none (vLLM, SGLang, a hosted API) is taken to serve what the log names. Each run's version
-adopted is acknowledged on ``rllm.policy-updates`` with a ``PolicyServed`` (a trainer's
-"the update is live").
+``rllm.kafka.PolicyFollower`` reads ``rllm.policy-updates`` in log order; ``PolicyTracker``
+has the upstream serve what the log names through its ``PolicySync`` (``sync/``), and takes
+it only once the upstream confirms. Our model server loads each checkpoint itself and
+reports its policy on ``/health``: the gateway adopts what it reports. vLLM and SGLang are
+told to load the checkpoint; the gateway waits for their answer and reads back what they
+serve where they can say. A load refused or failed keeps the version served before, is
+logged, and is shown on ``/admin/policy`` (``sync_error``), where a trainer's wait sees it.
+Each run's version adopted is acknowledged on ``rllm.policy-updates`` with a
+``PolicyServed`` (a trainer's "the update is live").
 """
 
 from __future__ import annotations
@@ -22,74 +24,93 @@ from rllm.schemas.lineage import PolicyPointer, advance
 from rllm.schemas.topics import POLICY_UPDATES
 from rllm.schemas.types import PolicyServed, PolicyUpdated
 
-from .settings import UpstreamKind
+from .sync import (
+    PolicyLoadRefused,
+    PolicySync,
+    Served,
+    SyncKind,
+    checkpoint_of,
+    detect_kind,
+    make_sync,
+)
 
 if TYPE_CHECKING:
     from .state import GatewayState
 
-__all__ = ["PolicySync", "upstream_policy"]
+__all__ = ["PolicyTracker", "upstream_policy"]
 
 log = logging.getLogger("rllm.gateway")
 
 
-_SILENT = (404, 405)
-"""``/health`` statuses of an upstream that has no policy to report."""
-
-
 async def upstream_policy(state: GatewayState) -> tuple[bool, PolicyPointer | None]:
-    """``(answered, policy)``: the run and version the upstream reports on ``/health`` (the
-    local model server does), None when it answered without one (vLLM, SGLang); not
-    ``answered`` when it could not be asked (down, starting, an error status)."""
-    if state.upstream.kind is UpstreamKind.HOSTED:
+    """``(answered, policy)``: the run and version the upstream reports serving (None when
+    it answered without one, or its sync is not chosen yet); not ``answered`` when it could
+    not be asked."""
+    if state.sync is None:
         return True, None
-    try:
-        resp = await state.upstream.client.get("/health", timeout=2.0)
-        if resp.status_code in _SILENT:
-            return True, None
-        if resp.status_code != 200:
-            return False, None
-        info = resp.json() if resp.content else {}
-        version, run = info.get("policy_version"), info.get("policy_run")
-    except (httpx.HTTPError, ValueError, AttributeError):
-        return False, None
-    if not isinstance(version, int) or isinstance(version, bool):
-        return True, None
-    return True, PolicyPointer(run if isinstance(run, str) else "", version)
+    answered, served = await state.sync.serving()
+    return answered, None if served is None else served.pointer
 
 
-class PolicySync:
+class PolicyTracker:
     """Keeps ``state.policy`` on what the upstream serves.
 
     ``offer`` (on the event loop) takes a record read from the log into ``state.announced``
-    (``rllm.schemas.lineage``'s rule); ``run`` then asks the upstream until it serves that
-    policy, adopting whatever it reports meanwhile, every ``poll_s`` doubling to ``max_poll_s``.
+    (``rllm.schemas.lineage``'s rule); ``run`` then has the upstream serve it and adopts it
+    once confirmed. A server that loads on its own (``local``) is asked until it serves that
+    policy, adopting whatever it reports meanwhile, every ``poll_s`` doubling to
+    ``max_poll_s``; an unreachable one is tried again at the same pace.
     """
 
     def __init__(self, state: GatewayState, poll_s: float = 0.1, max_poll_s: float = 2.0) -> None:
         self.state = state
         self.poll_s, self.max_poll_s = poll_s, max_poll_s
+        self._record: PolicyUpdated | None = None
+        """The record ``state.announced`` comes from."""
         self._wake = asyncio.Event()
         self._wake.set()  # ask the upstream once at start
 
     def offer(self, record: PolicyUpdated) -> None:
         """Take a PolicyUpdated read from the log; the upstream is asked next."""
-        self.state.announced = advance(self.state.announced, record)
+        announced = advance(self.state.announced, record)
+        if announced != self.state.announced or self._record is None:
+            self._record = record
+            if self.state.sync_error is not None and self.state.sync_error[0] != announced:
+                self.state.sync_error = None  # superseded: the newer one is tried
+        self.state.announced = announced
         self._wake.set()
 
-    def _adopt(self, pointer: PolicyPointer, reported: bool) -> None:
-        """Stamp steps with ``pointer`` from now on (``reported``: the upstream said so)."""
+    def _adopt(self, served: Served) -> None:
+        """Stamp steps with ``served`` from now on."""
         st = self.state
-        if pointer != st.policy:
-            if st.announced is not None and pointer != st.announced:
-                log.info(
-                    "policy: the upstream serves %s version %d, not %s version %d (yet)",
-                    pointer.run_id or "(base weights)",
-                    pointer.version,
-                    st.announced.run_id,
-                    st.announced.version,
-                )
-            st.policy, st.policy_version = pointer, pointer.version
-            self._acknowledge(pointer, reported)
+        pointer = served.pointer
+        if pointer == st.policy and served.model == st.served_model:
+            return
+        if st.announced is not None and pointer != st.announced:
+            log.info(
+                "policy: the upstream serves %s version %d, not %s version %d (yet)",
+                pointer.run_id or "(base weights)",
+                pointer.version,
+                st.announced.run_id,
+                st.announced.version,
+            )
+        # one assignment each, no await between: a call sees both or neither
+        st.policy, st.policy_version, st.served_model = pointer, pointer.version, served.model
+        if st.sync_error is not None and st.sync_error[0] == pointer:
+            st.sync_error = None
+        self._acknowledge(pointer, served.reported)
+
+    def _refuse(self, pointer: PolicyPointer, reason: str) -> None:
+        """Keep the version served; say why ``pointer`` is not."""
+        st = self.state
+        st.sync_error = (pointer, reason)
+        log.error(
+            "policy %s version %d is not served; steps keep version %d: %s",
+            pointer.run_id,
+            pointer.version,
+            st.policy_version,
+            reason,
+        )
 
     def _acknowledge(self, pointer: PolicyPointer, reported: bool) -> None:
         """Publish ``PolicyServed`` for a run's version adopted (not for an upstream's own
@@ -112,23 +133,60 @@ class PolicySync:
                 "acknowledging policy %s version %d failed", pointer.run_id, pointer.version
             )
 
+    async def _pause(self, delay: float) -> float:
+        """Wait ``delay`` or until a newer record; the next delay."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), delay)
+        self._wake.clear()
+        return min(delay * 2, self.max_poll_s)
+
+    async def _sync(self) -> PolicySync | None:
+        """The upstream's sync, chosen once it can be asked."""
+        st = self.state
+        if st.sync is None:
+            kind = await detect_kind(st.settings, st.upstream.client)
+            if kind is not None:
+                st.sync = make_sync(kind, st.upstream.client, st.settings.upstream_timeout_s)
+                log.info("policy sync: %s (upstream %s)", kind.value, st.upstream.url)
+        return st.sync
+
     async def _confirm(self) -> None:
-        """Ask the upstream until it serves what the log names (or says nothing)."""
+        """Until the upstream serves what the log names, refuses it, or (not told to load
+        it) says nothing of its own."""
         delay = self.poll_s
+        while (sync := await self._sync()) is None:
+            delay = await self._pause(delay)
         while True:
-            answered, served = await upstream_policy(self.state)
+            st, record, target = self.state, self._record, self.state.announced
+            pending = target is not None and target != st.policy and record is not None
+            if pending and target == (st.sync_error[0] if st.sync_error else None):
+                return  # refused: kept until a newer record
+            if pending and record is not None and sync.kind is not SyncKind.LOCAL:
+                try:
+                    served = await sync.load(checkpoint_of(record, st.settings))
+                except PolicyLoadRefused as exc:
+                    assert target is not None
+                    self._refuse(target, str(exc))
+                    return
+                except httpx.HTTPError as exc:
+                    log.warning("policy: the upstream could not be asked to load: %s", exc)
+                    delay = await self._pause(delay)
+                    continue
+                if served is not None:
+                    self._adopt(served)
+                    if self.state.announced == served.pointer:
+                        return
+                    continue  # a newer record came while it loaded
+            answered, served = await sync.serving()
             if answered and served is None:  # it does not say: it serves what the log names
-                if self.state.announced is not None:
-                    self._adopt(self.state.announced, reported=False)
+                if target is not None and sync.kind is SyncKind.LOCAL:
+                    self._adopt(Served(target, reported=False))
                 return
             if served is not None:
-                self._adopt(served, reported=True)
-                if self.state.announced in (None, served):
+                self._adopt(served)
+                if self.state.announced in (None, served.pointer):
                     return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), delay)  # a newer record: ask now
-            self._wake.clear()
-            delay = min(delay * 2, self.max_poll_s)
+            delay = await self._pause(delay)
 
     async def run(self) -> None:
         """Confirm every offered record with the upstream, until cancelled."""

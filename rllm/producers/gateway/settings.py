@@ -11,7 +11,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from rllm.errors import ConfigError
 from rllm.settings import default_home
 
-__all__ = ["CaptureMode", "GatewaySettings", "UpstreamKind"]
+__all__ = ["CaptureMode", "GatewaySettings", "SyncKind", "UpstreamKind", "WeightsKind"]
 
 
 class UpstreamKind(StrEnum):
@@ -24,6 +24,30 @@ class UpstreamKind(StrEnum):
     """SGLang's native ``/generate`` (token-in, token-out) with the model's chat template."""
     HOSTED = "hosted"
     """A hosted API (OpenAI, Anthropic, ...): passed through, steps get token status missing."""
+
+
+class SyncKind(StrEnum):
+    """How the gateway gets a new policy served."""
+
+    LOCAL = "local"
+    """Our model server: it loads each checkpoint itself and reports it on ``/health``."""
+    VLLM = "vllm"
+    """vLLM: LoRA adapters loaded at runtime, full weights reloaded in dev mode."""
+    SGLANG = "sglang"
+    """SGLang: ``/update_weights_from_disk``, confirmed by ``/get_model_info``."""
+    LOG = "log"
+    """No server to tell (a hosted API): steps carry what the log names."""
+
+
+class WeightsKind(StrEnum):
+    """What a checkpoint holds."""
+
+    AUTO = "auto"
+    """A LoRA adapter when its folder holds ``adapter_config.json``, else full weights."""
+    LORA = "lora"
+    """A PEFT LoRA adapter."""
+    FULL = "full"
+    """A whole Hugging Face model folder."""
 
 
 class CaptureMode(StrEnum):
@@ -118,7 +142,19 @@ class GatewaySettings(BaseSettings):
     policy_version: int = Field(default=0, ge=0)
     """Policy version at start."""
     follow_policy_updates: bool = True
-    """Consume ``rllm.policy-updates`` and take each new version."""
+    """Consume ``rllm.policy-updates`` and take each new version once the upstream serves it."""
+    policy_sync: SyncKind | None = None
+    """How a new version gets served: local (our model server loads it itself and reports
+    it), vllm (LoRA adapter loaded at runtime, or full weights reloaded in dev mode), sglang
+    (``/update_weights_from_disk``), log (a hosted API: the version the log names). Unset:
+    sglang or log by the upstream kind; for a vllm upstream, local when it reports a policy
+    on ``/health``, else vllm."""
+    policy_weights: WeightsKind = WeightsKind.AUTO
+    """What a checkpoint holds: lora, full, or auto (lora when its folder has
+    ``adapter_config.json``)."""
+    upstream_checkpoint_dir: str | None = None
+    """The trainer's checkpoint root as the upstream sees it: the server loads
+    ``<this>/<run_id>/v<version>``. Unset: the path the trainer wrote."""
     pause_retry_after_s: int = Field(default=5, ge=1)
     """Retry-After of the 429 answered while paused."""
 

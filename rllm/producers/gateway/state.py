@@ -19,6 +19,7 @@ from .metrics import Metrics
 from .sessions import Session, SessionRegistry
 from .settings import CaptureMode, GatewaySettings
 from .sink import EventSink
+from .sync.types import PolicySync
 from .upstreams import Upstream
 
 __all__ = ["GatewayState"]
@@ -41,7 +42,15 @@ class GatewayState:
     """The run and version the upstream serves (None: not known; run "": its own weights)."""
     announced: PolicyPointer | None = None
     """The run and version ``rllm.policy-updates`` points at (None: none published yet);
-    adopted once the upstream serves it (``policy.PolicySync``)."""
+    adopted once the upstream serves it (``policy.PolicyTracker``)."""
+    served_model: str | None = None
+    """The ``model`` calls are sent with while the policy is a LoRA adapter the gateway had
+    the upstream load (None: the one the agent names); recorded in each step."""
+    sync: PolicySync | None = None
+    """How new policies get served (``policy.PolicyTracker`` picks it at start)."""
+    sync_error: tuple[PolicyPointer, str] | None = None
+    """The policy the upstream last refused to load, and its reason (cleared by the next
+    policy served)."""
     paused: bool = False
     gateway_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     """This gateway process, as its ``PolicyServed`` records and ``/admin/policy`` name it."""

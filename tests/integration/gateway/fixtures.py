@@ -57,6 +57,8 @@ def start_gateway(
             "spool_dir": tmp_path / "spool",
             "spool_fsync": False,
             "follow_policy_updates": False,
+            # the fake upstream loads no weights: it is taken to serve what the log names
+            **({} if "upstream_url" in overrides else {"policy_sync": "log"}),
             **overrides,
         }
         if not fields.get("insecure"):

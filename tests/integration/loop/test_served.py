@@ -93,12 +93,17 @@ def test_a_failed_trainer_ends_the_wait(
 def test_a_gateway_acknowledges_each_version_of_a_run_it_adopts(
     kafka: KafkaSettings, make_topics: Callable[..., list[str]], tmp_path: Path
 ) -> None:
-    """An upstream that reports no policy (the fake, like vLLM): the gateway takes what the
-    log names and says so, ``upstream_reports`` false; the wait ends on those records."""
+    """An upstream the gateway cannot tell to load (``policy_sync`` log, as for a hosted
+    API): it takes what the log names and says so, ``upstream_reports`` false; the wait ends
+    on those records."""
     make_topics()
     upstream = start_fake_upstream()
     settings = GatewaySettings(
-        upstream_url=upstream.url, spool_dir=tmp_path / "spool", spool_fsync=False, admin_key="k"
+        upstream_url=upstream.url,
+        spool_dir=tmp_path / "spool",
+        spool_fsync=False,
+        admin_key="k",
+        policy_sync="log",
     )
     gateway = ThreadedServer(gateway_app(settings, kafka), lifespan="on")
     trainer: Any = SimpleNamespace(failure=None)
