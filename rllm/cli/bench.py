@@ -12,7 +12,13 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from rllm.cli.common import console, print_table, reports_errors
+from rllm.cli.common import (
+    console,
+    image_substitute_option,
+    image_substitutes,
+    print_table,
+    reports_errors,
+)
 
 __all__ = ["bench"]
 
@@ -146,14 +152,16 @@ def pull(name: str, split: str | None) -> None:
 @bench.command()
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@image_substitute_option
 @reports_errors
-def check(directory: Path, as_json: bool) -> None:
+def check(directory: Path, as_json: bool, image_substitute: tuple[str, ...]) -> None:
     """Validate the Harbor task folders in DIRECTORY (or DIRECTORY itself when it is one):
     task.toml, instruction.md, environment/Dockerfile, tests/test.sh. Exit 1 when any is
     invalid."""
     from rllm.benchmarks.harbor import check_tasks
 
-    checks = check_tasks(directory)
+    given = image_substitutes(image_substitute)
+    checks = check_tasks(directory, substitutes=given or None)
     invalid = [c for c in checks if not c.ok]
     if as_json:
         click.echo(

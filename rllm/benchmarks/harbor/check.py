@@ -5,7 +5,7 @@ listed: one bad task never stops the others, one problem never hides the next.""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,14 @@ class TaskCheck:
         }
 
 
+def _substitutes(given: Mapping[str, str] | None) -> Mapping[str, str]:
+    if given is not None:
+        return given
+    from rllm.sandboxes.settings import SandboxSettings
+
+    return SandboxSettings().image_substitutes
+
+
 def local_images() -> set[str]:
     """Image names a task's ``FROM`` may use: the base images built here from Debian's
     packages and the derived ones built from built-in recipes (``python:3.11-slim``, ...);
@@ -56,17 +64,37 @@ def local_images() -> set[str]:
     return set(BASE_IMAGES) | set(DERIVED_IMAGES)
 
 
-def _unknown_image(image: str, known: Collection[str]) -> str | None:
-    """Why ``image`` does not build here, or None when it does."""
+def _unknown_image(
+    image: str, known: Collection[str], substitutes: Mapping[str, str] | None = None
+) -> str | None:
+    """Why ``image`` (or the substitute the user named for it) does not build here, or
+    None when it does."""
     from rllm.sandboxes.images.derived import normalize_name, refusal
+    from rllm.sandboxes.images.resolve import substitution_for
 
+    image = substitution_for(image, substitutes or {}) or image
     if image in known or normalize_name(image) in known:
         return None
     hint = refusal(normalize_name(image))
-    return hint or f"use one of {', '.join(sorted(known))}"
+    return hint or f"use one built here ({_summary(known)}) or --image-substitute {image}=NAME"
 
 
-def _check_dockerfile(dockerfile: Path, known: Collection[str]) -> list[str]:
+def _summary(known: Collection[str]) -> str:
+    """``known`` in a line: each repository with a few of its tags."""
+    tags: dict[str, list[str]] = {}
+    for name in sorted(known):
+        repository, _, tag = name.partition(":")
+        tags.setdefault(repository, []).append(tag or "latest")
+    parts = []
+    for repository, names in tags.items():
+        shown = ", ".join(names[:4]) + (f", … {len(names) - 4} more" if len(names) > 4 else "")
+        parts.append(f"{repository}: {shown}")
+    return "; ".join(parts)
+
+
+def _check_dockerfile(
+    dockerfile: Path, known: Collection[str], substitutes: Mapping[str, str]
+) -> list[str]:
     """Every problem of a task's Dockerfile: what the parser refuses, each stage's FROM
     that names no image built here, what planning each stage refuses."""
     from rllm.sandboxes.images.dockerfile import parse_dockerfile
@@ -89,7 +117,7 @@ def _check_dockerfile(dockerfile: Path, known: Collection[str]) -> list[str]:
     names: set[str] = set()
 
     def image(name: str, where: str) -> None:
-        why = _unknown_image(name, known)
+        why = _unknown_image(name, known, substitutes)
         if why is not None:
             problems.append(
                 f"environment/Dockerfile: {where} names {name!r}, not an image that builds "
@@ -113,19 +141,27 @@ def _check_dockerfile(dockerfile: Path, known: Collection[str]) -> list[str]:
     return problems
 
 
-def check_task(path: Path, *, known_images: Collection[str] | None = None) -> TaskCheck:
+def check_task(
+    path: Path,
+    *,
+    known_images: Collection[str] | None = None,
+    substitutes: Mapping[str, str] | None = None,
+) -> TaskCheck:
     """Check one task folder.
 
     Args:
         path: The task folder.
         known_images: Images ``FROM`` may name (default: ``local_images()``).
+        substitutes: The user's image substitutes (default: ``SandboxSettings``'s); an
+            image with a buildable substitute is no problem.
     """
     known = local_images() if known_images is None else known_images
+    substitutes = _substitutes(substitutes)
     task, problems, warnings = inspect_task(path)
     dockerfile = Path(path) / "environment" / "Dockerfile"
     if dockerfile.is_file():
-        problems += _check_dockerfile(dockerfile, known)
-    elif task is not None and _unknown_image(task.config.docker_image or "", known):
+        problems += _check_dockerfile(dockerfile, known, substitutes)
+    elif task is not None and _unknown_image(task.config.docker_image or "", known, substitutes):
         warnings.append(
             f"docker_image {task.config.docker_image!r} is not a local base image: only a "
             f"backend that already has it can start this task"
@@ -144,17 +180,23 @@ def check_task(path: Path, *, known_images: Collection[str] | None = None) -> Ta
     return TaskCheck(name, Path(path).resolve(), tuple(problems), tuple(warnings))
 
 
-def check_tasks(root: Path, *, known_images: Collection[str] | None = None) -> list[TaskCheck]:
+def check_tasks(
+    root: Path,
+    *,
+    known_images: Collection[str] | None = None,
+    substitutes: Mapping[str, str] | None = None,
+) -> list[TaskCheck]:
     """Check every task folder under ``root`` (``root`` itself when it is one).
 
     Raises:
         HarborTaskError: ``root`` is not a directory.
     """
     known = local_images() if known_images is None else known_images
+    substitutes = _substitutes(substitutes)
     checks = []
     for folder in task_dirs(root):
         try:
-            checks.append(check_task(folder, known_images=known))
+            checks.append(check_task(folder, known_images=known, substitutes=substitutes))
         except OSError as exc:  # an unreadable folder is this task's problem only
             checks.append(TaskCheck(folder.name, folder.resolve(), (f"cannot read: {exc}",)))
     return checks

@@ -24,6 +24,7 @@ from rllm.benchmarks.harbor import (
     run_oracle,
     run_verifier,
 )
+from rllm.benchmarks.harbor.check import check_task
 from rllm.benchmarks.harbor.rewards import parse_reward_json, parse_reward_txt
 from rllm.benchmarks.harbor.verifier import output_tail
 from rllm.cli.main import cli
@@ -296,7 +297,7 @@ def bad_tasks(root: Path) -> Path:
     make_task(root, "bad-mode", toml='[environment]\nnetwork_mode = "offline"\n')
     make_task(root, "silent-test", test_sh="#!/bin/bash\nexit 0\n")
     make_task(root, "python", dockerfile="FROM python:3.11-slim\nWORKDIR /app\n")
-    make_task(root, "python-3.12", dockerfile="FROM python:3.12-slim\n")
+    make_task(root, "python-3.99", dockerfile="FROM python:3.99-slim\n")
     return root
 
 
@@ -304,7 +305,7 @@ def test_check_reports_each_task_and_keeps_going(tmp_path: Path) -> None:
     checks = {c.name: c for c in check_tasks(bad_tasks(tmp_path))}
     assert len(checks) == 11
     assert checks["python"].ok
-    assert "only Python Debian bookworm packages is 3.11" in checks["python-3.12"].problems[0]
+    assert "(asked for 3.99)" in checks["python-3.99"].problems[0]  # no pyenv 3.99 here
     assert checks["good"].ok and checks["good"].warnings == ()
     assert checks["arg-base"].ok  # FROM through an ARG default
     assert not checks["no-tests"].ok and "missing tests/test.sh" in checks["no-tests"].problems[0]
@@ -475,3 +476,21 @@ async def test_oracle_runs_solve_sh_in_the_workdir(tmp_path: Path) -> None:
     bare = load_task(make_task(tmp_path, "no-oracle", solve_sh=None))
     with pytest.raises(HarborTaskError, match="'no-oracle' has no oracle"):
         await run_oracle(sandbox, bare)  # type: ignore[arg-type]
+
+
+def test_check_takes_the_users_image_substitutes_and_names_the_fix(tmp_path: Path) -> None:
+    task = tmp_path / "ubuntu-task"
+    shutil.copytree(TASKS / "hello-file", task)
+    (task / "environment" / "Dockerfile").write_text("FROM ubuntu:24.04\nRUN true\n")
+    refused = check_task(task, substitutes={})
+    assert not refused.ok and len(refused.problems) == 1
+    problem = refused.problems[0]
+    assert "FROM at line 1 names 'ubuntu:24.04'" in problem
+    assert "substitute" in problem
+    assert len(problem) < 600, problem  # a summary of what builds here, not 150 names
+    substituted = check_task(task, substitutes={"ubuntu:24.04": "debian:trixie"})
+    assert substituted.ok, substituted.problems
+    cli_run = CliRunner().invoke(
+        cli, ["bench", "check", str(task), "--image-substitute", "ubuntu:24.04=debian:trixie"]
+    )
+    assert cli_run.exit_code == 0, cli_run.output
