@@ -61,3 +61,24 @@ def test_values_no_upstream_can_read_are_400s_that_take_no_step_index(
     assert len(upstream.state.requests) == before + 2
     assert upstream.state.requests[-1]["temperature"] == 0.5
     assert all("Infinity" not in s.request_json + s.sampling_params_json for s in steps)
+
+
+def test_an_n_not_every_choice_of_which_is_captured_is_refused_before_the_upstream(
+    start_gateway: Callable[..., ThreadedServer],
+    upstream: RunningUpstream,
+    session_events: Events,
+) -> None:
+    gw = start_gateway()
+    hdr = _open(gw.url, "many")
+    url = f"{gw.url}/v1/chat/completions"
+    before = len(upstream.state.requests)
+    for n, got in ((b'"4"', "'4' (str)"), (b"129", "129 (int)")):
+        r = httpx.post(url, content=HI + b',"n":' + n + b"}", headers=hdr)
+        assert r.status_code == 400, r.text
+        assert r.json()["error"]["message"].startswith(
+            f"'n' must be an integer from 1 to 128 (the gateway captures each choice as its "
+            f"own step, at most 128), got {got}"
+        )
+    assert httpx.post(url, content=HI + b"}", headers=hdr).status_code == 200
+    assert len(upstream.state.requests) == before + 1
+    assert [s.step_index for s in _steps(session_events, "many")] == [0]

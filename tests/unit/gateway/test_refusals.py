@@ -140,3 +140,26 @@ def test_too_large_step_keeps_the_facts_and_drops_the_payloads() -> None:
     assert step.step_index == 4 and step.policy_version == 3 and step.latency_ms == 12.0
     assert step.usage.prompt_tokens == 2
     assert session.last_step_id is None and session.num_steps == 1
+
+
+@pytest.mark.parametrize(
+    ("n", "got"),
+    [
+        ("4", "'4' (str)"),
+        (129, "129 (int)"),
+        (0, "0 (int)"),
+        (True, "True (bool)"),
+        (2.0, "2.0 (float)"),
+    ],
+)
+def test_an_n_whose_choices_would_not_all_be_captured_is_refused(n: Any, got: str) -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "x"}], "n": n}
+    with pytest.raises(GatewayError) as info:
+        validate_call(ApiKind.CHAT, body)
+    assert info.value.status == 400
+    assert info.value.message.startswith(
+        f"'n' must be an integer from 1 to 128 (the gateway captures each choice as its own "
+        f"step, at most 128), got {got}"
+    )
+    for fine in (None, 1, 128):
+        validate_call(ApiKind.CHAT, {**body, "n": fine})
