@@ -82,3 +82,19 @@ def test_an_n_not_every_choice_of_which_is_captured_is_refused_before_the_upstre
     assert httpx.post(url, content=HI + b"}", headers=hdr).status_code == 200
     assert len(upstream.state.requests) == before + 1
     assert [s.step_index for s in _steps(session_events, "many")] == [0]
+
+
+def test_a_session_id_its_close_path_would_not_reach_is_refused_at_open(
+    start_gateway: Callable[..., ThreadedServer], session_events: Events
+) -> None:
+    gw = start_gateway()
+    reason = "session id 'a/v1/b' cannot be used in the gateway's paths: /sessions/{id}/close"
+    r = httpx.post(f"{gw.url}/sessions", json={"session_id": "a/v1/b"}, headers=ADMIN)
+    assert r.status_code == 400 and r.json()["error"]["message"].startswith(reason)
+    r = httpx.post(f"{gw.url}/sessions", json=[{"session_id": "a/v1/b"}], headers=ADMIN)
+    assert r.status_code == 200 and r.json()[0]["error"]["code"] == 400
+    implicit = f"{gw.url}/sessions/a/v1/b/v1/chat/completions"
+    r = httpx.post(implicit, content=HI + b"}", headers=ADMIN)
+    assert r.status_code == 400 and r.json()["error"]["message"].startswith(reason)
+    assert httpx.get(f"{gw.url}/health").json()["open_sessions"] == 0
+    assert session_events() == []
