@@ -75,14 +75,15 @@ class Call:
 
     def dropped(self, labels: list[str]) -> None:
         """Record in the step (``dropped`` in its sampling parameters) what of the request
-        the upstream is not sent; log it once per session."""
+        the upstream is not sent; warn of each field once per session (a warning: the
+        default log shows it, and the agent's request did not reach the model whole)."""
         if not labels:
             return
         self.cap.sampling["dropped"] = labels
         new = [label for label in labels if label not in self.session.noted]
         if new:
             self.session.noted.update(new)
-            log.info(
+            log.warning(
                 "session %s: %s %s not sent to the chat-completions upstream (each step "
                 "records them: sampling_params_json 'dropped'; logged once per session)",
                 self.session.session_id,
