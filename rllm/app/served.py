@@ -39,10 +39,18 @@ class GatewayServes:
         gateway_url: the gateway's base URL.
         run_id: the run whose versions are waited for.
         kafka: where ``rllm.policy-updates`` is.
+        admin_key: the gateway's admin key (``GET /admin/policy`` needs it); default
+            ``$RLLM_ADMIN_KEY``, else the local stack's key file.
     """
 
-    def __init__(self, gateway_url: str, run_id: str, kafka: KafkaSettings) -> None:
+    def __init__(
+        self, gateway_url: str, run_id: str, kafka: KafkaSettings, admin_key: str | None = None
+    ) -> None:
+        from rllm.infra.admin_key import resolve_admin_key
+
         self.url = f"{gateway_url.rstrip('/')}/admin/policy"
+        key = resolve_admin_key(admin_key)
+        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.run_id = run_id
         self.gateway_id: str | None = None
         """The gateway's id, from its last answer (None: not asked yet, or it names none)."""
@@ -90,7 +98,7 @@ class GatewayServes:
         self.asked += 1
         try:
             if self._http is None:
-                self._http = httpx.Client(timeout=5, verify=shared_tls())
+                self._http = httpx.Client(timeout=5, verify=shared_tls(), headers=self._headers)
             info = self._http.get(self.url).json()
         except (httpx.HTTPError, ValueError):
             return False

@@ -276,7 +276,9 @@ class AgentTrainer:
         thread = threading.Thread(target=run_trainer, name="rllm-trainer", daemon=True)
         thread.start()
         # follows rllm.policy-updates from its first wait (sync mode, serve_start)
-        served = GatewayServes(self.config.gateway_url, self.config.run_id, self.kafka)
+        served = GatewayServes(
+            self.config.gateway_url, self.config.run_id, self.kafka, self.config.admin_key
+        )
         self._running = _Running(trainer, thread, settings, served)
         return self._running
 

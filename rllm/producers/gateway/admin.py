@@ -149,10 +149,11 @@ async def policy(request: Request) -> Response:
     """GET: the version steps are stamped with and its run, the upstream's own (when it
     reports one), the one ``rllm.policy-updates`` names (adopted once served), and this
     gateway's id (the ``gateway_id`` of its ``PolicyServed`` records).
-    POST ``{"version": N[, "run_id": R]}``: set it by hand (a trainer without Kafka)."""
+    POST ``{"version": N[, "run_id": R]}``: set it by hand (a trainer without Kafka).
+    Both need the admin key."""
     st = state_of(request)
+    require_admin(st, request)
     if request.method == "POST":
-        require_admin(st, request)
         body = await read_json(request, st.settings)
         version = body.get("version") if isinstance(body, dict) else None
         if not isinstance(version, int) or isinstance(version, bool) or version < 0:
@@ -190,9 +191,11 @@ async def policy(request: Request) -> Response:
 
 @guarded
 async def pause(request: Request) -> Response:
+    """GET: whether calls are refused (429) while weights are swapped; POST
+    ``{"paused": bool}``: set it. Both need the admin key."""
     st = state_of(request)
+    require_admin(st, request)
     if request.method == "POST":
-        require_admin(st, request)
         body = await read_json(request, st.settings)
         paused = body.get("paused") if isinstance(body, dict) else None
         if not isinstance(paused, bool):

@@ -24,7 +24,7 @@ from rllm.settings import KafkaSettings
 
 from .admin import health, metrics, pause, policy
 from .call_routes import plain_call, session_call
-from .clock import clocked
+from .clock import stamp
 from .metrics import Metrics
 from .policy import PolicyTracker
 from .session_routes import close_sessions, open_sessions
@@ -164,7 +164,7 @@ class GatewayApp:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        send = clocked(scope, send)
+        stamp(scope)
         path, handler = scope["path"], None
         if scope["method"] in ("GET", "POST"):
             if path.startswith("/sessions/") and path != "/sessions/close":

@@ -56,9 +56,7 @@ class Call:
         timing: Timing | None = None,
     ) -> None:
         self.state, self.session, self.api, self.body = state, session, api, body
-        self.timing = timing or Timing(arrived=time.perf_counter())
-        self.timing.call = True
-        self.t0 = self.timing.arrived
+        self.t0 = timing.arrived if timing is not None else time.perf_counter()
         self.asked = choices_asked(body)
         self.index = session.take_index(self.asked)
         self.cap = Capture(
@@ -75,14 +73,15 @@ class Call:
 
     def dropped(self, labels: list[str]) -> None:
         """Record in the step (``dropped`` in its sampling parameters) what of the request
-        the upstream is not sent; log it once per session."""
+        the upstream is not sent; warn of each field once per session (a warning: the
+        default log shows it, and the agent's request did not reach the model whole)."""
         if not labels:
             return
         self.cap.sampling["dropped"] = labels
         new = [label for label in labels if label not in self.session.noted]
         if new:
             self.session.noted.update(new)
-            log.info(
+            log.warning(
                 "session %s: %s %s not sent to the chat-completions upstream (each step "
                 "records them: sampling_params_json 'dropped'; logged once per session)",
                 self.session.session_id,
@@ -105,7 +104,6 @@ class Call:
         the answer, which replaces the one stamped at dispatch (a reload may have come
         between the policy update the gateway saw and the server's)."""
         self.cap.latency_ms = (time.perf_counter() - self.t_up) * 1000
-        self.timing.upstream_s = self.cap.latency_ms / 1000
         served = (headers or {}).get(POLICY_HEADER)
         if served is not None and served.isdigit():
             self.cap.policy_version = int(served)
@@ -126,10 +124,14 @@ class Call:
         async capture (or ``wait`` False) the step is built and submitted
         ``publish_delay_ms`` after the answer is sent (``GatewayState.defer``).
 
-        The step's ``overhead_ms`` is the time from the request's arrival to here, less the
-        upstream's: reading, parsing, checking, translating and capturing (the Kafka wait
-        and the sending come after the event is built; ``rllm_gateway_added_latency_seconds``
-        covers them, to the answer's last byte).
+        The step's ``overhead_ms`` is the time the gateway itself spent on the call: from
+        the request's arrival at the gateway's app to here (the answer parsed, translated
+        and captured, ready to publish), less the upstream's time (a stream's relay is in
+        the upstream's). ``rllm_gateway_added_latency_seconds`` observes the same figure,
+        once per call. Neither holds what comes after: the wait for Kafka's ack with ack
+        capture (``rllm_gateway_produce_latency_seconds``) and writing the answer out; nor
+        what comes before the app (the HTTP server reading the request), which a client's
+        own measure also counts.
 
         A step whose event is over the event limit (``RLLM_MAX_MESSAGE_BYTES``) is published
         as a failed step (kind ``too_large``) without its payloads, so the agent still gets
@@ -142,6 +144,7 @@ class Call:
         self.cap.overhead_ms = max(total - self.cap.latency_ms, 0.0)
         m = self.state.metrics
         m.observe("rllm_gateway_upstream_latency_seconds", self.cap.latency_ms / 1000)
+        m.observe("rllm_gateway_added_latency_seconds", self.cap.overhead_ms / 1000)
         if self.cap.error is not None:
             m.inc("rllm_gateway_errors_total", kind=self.cap.error.kind)
         if self.state.wait_for_ack if wait is None else wait:

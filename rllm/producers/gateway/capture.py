@@ -139,13 +139,17 @@ def missing_choice(cap: Capture, choice: int, asked: int) -> Capture:
 
 def too_large(cap: Capture, reason: str) -> Capture:
     """``cap`` as a failed step (kind ``too_large``) without its request, response and
-    token IDs: what is published when the full step is over the event limit."""
+    token IDs: what is published when the full step is over the event limit. A call that
+    failed keeps its kind and reason in the message and its status in ``status_code`` (the
+    HTTP status the agent got)."""
     message = (
         f"the step was published without its request, response and token IDs: {reason}; "
         "raise RLLM_MAX_MESSAGE_BYTES (and the topic's max.message.bytes) to capture such calls"
     )
-    if cap.error is not None:
-        message += f" (the call itself failed: {cap.error.kind}: {cap.error.message[:500]})"
+    failed = cap.error
+    if failed is not None:
+        status = f" {failed.status_code}" if failed.status_code is not None else ""
+        message += f" (the call itself failed: {failed.kind}{status}: {failed.message[:500]})"
     return dataclasses.replace(
         cap,
         request=None,
@@ -153,7 +157,11 @@ def too_large(cap: Capture, reason: str) -> Capture:
         prompt_ids=None,
         response_ids=None,
         logprobs=None,
-        error=StepError(kind="too_large", message=message[:2000]),
+        error=StepError(
+            kind="too_large",
+            message=message[:2000],
+            status_code=failed.status_code if failed is not None else None,
+        ),
     )
 
 

@@ -42,7 +42,8 @@ class Metrics:
         "rllm_gateway_events_total": "Events published (or spooled) by outcome.",
         "rllm_gateway_upstream_latency_seconds": "Upstream latency.",
         "rllm_gateway_added_latency_seconds": (
-            "Time the gateway added to an LLM call: arrival to the last byte, less the upstream."
+            "Time the gateway spent on an LLM call (its step's overhead_ms): arrival to the "
+            "step's capture, less the upstream; not the Kafka ack wait nor the answer's sending."
         ),
         "rllm_gateway_produce_latency_seconds": "Time from publish to Kafka's ack.",
     }

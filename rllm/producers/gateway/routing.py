@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode
 
-__all__ = ["Route", "parse_session_path", "redacted_query", "request_key"]
+__all__ = ["Route", "parse_session_path", "redacted_query", "request_key", "unaddressable"]
 
 _SECRET = re.compile(r"key|token|secret|auth|sig", re.IGNORECASE)
 
@@ -36,6 +36,25 @@ def parse_session_path(rest: str) -> Route | None:
     if rest and not rest.endswith("/"):
         return Route(rest, "info")
     return None
+
+
+def unaddressable(session_id: str) -> str | None:
+    """Why a session id cannot be opened: one of its paths would not parse back to it (an
+    id holding ``/v1/``, or ending in ``/v1``, ``/close`` or ``/``, could be called but not
+    closed or shown); None when every path does.
+    """
+    sid = session_id
+    if (
+        parse_session_path(f"{sid}/v1/chat/completions") == Route(sid, "v1", "chat/completions")
+        and parse_session_path(f"{sid}/close") == Route(sid, "close")
+        and parse_session_path(sid) == Route(sid, "info")
+    ):
+        return None
+    return (
+        f"session id {sid!r} cannot be used in the gateway's paths: /sessions/{{id}}/close "
+        "and /sessions/{id} would not reach it (an id may not hold '/v1/' nor end in '/v1', "
+        "'/close' or '/'); choose another id"
+    )
 
 
 def request_key(headers: dict[str, str]) -> str | None:

@@ -20,7 +20,7 @@ from rllm.schemas.types import SessionOpened, SessionStatus, Task
 from .admin import guarded, is_admin, may_use, require_admin, state_of
 from .errors import GatewayError
 from .ingest import validate_events
-from .routing import request_key
+from .routing import request_key, unaddressable
 from .sessions import Session
 from .state import GatewayState
 from .validation import read_json
@@ -73,6 +73,7 @@ async def _open_one(st: GatewayState, request: Request, body: Any, what: str) ->
     if not isinstance(body, dict):
         raise GatewayError(400, f"{what} must be a JSON object, got {body!r:.80}")
     sid = str(body.get("session_id") or uuid.uuid4().hex)
+    _check_id(sid)
     if st.sessions.get(sid) is not None:
         raise GatewayError(409, f"session {sid!r} is already open")
     try:
@@ -118,7 +119,14 @@ async def _bulk(
     return list(await asyncio.gather(*(guarded_one(item) for item in items)))
 
 
+def _check_id(sid: str) -> None:
+    reason = unaddressable(sid)
+    if reason is not None:
+        raise GatewayError(400, reason)
+
+
 async def open_implicit(st: GatewayState, request: Request, sid: str) -> Session:
+    _check_id(sid)
     if st.sessions.is_closed(sid):
         raise GatewayError(409, f"session {sid!r} is closed")
     if not st.settings.implicit_sessions:

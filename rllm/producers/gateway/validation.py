@@ -10,6 +10,7 @@ from starlette.requests import ClientDisconnect, Request
 from rllm.schemas.types import ApiKind
 
 from . import jsonio
+from .adapters.base import MAX_CHOICES
 from .errors import GatewayError
 from .settings import GatewaySettings
 
@@ -94,7 +95,7 @@ def _check_items(api: ApiKind, name: str, items: list[Any]) -> None:
 
 
 def validate_call(api: ApiKind, body: Any) -> None:
-    """Check the fields an API call cannot do without.
+    """Check the fields an API call cannot do without, and its ``n``.
 
     Raises:
         GatewayError: 400 naming the field (and the item's index) and the value.
@@ -114,3 +115,18 @@ def validate_call(api: ApiKind, body: Any) -> None:
         )
     if isinstance(value, list) and api is not ApiKind.COMPLETIONS:
         _check_items(api, name, value)
+    _check_choices(body.get("n"))
+
+
+def _check_choices(n: Any) -> None:
+    """``n`` (absent, null or an integer the gateway captures every choice of): a string or
+    an ``n`` over ``MAX_CHOICES`` would reach the upstream, which answers every choice, while
+    only the first would be captured."""
+    if n is None or (isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_CHOICES):
+        return
+    raise GatewayError(
+        400,
+        f"'n' must be an integer from 1 to {MAX_CHOICES} (the gateway captures each choice "
+        f"as its own step, at most {MAX_CHOICES}), got {n!r:.40} ({type(n).__name__}); "
+        "send fewer choices per call, as a number",
+    )

@@ -139,7 +139,7 @@ def test_pause_policy_version_and_metrics(
     def wait_for_run2(version: int) -> None:
         until = time.monotonic() + 30
         while True:
-            now = httpx.get(f"{url}/admin/policy").json()
+            now = httpx.get(f"{url}/admin/policy", headers=ADMIN).json()
             if (now["policy_run"], now["policy_version"]) == ("run2", version):
                 return
             assert time.monotonic() < until, f"run2's version {version} never arrived: {now}"

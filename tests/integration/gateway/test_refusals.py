@@ -224,11 +224,13 @@ def test_dropped_responses_tools_are_recorded_and_logged_once_per_session(
         {"type": "function", "name": "f", "parameters": {"type": "object"}},
     ]
     body = {"model": "m", "input": "hi", "tools": tools}
-    with caplog.at_level(logging.INFO, logger="rllm.gateway"):
+    with caplog.at_level(logging.WARNING, logger="rllm.gateway"):  # the default log's level
         for sid in ("tools", "tools", "other"):
             r = httpx.post(f"{gw.url}/sessions/{sid}/v1/responses", json=body, headers=ADMIN)
             assert r.status_code == 200, r.text
-    notes = [r.getMessage() for r in caplog.records if f"namespace:{name}" in r.getMessage()]
+    noted = [r for r in caplog.records if f"namespace:{name}" in r.getMessage()]
+    assert [r.levelname for r in noted] == ["WARNING", "WARNING"]
+    notes = [r.getMessage() for r in noted]
     assert len(notes) == 2, notes
     assert "session tools: responses ['tools:namespace:" in notes[0]
     assert "not sent to the chat-completions upstream" in notes[0]

@@ -65,6 +65,13 @@ def test_keys_are_enforced_without_any_setting(
     # admin endpoints refuse anyone else
     assert httpx.post(f"{url}/admin/pause", json={"paused": True}).status_code == 401
     assert httpx.post(f"{url}/v1/events", json=[]).status_code == 401
+    # reads too: a session's key is not the admin key, and compares are constant-time
+    for path in ("/admin/pause", "/admin/policy"):
+        for headers in ({}, _bearer(a["api_key"]), _bearer("test-admin-keY")):
+            r = httpx.get(f"{url}{path}", headers=headers)
+            assert r.status_code == 401, (path, headers, r.text)
+            assert r.json()["error"]["message"] == "this endpoint needs the gateway's admin key"
+        assert httpx.get(f"{url}{path}", headers=ADMIN).status_code == 200
     events = session_events()
     opened = {e.session_id for _, e in events if isinstance(e.payload, SessionOpened)}
     assert opened == {"a", "b"}  # the made-up ids opened nothing

@@ -107,9 +107,10 @@ def test_a_gateway_acknowledges_each_version_of_a_run_it_adopts(
     )
     gateway = ThreadedServer(gateway_app(settings, kafka), lifespan="on")
     trainer: Any = SimpleNamespace(failure=None)
-    served = GatewayServes(gateway.url, "r", kafka).start()
+    served = GatewayServes(gateway.url, "r", kafka, admin_key="k").start()
     try:
-        gateway_id = httpx.get(f"{gateway.url}/admin/policy").json()["gateway_id"]
+        admin = {"authorization": "Bearer k"}
+        gateway_id = httpx.get(f"{gateway.url}/admin/policy", headers=admin).json()["gateway_id"]
         with EventPublisher(kafka) as pub:
             for version in (0, 1):
                 update = PolicyUpdated(

@@ -10,7 +10,7 @@ import pytest
 
 from rllm.producers.gateway.capture import Capture, common_prefix_len, delta_prompt, step_event
 from rllm.producers.gateway.metrics import Metrics
-from rllm.producers.gateway.routing import parse_session_path, request_key
+from rllm.producers.gateway.routing import parse_session_path, request_key, unaddressable
 from rllm.producers.gateway.sessions import SessionRegistry
 from rllm.producers.gateway.settings import GatewaySettings
 from rllm.producers.gateway.spool import Spool
@@ -31,6 +31,25 @@ def test_session_paths(rest: str, sid: str, action: str, api: str) -> None:
     route = parse_session_path(rest)
     assert route is not None
     assert (route.session_id, route.action, route.api_path) == (sid, action, api)
+
+
+@pytest.mark.parametrize(
+    ("sid", "refused"),
+    [
+        ("run/1/task:7", False),
+        ("a/v1x/b", False),
+        ("v1", False),
+        ("a/v1/b", True),
+        ("x/v1", True),
+        ("x/close", True),
+        ("x/", True),
+    ],
+)
+def test_an_id_its_paths_would_not_reach_is_unaddressable(sid: str, refused: bool) -> None:
+    reason = unaddressable(sid)
+    assert (reason is not None) is refused
+    if reason is not None:
+        assert reason.startswith(f"session id {sid!r} cannot be used in the gateway's paths")
 
 
 def test_session_path_without_id_and_keys() -> None:

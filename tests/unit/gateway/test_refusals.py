@@ -4,6 +4,7 @@ Anthropic error shape, and the payload-free step of a call over the event limit.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
@@ -134,9 +135,36 @@ def test_too_large_step_keeps_the_facts_and_drops_the_payloads() -> None:
     step = step_event(session, small, 4, "p").payload
     assert isinstance(step, StepCaptured)
     assert step.error is not None and step.error.kind == "too_large"
-    assert "4096" in step.error.message and "upstream_status: boom" in step.error.message
+    assert "4096" in step.error.message and "upstream_status 500: boom" in step.error.message
+    assert step.error.status_code == 500  # what the agent got from the upstream
     assert step.request_json == "null" and step.response_json == "null"
     assert step.token_status is TokenStatus.MISSING and step.prompt_token_ids == b""
     assert step.step_index == 4 and step.policy_version == 3 and step.latency_ms == 12.0
     assert step.usage.prompt_tokens == 2
     assert session.last_step_id is None and session.num_steps == 1
+    answered = too_large(dataclasses.replace(cap, error=None), "over")
+    assert answered.error is not None and answered.error.status_code is None
+    assert "the call itself failed" not in answered.error.message
+
+
+@pytest.mark.parametrize(
+    ("n", "got"),
+    [
+        ("4", "'4' (str)"),
+        (129, "129 (int)"),
+        (0, "0 (int)"),
+        (True, "True (bool)"),
+        (2.0, "2.0 (float)"),
+    ],
+)
+def test_an_n_whose_choices_would_not_all_be_captured_is_refused(n: Any, got: str) -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "x"}], "n": n}
+    with pytest.raises(GatewayError) as info:
+        validate_call(ApiKind.CHAT, body)
+    assert info.value.status == 400
+    assert info.value.message.startswith(
+        f"'n' must be an integer from 1 to 128 (the gateway captures each choice as its own "
+        f"step, at most 128), got {got}"
+    )
+    for fine in (None, 1, 128):
+        validate_call(ApiKind.CHAT, {**body, "n": fine})
