@@ -206,10 +206,12 @@ def check_python_api(ran: Ran, env: dict[str, str]) -> None:
     """evaluate() and train() show progress on stderr and return summaries that print."""
     err = ran.stderr.splitlines()
     evaluating = [line for line in err if line.startswith("evaluate train-")]
-    assert evaluating[0].endswith(
-        "-val: 81 tasks x 1 attempt(s) of HuggingFaceTB/SmolLM2-135M-Instruct through "
-        + env["RLLM_GATEWAY_URL"]
+    said = re.search(  # which policy it measures, said before the first result
+        r"-val: 81 tasks x 1 attempt\(s\) of HuggingFaceTB/SmolLM2-135M-Instruct \(policy "
+        r"version (unknown|0 \(base weights\))\) through (\S+)$",
+        evaluating[0],
     )
+    assert said is not None and said[2] == env["RLLM_GATEWAY_URL"], evaluating[0]
     counts = [int(m[1]) for line in evaluating if (m := re.search(r": (\d+)/81 attempts", line))]
     assert counts == [9, 18, 27, 36, 45, 54, 63, 72, 81], evaluating
     training = [line for line in err if line.startswith("train train-")]
