@@ -55,13 +55,16 @@ TOOLS: list[dict[str, Any]] = [
 
 _FENCE = re.compile(r"```(?:sh|bash|shell)?\s*\n(.*?)```", re.DOTALL)
 _RUN = re.compile(r"^\s*run:\s?(.*)$", re.DOTALL)
+_RUN_LINE = re.compile(r"^[ \t]*run:[ \t]*(\S.*)$", re.MULTILINE)
 OUTPUT_CHARS = 8000
 """How much of a command's output goes back to the model."""
 
 
 def parse_reply(text: str) -> tuple[str, str | None]:
     """``("done", None)``, ``("run", command)``, or ``("none", None)`` for a reply that
-    holds neither."""
+    holds neither. A command is the rest of a reply that starts with ``run:``, else the
+    first fenced block (its own ``run:`` dropped), else the first line that starts with
+    ``run:``."""
     stripped = text.strip()
     if re.fullmatch(r"done[.!]?", stripped, re.IGNORECASE):
         return "done", None
@@ -70,7 +73,12 @@ def parse_reply(text: str) -> tuple[str, str | None]:
         return "run", match.group(1).strip()
     fence = _FENCE.search(stripped)
     if fence and fence.group(1).strip():
-        return "run", fence.group(1).strip()
+        block = fence.group(1).strip()  # a small model fences its `run:` line too
+        inner = _RUN.match(block)
+        return "run", inner.group(1).strip() if inner and inner.group(1).strip() else block
+    line = _RUN_LINE.search(stripped)  # `run: CMD` on a line of its own after some prose
+    if line:
+        return "run", line.group(1).strip()
     return "none", None
 
 
