@@ -9,6 +9,7 @@ Both ask the model through the OpenAI chat API at ``OPENAI_BASE_URL``, one call 
 - ``--style tools`` (``react``): the model calls the tools ``bash``, ``edit`` and
   ``submit``; ``submit`` (or a reply with no tool call) ends the run.
 
+``RLLM_SAMPLING`` (a JSON object) is sent with every call (``temperature``, ``max_tokens``).
 Every turn is appended to the log as one JSON line (an artifact, not training data).
 """
 
@@ -185,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     base_url, api_key = os.environ["OPENAI_BASE_URL"], os.environ.get("OPENAI_API_KEY", "")
     model = os.environ.get("RLLM_MODEL", "default")
+    sampling = json.loads(os.environ.get("RLLM_SAMPLING") or "{}")  # temperature, max_tokens
     with open(args.instruction, encoding="utf-8") as f:
         instruction = f.read()
     tools = args.style == "tools"
@@ -196,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     with open(args.log, "a", encoding="utf-8") as log:
         for turn in range(args.max_turns):
             start = time.time()
-            body: dict[str, Any] = {"model": model, "messages": messages}
+            body: dict[str, Any] = {**sampling, "model": model, "messages": messages}
             if tools:
                 body["tools"] = TOOLS
             try:

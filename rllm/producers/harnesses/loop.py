@@ -13,12 +13,14 @@ source is baked into the snapshot by ``install_script``; nothing is installed at
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import sys
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from rllm.benchmarks.harbor.task import HarborTask
 from rllm.producers.harnesses.errors import HarnessError
@@ -85,6 +87,9 @@ class LoopHarness:
     Args:
         max_turns: the most model calls of one run.
         command_timeout_s: the most one command may take.
+        sampling: sampling parameters every model call sends (``temperature``,
+            ``max_tokens``, ...; none: the server's defaults, which for a chat call means
+            up to the whole context); passed as ``RLLM_SAMPLING``.
     """
 
     name = "loop"
@@ -92,9 +97,15 @@ class LoopHarness:
     api = HarnessApi.OPENAI_CHAT
     style = "text"
 
-    def __init__(self, max_turns: int = 50, command_timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        max_turns: int = 50,
+        command_timeout_s: float = 120.0,
+        sampling: Mapping[str, Any] | None = None,
+    ) -> None:
         self.max_turns = max_turns
         self.command_timeout_s = command_timeout_s
+        self.sampling = dict(sampling or {})
 
     @property
     def log_path(self) -> str:
@@ -129,15 +140,19 @@ class LoopHarness:
         return {}
 
     def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """The OpenAI client's variables (the loop reads them), and where the bound
-        interpreter finds its ``libpython`` (the loop drops it for the commands it runs)."""
-        return {
+        """The OpenAI client's variables (the loop reads them), the sampling parameters,
+        and where the bound interpreter finds its ``libpython`` (the loop drops it for the
+        commands it runs)."""
+        env = {
             "LD_LIBRARY_PATH": f"{PYTHON_PREFIX}/lib",
             "OPENAI_BASE_URL": gateway_base_url,
             "OPENAI_API_KEY": api_key,
             "RLLM_MODEL": model,
             "NO_PROXY": "*",
         }
+        if self.sampling:
+            env["RLLM_SAMPLING"] = json.dumps(self.sampling, separators=(",", ":"))
+        return env
 
     def config_files(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
         """None."""
