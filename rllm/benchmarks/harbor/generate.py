@@ -29,7 +29,10 @@ __all__ = [
 
 WORDS = ("apple", "river", "stone", "cloud", "maple", "tiger", "lemon", "piano", "ocean",
          "amber", "delta", "forest", "silver", "rocket", "garden", "candle")  # fmt: skip
-"""Words the generators draw names and contents from."""
+"""Words the generators draw contents from, and names (with a number) from."""
+
+ATTEMPTS = 1000
+"""Draws of one kind before a family run gives up finding a task not drawn before."""
 
 TASK_TOML = """version = "1.0"
 
@@ -85,6 +88,11 @@ class GeneratedTask:
     """Files of the environment, relative to ``/app`` (copied in by the Dockerfile)."""
 
 
+def _names(rng: random.Random, k: int) -> list[str]:
+    """``k`` distinct file or folder names: a word and a number (``river42``)."""
+    return [f"{w}{rng.randint(1, 99)}" for w in rng.sample(WORDS, k)]
+
+
 def _instruction(what: str, command: str) -> str:
     return (
         f"Task: {what}.\nThe command that does it is `{command}`.\n"
@@ -93,7 +101,7 @@ def _instruction(what: str, command: str) -> str:
 
 
 def _write_number(rng: random.Random) -> GeneratedTask:
-    n, name = rng.randint(2, 999), rng.choice(WORDS)
+    n, (name,) = rng.randint(2, 999), _names(rng, 1)
     path = f"/app/{name}.txt"
     command = f"echo {n} > {path}"
     return GeneratedTask(
@@ -103,7 +111,7 @@ def _write_number(rng: random.Random) -> GeneratedTask:
 
 
 def _write_word(rng: random.Random) -> GeneratedTask:
-    word, name = rng.sample(WORDS, 2)
+    word, (name,) = rng.choice(WORDS), _names(rng, 1)
     path = f"/app/{name}.txt"
     command = f"echo {word} > {path}"
     return GeneratedTask(
@@ -113,7 +121,7 @@ def _write_word(rng: random.Random) -> GeneratedTask:
 
 
 def _count_files(rng: random.Random) -> GeneratedTask:
-    folder, out = rng.sample(WORDS, 2)
+    folder, out = _names(rng, 2)
     count = rng.randint(2, 9)
     files = {f"{folder}/{w}.txt": f"{w}\n" for w in rng.sample(WORDS, count)}
     path = f"/app/{out}.txt"
@@ -126,7 +134,8 @@ def _count_files(rng: random.Random) -> GeneratedTask:
 
 
 def _rename_file(rng: random.Random) -> GeneratedTask:
-    old, new, content = rng.sample(WORDS, 3)
+    old, new = _names(rng, 2)
+    content = rng.choice(WORDS)
     command = f"mv /app/{old}.txt /app/{new}.txt"
     what = f"rename the file /app/{old}.txt to /app/{new}.txt"
     moved = FILE_TEXT.format(path=f"/app/{new}.txt")
@@ -141,7 +150,7 @@ def _rename_file(rng: random.Random) -> GeneratedTask:
 def _csv_field(rng: random.Random) -> GeneratedTask:
     names = rng.sample(WORDS, 4)
     prices = {n: rng.randint(1, 99) for n in names}
-    pick, out = names[rng.randrange(len(names))], rng.choice(WORDS)
+    pick, (out,) = names[rng.randrange(len(names))], _names(rng, 1)
     rows = "".join(f"{n},{prices[n]}\n" for n in names)
     path = f"/app/{out}.txt"
     command = f"grep {pick} /app/prices.csv | cut -d, -f2 > {path}"
@@ -165,7 +174,7 @@ def _fix_word(rng: random.Random) -> GeneratedTask:
 
 
 def _make_dir(rng: random.Random) -> GeneratedTask:
-    name = rng.choice(WORDS)
+    (name,) = _names(rng, 1)
     command = f"mkdir /app/{name}"
     return GeneratedTask(
         "make-dir", _instruction(f"make the directory /app/{name}", command), command,
@@ -262,8 +271,15 @@ def generate_family(
     for index in range(count):
         kind = kinds[index % len(kinds)]
         task = KINDS[kind](rng)
-        while task.instruction in seen:
+        for _ in range(ATTEMPTS):
+            if task.instruction not in seen:
+                break
             task = KINDS[kind](rng)
+        else:
+            raise HarborTaskError(
+                f"family {name!r}: no new {kind} task in {ATTEMPTS} draws after {index}; "
+                f"generate fewer (--count {index})"
+            )
         seen.add(task.instruction)
         folder_name = f"{kind}-{index:03d}"
         held = index % every == every - 1

@@ -63,3 +63,9 @@ def test_bench_gen_writes_the_split(tmp_path: Path) -> None:
     assert len(list((tmp_path / "test").iterdir())) == 2
     again = runner.invoke(cli, ["bench", "gen", "write-number", str(tmp_path)])
     assert again.exit_code == 1 and "already exists" in again.output
+
+
+def test_a_large_family_has_no_repeated_task(tmp_path: Path) -> None:
+    split = generate_family("shell-basics", 280, tmp_path)
+    tasks = [*load_dataset(split.train).tasks, *load_dataset(split.test).tasks]
+    assert len({t.instruction for t in tasks}) == 280
