@@ -84,7 +84,8 @@ def harness_lesson(
 ) -> HarnessLesson:
     """Write ``count`` tasks of ``family`` (a temporary folder unless ``folder``) and make
     harness ``harness`` their rollout, ``max_turns`` model calls of at most ``max_tokens``
-    each, in sandboxes of ``sandbox_backend`` labelled with ``run_id``.
+    each (the last ends the run: the verifier, not the word ``done``, says whether it
+    solved the task), in sandboxes of ``sandbox_backend`` labelled with ``run_id``.
 
     Raises:
         ConfigError: a harness that is not one of the in-sandbox loops (``bash``,
@@ -119,7 +120,8 @@ def harness_lesson(
     labels = {OWNER_LABEL: run_id}
 
     def rollout(sampling: dict[str, Any]) -> Rollout:
-        made = kind(max_turns=max_turns, command_timeout_s=30.0, sampling=sampling)
+        made = kind(max_turns=max_turns, command_timeout_s=30.0, sampling=sampling,
+                    turn_limit_ends=True)  # fmt: skip
         return HarnessRollout(made, backend, labels=labels)
 
     return HarnessLesson(

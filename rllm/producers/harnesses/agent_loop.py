@@ -175,7 +175,8 @@ def text_turn(message: dict[str, Any], args: argparse.Namespace,
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the loop; 0 when the model ended it, 2 when it ran out of turns, 1 on error."""
+    """Run the loop; 0 when the model ended it (or it ran out of turns with
+    ``--turn-limit-ends``), 2 when it ran out of turns, 1 on error."""
     parser = argparse.ArgumentParser(description="rllm's in-sandbox agent loop")
     parser.add_argument("--style", choices=["text", "tools"], default="text")
     parser.add_argument("--instruction", required=True)
@@ -183,6 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", required=True)
     parser.add_argument("--max-turns", type=int, default=50)
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds a command")
+    parser.add_argument(
+        "--turn-limit-ends",
+        action="store_true",
+        help="running out of turns ends the run (0), not an error (2)",
+    )
     args = parser.parse_args(argv)
     base_url, api_key = os.environ["OPENAI_BASE_URL"], os.environ.get("OPENAI_API_KEY", "")
     model = os.environ.get("RLLM_MODEL", "default")
@@ -215,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
             if over:
                 print(f"agent loop: ended after {turn + 1} model calls")
                 return 0
+    if args.turn_limit_ends:
+        print(f"agent loop: ended at its limit of {args.max_turns} turns")
+        return 0
     print(f"agent loop: not ended after {args.max_turns} turns", file=sys.stderr)
     return 2
 

@@ -90,6 +90,8 @@ class LoopHarness:
         sampling: sampling parameters every model call sends (``temperature``,
             ``max_tokens``, ...; none: the server's defaults, which for a chat call means
             up to the whole context); passed as ``RLLM_SAMPLING``.
+        turn_limit_ends: the last of ``max_turns`` ends the run like ``done`` (a budget
+            of one-command agents), instead of an agent error.
     """
 
     name = "loop"
@@ -102,10 +104,12 @@ class LoopHarness:
         max_turns: int = 50,
         command_timeout_s: float = 120.0,
         sampling: Mapping[str, Any] | None = None,
+        turn_limit_ends: bool = False,
     ) -> None:
         self.max_turns = max_turns
         self.command_timeout_s = command_timeout_s
         self.sampling = dict(sampling or {})
+        self.turn_limit_ends = turn_limit_ends
 
     @property
     def log_path(self) -> str:
@@ -167,6 +171,8 @@ class LoopHarness:
             "--instruction", instruction_path, "--workdir", workdir, "--log", self.log_path,
             "--max-turns", str(self.max_turns), "--timeout", f"{self.command_timeout_s:g}",
         ]  # fmt: skip
+        if self.turn_limit_ends:
+            argv.append("--turn-limit-ends")
         return shlex.join(argv) + " </dev/null"
 
     def log_paths(self) -> tuple[str, ...]:
