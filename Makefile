@@ -7,7 +7,7 @@ EXTRAS ?= dev,gateway,clickhouse,eval,train,examples,sandboxes
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: system install demo demo-humaneval test test-unit lint typecheck perf down clean
+.PHONY: system install demo demo-agent demo-humaneval test test-unit lint typecheck perf down clean
 
 # Prerequisites run in the order written (system packages before the venv builds the
 # native codec against Python.h with gcc), also under -j.
@@ -35,6 +35,12 @@ install: $(VENV)/.installed-$(EXTRAS)
 # HumanEval run it used to be is `make demo-humaneval`.
 demo: system install
 	$(BIN)/rllm-cli demo
+
+# The same through a harness: SmolLM2-135M learns generated shell tasks (`rllm-cli bench gen
+# shell-basics`: write a number into a file, count files, rename one, ...) through the `bash`
+# harness in local sandboxes, rewarded by each task's verifier; held-out before -> after.
+demo-agent: system install
+	$(BIN)/rllm-cli demo --agent bash
 
 demo-humaneval: system install
 	@set -e; trap '$(BIN)/rllm-cli down' EXIT; \

@@ -1,10 +1,12 @@
-"""The demo of ``make demo``: an agent learning single-digit multiplication through the
+"""The demos of ``make demo`` and ``make demo-agent``: an agent learning through the
 whole pipeline, measured on held-out tasks before and after.
 
-On a running stack: evaluate the served model on ``multiply``'s held-out ``test`` split,
-train on its ``train`` split (gateway -> Kafka -> processors -> trainer -> model server
-reload, a line per update), evaluate the trained policy on the same held-out tasks, plot
-the training reward per policy version. ``rllm-cli demo`` starts and stops the stack.
+On a running stack: evaluate the served model on the held-out tasks, train on the others
+(gateway -> Kafka -> processors -> trainer -> model server reload, a line per update),
+evaluate the trained policy on the same held-out tasks, plot the training reward per
+policy version. ``make demo`` learns ``multiply`` with the built-in chat agent; ``make
+demo-agent`` (``agent="bash"``) learns generated shell tasks through a harness in
+sandboxes (``rllm.app.demo_agent``). ``rllm-cli demo`` starts and stops the stack.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rllm.app.config import TrainConfig
 from rllm.app.report import TrainReport, UpdateRecord
@@ -32,6 +34,10 @@ __all__ = ["DemoConfig", "DemoReport", "held_out_split", "run_demo"]
 BENCHMARK = "multiply"
 """The benchmark the demo learns: SmolLM2-135M goes from about 0.2 to above 0.9 on it in
 a few minutes of RL on two cores."""
+
+
+AGENT_MINUTES = 15.0
+"""The agent demo's default training budget (``max_minutes``)."""
 
 
 class DemoConfig(BaseModel):
@@ -77,6 +83,29 @@ class DemoConfig(BaseModel):
     trainer: dict[str, Any] = Field(default_factory=dict)
     """More TrainerSettings fields (``uniform_reward``, ``torch_threads``, ...)."""
 
+    # --- the agent demo (``agent`` set) -------------------------------------------------
+    agent: str | None = None
+    """None: the built-in chat agent on ``multiply``; a harness (``bash``): generated
+    Harbor tasks run by it in sandboxes, rewarded by their verifiers."""
+    family: str = "shell-basics"
+    """The generated task family (``rllm-cli bench gen``)."""
+    tasks: int = Field(default=120, ge=2)
+    """Tasks generated (a quarter held out)."""
+    seed: int = 0
+    """The generator's seed."""
+    max_turns: int = Field(default=2, ge=1)
+    """Model calls of one harness run at most."""
+    sandbox_backend: str | None = None
+    """Where the harness runs (default: ``RLLM_SANDBOX_BACKEND``, else ``local``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _agent_minutes(cls, data: Any) -> Any:
+        """The agent demo trains for ``AGENT_MINUTES`` unless told otherwise."""
+        if isinstance(data, dict) and data.get("agent") and "max_minutes" not in data:
+            return {**data, "max_minutes": AGENT_MINUTES}
+        return data
+
 
 @dataclass
 class DemoReport:
@@ -94,11 +123,14 @@ class DemoReport:
     seconds: dict[str, float] = field(default_factory=dict)
     """Wall time of each phase: before, train, after."""
 
+    lesson: str = BENCHMARK
+    """What was learnt (``multiply``, ``shell-basics with harness bash``)."""
+
     def line(self) -> str:
         """``held-out reward: before 0.200 -> after 0.950 (...)``."""
         return (
             f"held-out reward: before {self.before.mean_reward:.2f} -> after "
-            f"{self.after.mean_reward:.2f} ({len(self.held_out_ids)} held-out {BENCHMARK} "
+            f"{self.after.mean_reward:.2f} ({len(self.held_out_ids)} held-out {self.lesson} "
             f"tasks; policy {self.before.policy_label} -> {self.after.policy_label})"
         )
 
@@ -134,6 +166,8 @@ def run_demo(
         RllmError: an evaluation did not run on the policy it should have (the message
             names what was served); the stack's own errors (naming ``rllm-cli up``).
     """
+    if config.agent is not None:
+        return _run_agent_demo(config, kafka, say)
     from rllm.producers.sdk import builtin_agent
 
     train_tasks, test_tasks = held_out_split(config.held_out)
@@ -144,6 +178,57 @@ def run_demo(
         config=_train_config(config),
         kafka=kafka,
     )
+    return _before_train_after(
+        config, trainer, BENCHMARK, test_tasks, lambda phase: _evaluate(config, phase, say), say
+    )
+
+
+def _run_agent_demo(
+    config: DemoConfig, kafka: KafkaSettings, say: Callable[[str], None]
+) -> DemoReport:
+    """The agent demo: generated tasks, a harness in sandboxes, the verifiers' rewards."""
+    from rllm.app.demo_agent import harness_lesson
+    from rllm.producers.harnesses import verifier_evaluator
+
+    assert config.agent is not None
+    lesson = harness_lesson(
+        harness=config.agent, family=config.family, count=config.tasks,
+        held_out=config.held_out, seed=config.seed, max_turns=config.max_turns,
+        max_tokens=config.max_tokens, temperature=1.0, run_id=config.run_id,
+        sandbox_backend=config.sandbox_backend,
+    )  # fmt: skip
+    train_config = _train_config(config)
+
+    def evaluate(phase: str) -> EvalSummary:
+        say(f"evaluating {phase} training on {len(lesson.test)} held-out {lesson.name} tasks ...")
+        summary = lesson.evaluate(train_config, f"{config.run_id}-{phase}")
+        say(_summary_line(phase, summary))
+        return summary
+
+    try:
+        trainer = AgentTrainer(
+            lesson.rollout,
+            evaluator=verifier_evaluator,
+            train_dataset=lesson.train,
+            backend="local",
+            config=train_config,
+            kafka=kafka,
+        )
+        return _before_train_after(config, trainer, lesson.name, lesson.test, evaluate, say)
+    finally:
+        lesson.close()
+
+
+def _before_train_after(
+    config: DemoConfig,
+    trainer: AgentTrainer,
+    lesson: str,
+    test_tasks: list[Task],
+    evaluate: Callable[[str], EvalSummary],
+    say: Callable[[str], None],
+) -> DemoReport:
+    """Serve the base weights, evaluate, train, evaluate again, plot."""
+    train_tasks = trainer.train_tasks
     trainer.check()
     seconds: dict[str, float] = {}
     began = time.perf_counter()
@@ -155,11 +240,11 @@ def run_demo(
         # The trainer loads the model once and keeps running from here into train(): the
         # "before" figure must not measure an earlier run's policy the server still serves.
         start = trainer.serve_start()
-        before = _evaluate(config, "before", say)
+        before = evaluate("before")
         _expect_policy(before, config.run_id, start, "before")
         seconds["before"] = time.perf_counter() - began
         say(
-            f"training on {len(train_tasks)} {BENCHMARK} tasks (the {config.held_out} held "
+            f"training on {len(train_tasks)} {lesson} tasks (the {len(test_tasks)} held "
             f"out are not among them): {config.batch_size} tasks x {config.group_size} "
             f"rollouts per update, at most {config.max_updates} updates or "
             f"{config.max_minutes:g} min"
@@ -170,10 +255,10 @@ def run_demo(
         trainer.close()
     seconds["train"] = time.perf_counter() - began
     began = time.perf_counter()
-    after = _evaluate(config, "after", say)
+    after = evaluate("after")
     _expect_policy(after, config.run_id, report.version, "after")
     seconds["after"] = time.perf_counter() - began
-    plot = plot_rewards(report, config.plot, f"{config.run_id}: {BENCHMARK}", before, after)
+    plot = plot_rewards(report, config.plot, f"{config.run_id}: {lesson}", before, after)
     return DemoReport(
         run_id=config.run_id,
         held_out_ids=[t.task_id for t in test_tasks],
@@ -183,6 +268,7 @@ def run_demo(
         train=report,
         plot=plot,
         seconds=seconds,
+        lesson=lesson,
     )
 
 
@@ -230,12 +316,16 @@ def _evaluate(config: DemoConfig, phase: str, say: Callable[[str], None]) -> Eva
     )
     say(f"evaluating {phase} training on {config.held_out} held-out {BENCHMARK} tasks ...")
     summary = asyncio.run(run_eval(eval_config))
-    say(
+    say(_summary_line(phase, summary))
+    return summary
+
+
+def _summary_line(phase: str, summary: EvalSummary) -> str:
+    return (
         f"{phase}: mean reward {summary.mean_reward:.3f}, accuracy {summary.accuracy:.0%} "
         f"on {summary.tasks} tasks, policy version {summary.policy_label}, "
         f"{summary.seconds:.1f}s"
     )
-    return summary
 
 
 def _expect_policy(summary: EvalSummary, run_id: str, version: int, phase: str) -> None:

@@ -1,5 +1,5 @@
-"""``rllm-cli bench list|info|pull|check``: browse the benchmark registry, cache datasets,
-and validate Harbor task folders."""
+"""``rllm-cli bench list|info|pull|check|gen``: browse the benchmark registry, cache
+datasets, validate Harbor task folders, and generate families of small ones."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ __all__ = ["bench"]
 
 @click.group()
 def bench() -> None:
-    """Benchmarks: list the registry, show one entry, pull its data, check task folders."""
+    """Benchmarks: list the registry, show one entry, pull its data, check task folders,
+    generate a task family."""
 
 
 @bench.command("list")
@@ -193,3 +194,30 @@ def check(directory: Path, as_json: bool, image_substitute: tuple[str, ...]) -> 
         click.echo(f"error: no task folders in {directory}", err=True)
     if invalid or not checks:
         sys.exit(1)
+
+
+@bench.command("gen")
+@click.argument("family")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--count", type=click.IntRange(2), default=40, show_default=True, help="Tasks.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Same seed, same tasks.")
+@click.option(
+    "--test-fraction",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.25,
+    show_default=True,
+    help="Share of the tasks held out in DIRECTORY/test.",
+)
+@reports_errors
+def gen(family: str, directory: Path, count: int, seed: int, test_fraction: float) -> None:
+    """Write COUNT generated Harbor tasks of FAMILY (shell-basics, write-number) into
+    DIRECTORY/train and DIRECTORY/test: small shell tasks, each solved by one command its
+    instruction names, for training an agent through the bash harness."""
+    from rllm.benchmarks.harbor.generate import generate_family
+
+    split = generate_family(family, count, directory, seed=seed, test_fraction=test_fraction)
+    console.print(
+        f"{family}: {len(split.train_names)} tasks in {split.train}, "
+        f"{len(split.test_names)} held out in {split.test} (seed {seed})",
+        markup=False,
+    )

@@ -1,6 +1,7 @@
 """``rllm-cli demo``: the stack up, ``multiply``'s held-out tasks evaluated, RL through the
 whole pipeline, the same tasks evaluated again, before / after side by side, the stack down
-whatever happens (``rllm.app.demo`` does the work)."""
+whatever happens (``rllm.app.demo`` does the work). With ``--agent bash``: generated shell
+tasks through the harness in sandboxes instead (``make demo-agent``)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ __all__ = ["demo"]
     "--max-minutes",
     type=click.FloatRange(0),
     default=None,
-    help="Start no new batch after this many minutes of training [6].",
+    help="Start no new batch after this many minutes of training [6; 15 with --agent].",
 )
 @click.option(
     "--target-reward",
@@ -42,6 +43,12 @@ __all__ = ["demo"]
     help="The reward curve PNG [$RLLM_HOME/demo/reward-curve.png].",
 )
 @click.option(
+    "--agent",
+    default=None,
+    help="Learn generated shell tasks (rllm-cli bench gen shell-basics) through this "
+    "harness (bash) in local sandboxes instead of multiply with the chat agent.",
+)
+@click.option(
     "--keep-stack",
     is_flag=True,
     help="Use the running stack (or start it) and leave it running afterwards.",
@@ -53,11 +60,13 @@ def demo(
     target_reward: float | None,
     held_out: int | None,
     plot: Path | None,
+    agent: str | None,
     keep_stack: bool,
 ) -> None:
-    """Show an agent learning: SmolLM2-135M on single-digit multiplication, held-out reward
-    before and after RL through the gateway, Kafka, the processors, the trainer and the
-    model server's reload; the stack is started, and stopped at the end."""
+    """Show an agent learning: SmolLM2-135M on single-digit multiplication (or, with
+    --agent bash, on generated shell tasks through the harness in sandboxes), held-out
+    reward before and after RL through the gateway, Kafka, the processors, the trainer and
+    the model server's reload; the stack is started, and stopped at the end."""
     import time
 
     from rllm.app.demo import DemoConfig, run_demo
@@ -71,6 +80,7 @@ def demo(
         "target_reward": target_reward,
         "held_out": held_out,
         "plot": plot,
+        "agent": agent,
     }
     stack = stack_settings()
     config = DemoConfig(

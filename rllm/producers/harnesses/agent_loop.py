@@ -9,6 +9,7 @@ Both ask the model through the OpenAI chat API at ``OPENAI_BASE_URL``, one call 
 - ``--style tools`` (``react``): the model calls the tools ``bash``, ``edit`` and
   ``submit``; ``submit`` (or a reply with no tool call) ends the run.
 
+``RLLM_SAMPLING`` (a JSON object) is sent with every call (``temperature``, ``max_tokens``).
 Every turn is appended to the log as one JSON line (an artifact, not training data).
 """
 
@@ -55,13 +56,16 @@ TOOLS: list[dict[str, Any]] = [
 
 _FENCE = re.compile(r"```(?:sh|bash|shell)?\s*\n(.*?)```", re.DOTALL)
 _RUN = re.compile(r"^\s*run:\s?(.*)$", re.DOTALL)
+_RUN_LINE = re.compile(r"^[ \t]*run:[ \t]*(\S.*)$", re.MULTILINE)
 OUTPUT_CHARS = 8000
 """How much of a command's output goes back to the model."""
 
 
 def parse_reply(text: str) -> tuple[str, str | None]:
     """``("done", None)``, ``("run", command)``, or ``("none", None)`` for a reply that
-    holds neither."""
+    holds neither. A command is the rest of a reply that starts with ``run:``, else the
+    first fenced block (its own ``run:`` dropped), else the first line that starts with
+    ``run:``."""
     stripped = text.strip()
     if re.fullmatch(r"done[.!]?", stripped, re.IGNORECASE):
         return "done", None
@@ -70,7 +74,12 @@ def parse_reply(text: str) -> tuple[str, str | None]:
         return "run", match.group(1).strip()
     fence = _FENCE.search(stripped)
     if fence and fence.group(1).strip():
-        return "run", fence.group(1).strip()
+        block = fence.group(1).strip()  # a small model fences its `run:` line too
+        inner = _RUN.match(block)
+        return "run", inner.group(1).strip() if inner and inner.group(1).strip() else block
+    line = _RUN_LINE.search(stripped)  # `run: CMD` on a line of its own after some prose
+    if line:
+        return "run", line.group(1).strip()
     return "none", None
 
 
@@ -166,7 +175,8 @@ def text_turn(message: dict[str, Any], args: argparse.Namespace,
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the loop; 0 when the model ended it, 2 when it ran out of turns, 1 on error."""
+    """Run the loop; 0 when the model ended it (or it ran out of turns with
+    ``--turn-limit-ends``), 2 when it ran out of turns, 1 on error."""
     parser = argparse.ArgumentParser(description="rllm's in-sandbox agent loop")
     parser.add_argument("--style", choices=["text", "tools"], default="text")
     parser.add_argument("--instruction", required=True)
@@ -174,9 +184,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", required=True)
     parser.add_argument("--max-turns", type=int, default=50)
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds a command")
+    parser.add_argument(
+        "--turn-limit-ends",
+        action="store_true",
+        help="running out of turns ends the run (0), not an error (2)",
+    )
     args = parser.parse_args(argv)
     base_url, api_key = os.environ["OPENAI_BASE_URL"], os.environ.get("OPENAI_API_KEY", "")
     model = os.environ.get("RLLM_MODEL", "default")
+    sampling = json.loads(os.environ.get("RLLM_SAMPLING") or "{}")  # temperature, max_tokens
     with open(args.instruction, encoding="utf-8") as f:
         instruction = f.read()
     tools = args.style == "tools"
@@ -188,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     with open(args.log, "a", encoding="utf-8") as log:
         for turn in range(args.max_turns):
             start = time.time()
-            body: dict[str, Any] = {"model": model, "messages": messages}
+            body: dict[str, Any] = {**sampling, "model": model, "messages": messages}
             if tools:
                 body["tools"] = TOOLS
             try:
@@ -205,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
             if over:
                 print(f"agent loop: ended after {turn + 1} model calls")
                 return 0
+    if args.turn_limit_ends:
+        print(f"agent loop: ended at its limit of {args.max_turns} turns")
+        return 0
     print(f"agent loop: not ended after {args.max_turns} turns", file=sys.stderr)
     return 2
 

@@ -13,12 +13,14 @@ source is baked into the snapshot by ``install_script``; nothing is installed at
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import sys
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from rllm.benchmarks.harbor.task import HarborTask
 from rllm.producers.harnesses.errors import HarnessError
@@ -85,6 +87,11 @@ class LoopHarness:
     Args:
         max_turns: the most model calls of one run.
         command_timeout_s: the most one command may take.
+        sampling: sampling parameters every model call sends (``temperature``,
+            ``max_tokens``, ...; none: the server's defaults, which for a chat call means
+            up to the whole context); passed as ``RLLM_SAMPLING``.
+        turn_limit_ends: the last of ``max_turns`` ends the run like ``done`` (a budget
+            of one-command agents), instead of an agent error.
     """
 
     name = "loop"
@@ -92,9 +99,17 @@ class LoopHarness:
     api = HarnessApi.OPENAI_CHAT
     style = "text"
 
-    def __init__(self, max_turns: int = 50, command_timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        max_turns: int = 50,
+        command_timeout_s: float = 120.0,
+        sampling: Mapping[str, Any] | None = None,
+        turn_limit_ends: bool = False,
+    ) -> None:
         self.max_turns = max_turns
         self.command_timeout_s = command_timeout_s
+        self.sampling = dict(sampling or {})
+        self.turn_limit_ends = turn_limit_ends
 
     @property
     def log_path(self) -> str:
@@ -129,15 +144,19 @@ class LoopHarness:
         return {}
 
     def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """The OpenAI client's variables (the loop reads them), and where the bound
-        interpreter finds its ``libpython`` (the loop drops it for the commands it runs)."""
-        return {
+        """The OpenAI client's variables (the loop reads them), the sampling parameters,
+        and where the bound interpreter finds its ``libpython`` (the loop drops it for the
+        commands it runs)."""
+        env = {
             "LD_LIBRARY_PATH": f"{PYTHON_PREFIX}/lib",
             "OPENAI_BASE_URL": gateway_base_url,
             "OPENAI_API_KEY": api_key,
             "RLLM_MODEL": model,
             "NO_PROXY": "*",
         }
+        if self.sampling:
+            env["RLLM_SAMPLING"] = json.dumps(self.sampling, separators=(",", ":"))
+        return env
 
     def config_files(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
         """None."""
@@ -152,6 +171,8 @@ class LoopHarness:
             "--instruction", instruction_path, "--workdir", workdir, "--log", self.log_path,
             "--max-turns", str(self.max_turns), "--timeout", f"{self.command_timeout_s:g}",
         ]  # fmt: skip
+        if self.turn_limit_ends:
+            argv.append("--turn-limit-ends")
         return shlex.join(argv) + " </dev/null"
 
     def log_paths(self) -> tuple[str, ...]:
