@@ -69,21 +69,14 @@ class VllmSync:
     async def _load_adapter(self, cp: Checkpoint) -> Served:
         name = cp.adapter_name
         if not any(n == name for n, _ in self.adapters):
-            resp = await self.client.post(
+            await self._post(
                 "/v1/load_lora_adapter",
-                json={"lora_name": name, "lora_path": cp.path},
-                timeout=self.timeout_s,
+                {"lora_name": name, "lora_path": cp.path},
+                missing=f"vLLM at {self.url} has no /v1/load_lora_adapter: start it with "
+                f"--enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True to load LoRA "
+                f"adapter {cp.path}",
+                failed=f"vLLM at {self.url} refused LoRA adapter {name} from {cp.path}",
             )
-            if resp.status_code in (404, 405):
-                raise PolicyLoadRefused(
-                    f"vLLM at {self.url} has no /v1/load_lora_adapter: start it with "
-                    f"--enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True to load LoRA "
-                    f"adapter {cp.path} ({_said(resp)})"
-                )
-            if resp.status_code != 200:
-                raise PolicyLoadRefused(
-                    f"vLLM at {self.url} refused LoRA adapter {name} from {cp.path}: {_said(resp)}"
-                )
             self.adapters.append((name, cp.pointer))
         if name not in await self._listed():
             raise PolicyLoadRefused(
@@ -92,6 +85,15 @@ class VllmSync:
             )
         await self._unload_old()
         return Served(cp.pointer, model=name)
+
+    async def _post(self, path: str, body: dict[str, object], *, missing: str, failed: str) -> None:
+        """POST a load; a route the server lacks (404/405) or any other non-200 is
+        ``PolicyLoadRefused`` with ``missing`` or ``failed`` and what the server said."""
+        resp = await self.client.post(path, json=body, timeout=self.timeout_s)
+        if resp.status_code in (404, 405):
+            raise PolicyLoadRefused(f"{missing} ({_said(resp)})")
+        if resp.status_code != 200:
+            raise PolicyLoadRefused(f"{failed}: {_said(resp)}")
 
     async def _listed(self) -> set[str]:
         """The model ids ``GET /v1/models`` lists (adapters among them)."""
@@ -114,21 +116,14 @@ class VllmSync:
             del self.adapters[0]
 
     async def _reload(self, cp: Checkpoint) -> Served:
-        resp = await self.client.post(
+        await self._post(
             "/collective_rpc",
-            json={"method": "reload_weights", "kwargs": {"weights_path": cp.path}},
-            timeout=self.timeout_s,
+            {"method": "reload_weights", "kwargs": {"weights_path": cp.path}},
+            missing=f"vLLM at {self.url} does not expose /collective_rpc, so it cannot reload "
+            f"full weights from {cp.path}: start it with VLLM_SERVER_DEV_MODE=1, or train a LoRA "
+            f"adapter (--enable-lora, VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)",
+            failed=f"vLLM at {self.url} failed to reload weights from {cp.path}",
         )
-        if resp.status_code in (404, 405):
-            raise PolicyLoadRefused(
-                f"vLLM at {self.url} does not expose /collective_rpc, so it cannot reload full "
-                f"weights from {cp.path}: start it with VLLM_SERVER_DEV_MODE=1, or train a LoRA "
-                f"adapter (--enable-lora, VLLM_ALLOW_RUNTIME_LORA_UPDATING=True) ({_said(resp)})"
-            )
-        if resp.status_code != 200:
-            raise PolicyLoadRefused(
-                f"vLLM at {self.url} failed to reload weights from {cp.path}: {_said(resp)}"
-            )
         self._full = cp.pointer
         tagged = await self.client.post(
             "/update_weight_version", json={"new_version": _tag(cp.pointer)}, timeout=10.0
