@@ -10,6 +10,7 @@ from math import comb
 import numpy as np
 
 from rllm.benchmarks.types import RewardResult
+from rllm.producers.evaluation.served import ServedPolicy
 from rllm.producers.sdk.types import RolloutOutcome
 from rllm.schemas.types import SessionStatus
 
@@ -65,10 +66,7 @@ class EvalSummary:
     @property
     def policy_label(self) -> str:
         """``policy_version`` for people: ``3 (run r)``, ``0 (base weights)`` or ``unknown``."""
-        if self.policy_version is None:
-            return "unknown"
-        of = f"run {self.policy_run}" if self.policy_run else "base weights"
-        return f"{self.policy_version} ({of})"
+        return ServedPolicy((), self.policy_version, self.policy_run).label
 
     def __str__(self) -> str:
         """The figures for people, a few lines (``print(trainer.evaluate())``)."""
