@@ -102,21 +102,21 @@ def _instruction(what: str, command: str) -> str:
 
 def _write_number(rng: random.Random) -> GeneratedTask:
     n, (name,) = rng.randint(2, 999), _names(rng, 1)
-    path = f"/app/{name}.txt"
-    command = f"echo {n} > {path}"
-    return GeneratedTask(
-        "write-number", _instruction(f"write the number {n} into {path}", command), command,
-        f'[ "{FILE_TEXT.format(path=path)}" = "{n}" ]', f"{path} holds {n}",
-    )  # fmt: skip
+    return _write_value("write-number", "number", str(n), name)
 
 
 def _write_word(rng: random.Random) -> GeneratedTask:
     word, (name,) = rng.choice(WORDS), _names(rng, 1)
+    return _write_value("write-word", "word", word, name)
+
+
+def _write_value(kind: str, noun: str, value: str, name: str) -> GeneratedTask:
+    """A task of writing ``value`` into ``/app/<name>.txt``."""
     path = f"/app/{name}.txt"
-    command = f"echo {word} > {path}"
+    command = f"echo {value} > {path}"
     return GeneratedTask(
-        "write-word", _instruction(f"write the word {word} into {path}", command), command,
-        f'[ "{FILE_TEXT.format(path=path)}" = "{word}" ]', f"{path} holds {word}",
+        kind, _instruction(f"write the {noun} {value} into {path}", command), command,
+        f'[ "{FILE_TEXT.format(path=path)}" = "{value}" ]', f"{path} holds {value}",
     )  # fmt: skip
 
 
