@@ -1,0 +1,154 @@
+"""The hosted backends through their official SDKs (``tinker``, ``fireworks-ai``), each
+against a fake service on a loopback port that answers the HTTP requests the SDK sends."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import tinker
+from pydantic import SecretStr
+
+from rllm.consumers.backends.tinker.backend import TinkerBackend, tinker_errors
+from rllm.consumers.backends.tinker.datums import to_datums
+from rllm.consumers.trainer.batching import episode_sequences
+from rllm.consumers.trainer.errors import TinkerError
+from rllm.consumers.trainer.settings import BackendName, TrainerSettings
+from rllm.consumers.trainer.types import LossAgg, LossKind, TrainBatch, TrainSequence
+from tests.fakes_training.tinker import LOSS_INPUTS, FakeTinker
+from tests.unit.training.factory import episode
+
+
+def _batch(n: int = 2) -> TrainBatch:
+    seqs: list[TrainSequence] = []
+    ids = []
+    for i in range(n):
+        ep = episode(f"e{i}", rewards=(1.0, 0.0), prompt=[3 + i, 4, 5, 6])
+        seqs += episode_sequences(ep, LossKind.GRPO)
+        ids.append(ep.event_id)
+    return TrainBatch(sequences=seqs, episode_ids=ids, rewards=[1.0, 0.0] * n)
+
+
+@pytest.fixture
+def tinker_service() -> Iterator[tuple[FakeTinker, str]]:
+    fake = FakeTinker()
+    server = fake.serve()
+    yield fake, server.url
+    server.stop()
+
+
+def _tinker_settings(url: str, **overrides: object) -> TrainerSettings:
+    base: dict[str, object] = {
+        "backend": BackendName.TINKER,
+        "model": "Qwen/Qwen3-8B",
+        "lora_rank": 16,
+        "tinker_api_key": SecretStr("tml-test"),
+        "tinker_url": url,
+        "run_id": "r1",
+    }
+    return TrainerSettings(**(base | overrides))
+
+
+def test_tinker_backend_trains_saves_and_resumes_through_the_sdk(
+    tinker_service: tuple[FakeTinker, str], tmp_path: Path
+) -> None:
+    fake, url = tinker_service
+    backend = TinkerBackend(_tinker_settings(url))
+    res = backend.update(_batch())
+    assert res.version == 1 and res.metrics == {"loss:sum": 0.5} and fake.steps == 1
+    assert fake.ops() == ["create_model", "get_info", "forward_backward", "optim_step"]
+    (create,) = fake.bodies("create_model")
+    assert create["base_model"] == "Qwen/Qwen3-8B" and create["lora_config"]["rank"] == 16
+    (fb,) = fake.bodies("forward_backward")
+    assert fb["loss_fn"] == "ppo" and fb["model_id"] == "session-1:train:0"
+    assert fb["seq_id"] == 1 and fb["forward_only"] is False
+    datum = fb["data"][0]
+    assert datum["tokens"] == [3, 4, 5, 6, 7, 8]
+    assert datum["loss_fn_inputs"]["target_tokens"]["data"] == [4, 5, 6, 7, 8, 9]
+    # token-mean over 12 loss tokens: advantage 0.5 / 12 on the 3 sampled targets
+    assert datum["loss_fn_inputs"]["advantages"]["data"] == pytest.approx(
+        [0, 0, 0, 0.5 / 12, 0.5 / 12, 0.5 / 12]
+    )
+    (step,) = fake.bodies("optim_step")
+    assert step["adam_params"]["learning_rate"] == backend.settings.lr and step["seq_id"] == 2
+    uri = backend.save(tmp_path / "v1")
+    assert uri == "tinker://session-1:train:0/sampler_weights/r1-v000001"
+    assert sorted(fake.saved) == [
+        "tinker://session-1:train:0/sampler_weights/r1-v000001",
+        "tinker://session-1:train:0/weights/r1-v000001",
+    ]
+    backend.load(tmp_path / "v1", 1)
+    (load,) = fake.bodies("load_weights")
+    assert load["path"] == "tinker://session-1:train:0/weights/r1-v000001"
+    assert load["optimizer"] is True and load["model_seq_id"] == 1
+    assert backend.version == 1 and backend.sampler_path == uri
+    assert backend.update(_batch()).version == 2  # the resumed model trains on
+    assert fake.bodies("forward_backward")[-1]["model_id"] == "session-1:train:1"
+    backend.close()
+    assert fake.finished == ["success"]
+
+
+def test_tinker_refusals_surface_as_tinker_errors(
+    tinker_service: tuple[FakeTinker, str], tmp_path: Path
+) -> None:
+    fake, url = tinker_service
+    with pytest.raises(TinkerError, match="401"):
+        TinkerBackend(_tinker_settings(url, tinker_api_key=SecretStr("tml-wrong")))
+    assert fake.calls == [("client/config", {"refused": 401})]  # refused at the first call
+    backend = TinkerBackend(_tinker_settings(url))
+    (tmp_path / "gone").mkdir()
+    (tmp_path / "gone" / "tinker.json").write_text(
+        '{"state_path": "tinker://x/weights/never-saved", "sampler_path": ""}'
+    )
+    with pytest.raises(TinkerError, match="no training state at tinker://x/weights/never-saved"):
+        backend.load(tmp_path / "gone", 3)
+    backend.close()
+
+
+@pytest.mark.parametrize(
+    ("loss", "loss_fn"),
+    [
+        (LossKind.GRPO, "ppo"),
+        (LossKind.REINFORCE, "importance_sampling"),
+        (LossKind.RLOO, "importance_sampling"),
+        (LossKind.SFT, "cross_entropy"),
+    ],
+)
+def test_every_tinker_loss_sends_the_inputs_the_service_takes(
+    tinker_service: tuple[FakeTinker, str], loss: LossKind, loss_fn: str
+) -> None:
+    fake, url = tinker_service
+    backend = TinkerBackend(_tinker_settings(url, loss=loss))
+    assert backend.update(_batch(1)).version == 1
+    (fb,) = fake.bodies("forward_backward")
+    assert fb["loss_fn"] == loss_fn
+    assert {name: t["dtype"] for name, t in fb["data"][0]["loss_fn_inputs"].items()} == (
+        LOSS_INPUTS[loss_fn]
+    )
+    backend.close()
+
+
+def test_the_fake_refuses_a_datum_the_service_would_refuse(
+    tinker_service: tuple[FakeTinker, str],
+) -> None:
+    """So the tests above can fail: loss inputs that do not fit the tokens, or that the
+    loss does not take, come back as a failed request, as from the service."""
+    fake, url = tinker_service
+    poisoned = TinkerBackend(_tinker_settings(url))
+    (good,) = to_datums(_batch(1).sequences[:1], "ppo", LossAgg.TOKEN_MEAN)
+    short = dict(good.loss_fn_inputs)
+    short["logprobs"] = tinker.TensorData(data=[0.0] * 5, dtype="float32", shape=[5])
+    refused = r"datum 0: logprobs has shape \[5\], model_input has 6"
+    with pytest.raises(TinkerError, match=refused), tinker_errors("forward_backward"):
+        poisoned.training.forward_backward(
+            [tinker.Datum(model_input=good.model_input, loss_fn_inputs=short)], "ppo"
+        ).result()
+    poisoned.close("errored")
+    backend = TinkerBackend(_tinker_settings(url))  # a failed request poisons its client
+    refused = r"loss 'cross_entropy' takes inputs \['target_tokens', 'weights'\]"
+    with pytest.raises(TinkerError, match=refused), tinker_errors("forward_backward"):
+        backend.training.forward_backward([good], "cross_entropy").result()
+    assert fake.steps == 0
+    backend.close()
+    assert fake.finished == ["errored", "success"]
