@@ -1,5 +1,5 @@
-"""Capability refusal, the local backend on a tiny model, verl's DataProto layout, and the
-tinker / fireworks backends against HTTP-level fakes."""
+"""Capability refusal, the local backend on a tiny model, verl's DataProto layout, and how
+the fireworks backend is built (the hosted backends' calls: ``test_hosted_backends.py``)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from rllm.consumers.trainer.errors import CapabilityError
 from rllm.consumers.trainer.settings import BackendName, TrainerSettings
 from rllm.consumers.trainer.types import LossAgg, LossKind, TrainBatch, TrainSequence
 from rllm.errors import ConfigError
-from tests.fakes_training.fireworks import FakeFireworks
 from tests.unit.training.factory import episode
 
 
@@ -146,44 +145,6 @@ def test_verl_layout() -> None:
 def test_verl_backend_refuses_without_gpu_or_verl() -> None:
     with pytest.raises(ConfigError, match="verl package and CUDA"):
         make_backend(TrainerSettings(backend=BackendName.VERL))
-
-
-def test_fireworks_backend_against_fake(tmp_path: Path) -> None:
-    fake = FakeFireworks()
-    settings = TrainerSettings(
-        backend=BackendName.FIREWORKS,
-        model="accounts/fireworks/models/x",
-        loss=LossKind.SFT,
-        lora_rank=8,
-        fireworks_account="acct",
-        fireworks_api_key=SecretStr("fw-test"),
-        run_id="run_a",
-    )
-    backend = FireworksBackend(
-        settings,
-        detokenize=lambda ids: ",".join(map(str, ids)),
-        deployment="accounts/acct/deployments/d1",
-        transport=fake.transport(),
-    )
-    res = backend.update(_batch(1))
-    assert res.version == 1
-    assert fake.datasets["run-a-v1"][0]["messages"] == [
-        {"role": "user", "content": "3,4,5,6"},
-        {"role": "assistant", "content": "7,8,9"},
-    ]
-    job = fake.jobs["run-a-v1"]
-    assert job["baseModel"] == "accounts/fireworks/models/x" and job["loraRank"] == 8
-    assert fake.deployed == [
-        {
-            "model": "accounts/acct/models/run-a-v1",
-            "deployment": "accounts/acct/deployments/d1",
-            "default": True,
-            "serverless": False,
-        }
-    ]
-    backend.update(_batch(1))
-    assert fake.jobs["run-a-v2"]["warmStartFrom"] == "accounts/acct/models/run-a-v1"
-    assert backend.save(tmp_path / "c") == "fireworks://accounts/acct/models/run-a-v2"
 
 
 def test_make_backend_gives_fireworks_a_detokenizer_from_the_tokenizer_setting(

@@ -6,16 +6,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import fireworks
 import pytest
 import tinker
 from pydantic import SecretStr
 
+from rllm.consumers.backends.fireworks.backend import FireworksBackend
 from rllm.consumers.backends.tinker.backend import TinkerBackend, tinker_errors
 from rllm.consumers.backends.tinker.datums import to_datums
 from rllm.consumers.trainer.batching import episode_sequences
-from rllm.consumers.trainer.errors import TinkerError
+from rllm.consumers.trainer.errors import FireworksError, TinkerError
 from rllm.consumers.trainer.settings import BackendName, TrainerSettings
 from rllm.consumers.trainer.types import LossAgg, LossKind, TrainBatch, TrainSequence
+from tests.fakes_training.fireworks import FakeFireworks
 from tests.fakes_training.tinker import LOSS_INPUTS, FakeTinker
 from tests.unit.training.factory import episode
 
@@ -152,3 +155,119 @@ def test_the_fake_refuses_a_datum_the_service_would_refuse(
     assert fake.steps == 0
     backend.close()
     assert fake.finished == ["errored", "success"]
+
+
+@pytest.fixture
+def fireworks_service() -> Iterator[tuple[FakeFireworks, str]]:
+    fake = FakeFireworks()
+    server = fake.serve()
+    yield fake, server.url
+    server.stop()
+
+
+def _fireworks(url: str, deployment: str = "accounts/acct/deployments/d1") -> FireworksBackend:
+    settings = TrainerSettings(
+        backend=BackendName.FIREWORKS,
+        model="accounts/fireworks/models/x",
+        loss=LossKind.SFT,
+        lora_rank=8,
+        fireworks_account="acct",
+        fireworks_api_key=SecretStr("fw-test"),
+        fireworks_url=url,
+        run_id="run_a",
+    )
+    return FireworksBackend(
+        settings,
+        detokenize=lambda ids: ",".join(map(str, ids)),
+        deployment=deployment,
+        poll_s=0.01,
+    )
+
+
+def test_fireworks_backend_tunes_warm_starts_and_loads_through_the_sdk(
+    fireworks_service: tuple[FakeFireworks, str], tmp_path: Path
+) -> None:
+    fake, url = fireworks_service
+    backend = _fireworks(url)
+    res = backend.update(_batch())
+    assert res.version == 1 and res.metrics == {"rows": 4.0}
+    assert fake.datasets["run-a-v1"][0]["messages"] == [
+        {"role": "user", "content": "3,4,5,6"},
+        {"role": "assistant", "content": "7,8,9"},
+    ]
+    assert len(fake.datasets["run-a-v1"]) == 4
+    job = fake.jobs["run-a-v1"]
+    assert job["baseModel"] == "accounts/fireworks/models/x" and job["loraRank"] == 8
+    assert job["dataset"] == "accounts/acct/datasets/run-a-v1" and "warmStartFrom" not in job
+    assert job["outputModel"] == "accounts/acct/models/run-a-v1" and job["epochs"] == 1
+    assert job["learningRate"] == backend.settings.lr and job["state"] == "JOB_STATE_COMPLETED"
+    assert fake.deployed == [
+        {
+            "model": "accounts/acct/models/run-a-v1",
+            "deployment": "accounts/acct/deployments/d1",
+            "default": True,
+            "serverless": False,
+        }
+    ]
+    assert fake.calls == [
+        ("POST", "datasets"),
+        ("POST", "datasets/run-a-v1:upload"),
+        ("POST", "supervisedFineTuningJobs"),
+        ("GET", "supervisedFineTuningJobs/run-a-v1"),
+        ("GET", "supervisedFineTuningJobs/run-a-v1"),
+        ("POST", "deployedModels"),
+        ("GET", "deployedModels/dm-1"),  # waited for DEPLOYING -> DEPLOYED
+    ]
+    backend.update(_batch())
+    second = fake.jobs["run-a-v2"]
+    assert second["warmStartFrom"] == "accounts/acct/models/run-a-v1" and "baseModel" not in second
+    assert backend.save(tmp_path / "c") == "fireworks://accounts/acct/models/run-a-v2"
+    resumed = _fireworks(url)
+    resumed.load(tmp_path / "c", 2)
+    assert resumed.update(_batch()).version == 3
+    assert fake.jobs["run-a-v3"]["warmStartFrom"] == "accounts/acct/models/run-a-v2"
+    backend.close()
+    resumed.close()
+
+
+def test_fireworks_refusals_surface_as_fireworks_errors(
+    fireworks_service: tuple[FakeFireworks, str],
+) -> None:
+    fake, url = fireworks_service
+    backend = _fireworks(url)
+    with pytest.raises(FireworksError, match=r"at least 3 examples; the batch has 2"):
+        backend.update(_batch(1))
+    fake.fail["run-a-v1"] = "out of memory"
+    with pytest.raises(
+        FireworksError, match="fine-tuning job run-a-v1 ended JOB_STATE_FAILED: out of memory"
+    ):
+        backend.update(_batch())
+    assert backend.version == 0 and fake.deployed == []
+    with pytest.raises(FireworksError, match=r"dataset run-a-v1 answered 400: .*already exists"):
+        backend.update(_batch())  # the version's dataset id is taken: the API refuses a retry
+    wrong = _fireworks(url)
+    wrong.client.api_key = "fw-wrong"
+    with pytest.raises(FireworksError, match="401"):
+        wrong.update(_batch())
+    backend.close()
+    wrong.close()
+
+
+def test_the_fireworks_fake_refuses_what_the_api_refuses(
+    fireworks_service: tuple[FakeFireworks, str],
+) -> None:
+    """So the tests above can fail: a field the route does not have, a job with both a
+    base model and a warm start, a route the API does not serve."""
+    _fake, url = fireworks_service
+    client = _fireworks(url).client
+    with pytest.raises(fireworks.BadRequestError, match='unknown field "exampleCnt"'):
+        client.datasets.create(dataset_id="d", dataset={}, extra_body={"exampleCnt": "3"})
+    client.datasets.create(dataset_id="d", dataset={"user_uploaded": {}})
+    client.datasets.upload("d", file=("d.jsonl", b'{"messages": []}\n' * 3, "application/jsonl"))
+    with pytest.raises(fireworks.BadRequestError, match="exactly one of baseModel"):
+        client.supervised_fine_tuning_jobs.create(
+            dataset="accounts/acct/datasets/d", base_model="m", warm_start_from="m2"
+        )
+    with pytest.raises(fireworks.NotFoundError, match="Not Found"):
+        client.get("/v1/accounts/acct/fineTuningJobs", cast_to=object)
+    client.close()
