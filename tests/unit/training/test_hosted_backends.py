@@ -18,6 +18,7 @@ from rllm.consumers.trainer.batching import episode_sequences
 from rllm.consumers.trainer.errors import FireworksError, TinkerError
 from rllm.consumers.trainer.settings import BackendName, TrainerSettings
 from rllm.consumers.trainer.types import LossAgg, LossKind, TrainBatch, TrainSequence
+from rllm.errors import ConfigError
 from tests.fakes_training.fireworks import FakeFireworks
 from tests.fakes_training.tinker import LOSS_INPUTS, FakeTinker
 from tests.unit.training.factory import episode
@@ -271,3 +272,18 @@ def test_the_fireworks_fake_refuses_what_the_api_refuses(
     with pytest.raises(fireworks.NotFoundError, match="Not Found"):
         client.get("/v1/accounts/acct/fineTuningJobs", cast_to=object)
     client.close()
+
+
+@pytest.mark.parametrize(("name", "module"), [("tinker", "tinker"), ("fireworks", "fireworks")])
+def test_a_hosted_backend_without_its_sdk_is_refused_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch, name: str, module: str
+) -> None:
+    import sys
+
+    from rllm.consumers.backends import backend_capabilities
+
+    monkeypatch.setitem(sys.modules, module, None)  # import of it fails as when absent
+    for loaded in [m for m in sys.modules if m.startswith(f"rllm.consumers.backends.{name}")]:
+        monkeypatch.delitem(sys.modules, loaded)
+    with pytest.raises(ConfigError, match=rf"pip install 'rllm-stream\[{name}\]'"):
+        backend_capabilities(BackendName(name))
