@@ -244,6 +244,8 @@ class AgentTrainer:
         run.trainer.stop()
         run.thread.join(timeout=120)
         run.served.close()
+        if not run.thread.is_alive():  # a hosted backend's session ends with the run
+            run.trainer.core.backend.close()
 
     def _start(self, progress: bool = False) -> _Running:
         """The running trainer; started (after the checks) if none runs."""

@@ -164,6 +164,7 @@ def train_sft(
         from rllm.kafka import check_broker
 
         check_broker(kafka)
+    built = backend is None
     if backend is None:
         from rllm.consumers.backends import make_backend
 
@@ -273,6 +274,8 @@ def train_sft(
     finally:
         if publisher is not None:
             publisher.close()
+        if built:
+            backend.close()
     report.version = state.version
     report.checkpoint_uri = state.checkpoint_uri
     return report

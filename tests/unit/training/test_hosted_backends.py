@@ -287,3 +287,30 @@ def test_a_hosted_backend_without_its_sdk_is_refused_naming_the_extra(
         monkeypatch.delitem(sys.modules, loaded)
     with pytest.raises(ConfigError, match=rf"pip install 'rllm-stream\[{name}\]'"):
         backend_capabilities(BackendName(name))
+
+
+def test_sft_on_tinker_checkpoints_resumes_and_ends_its_session(
+    tinker_service: tuple[FakeTinker, str], tmp_path: Path
+) -> None:
+    """The trainer's own loop on the tinker backend it builds: each update is
+    forward_backward + optim_step, each checkpoint two saves, a rerun resumes from the
+    recorded state, and each run ends its service session."""
+    from rllm.consumers.trainer.sft_loop import train_sft
+    from tests.unit.training.test_sft_data import _write
+
+    fake, url = tinker_service
+    path = _write(tmp_path, ".jsonl")
+    settings = _tinker_settings(
+        url, loss=LossKind.SFT, checkpoint_dir=tmp_path / "ckpt", run_id="sft", lora_rank=8
+    )
+    report = train_sft(settings, path, epochs=2, batch_size=2)
+    assert (report.updates, report.version) == (2, 2) and fake.steps == 2
+    assert [b["loss_fn"] for b in fake.bodies("forward_backward")] == ["cross_entropy"] * 2
+    assert fake.finished == ["success"]
+    assert "tinker://session-1:train:0/weights/sft-v000002" in fake.saved
+    more = train_sft(settings, path, epochs=3, batch_size=2)
+    assert (more.resumed_version, more.updates, more.version) == (2, 1, 3)
+    (load,) = fake.bodies("load_weights")
+    assert load["path"] == "tinker://session-1:train:0/weights/sft-v000002"
+    assert fake.bodies("forward_backward")[-1]["model_id"] == "session-2:train:1"
+    assert fake.finished == ["success", "success"]
