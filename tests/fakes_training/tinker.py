@@ -127,6 +127,8 @@ class FakeTinker:
         self.models: dict[str, dict[str, Any]] = {}
         self.finished: list[str] = []
         """Sessions closed by ``ServiceClient.close``."""
+        self.unknown: list[str] = []
+        """Routes asked for that the service does not serve (answered 404)."""
         self._sessions = itertools.count(1)
         self._requests = itertools.count(1)
         self._results: dict[str, tuple[str, Any]] = {}
@@ -172,6 +174,7 @@ class FakeTinker:
             handler = FakeTinker._finish
         if handler is None:
             self.calls.append((op, body))
+            self.unknown.append(op)
             return JSONResponse({"detail": "Not Found"}, status_code=404)
         if op == "forward_backward":
             return self._forward_backward(raw)

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import fireworks
+import httpx
 import pytest
 import tinker
 from pydantic import SecretStr
@@ -90,7 +91,7 @@ def test_tinker_backend_trains_saves_and_resumes_through_the_sdk(
     assert backend.update(_batch()).version == 2  # the resumed model trains on
     assert fake.bodies("forward_backward")[-1]["model_id"] == "session-1:train:1"
     backend.close()
-    assert fake.finished == ["success"]
+    assert fake.finished == ["success"] and fake.unknown == []
 
 
 def test_tinker_refusals_surface_as_tinker_errors(
@@ -156,6 +157,9 @@ def test_the_fake_refuses_a_datum_the_service_would_refuse(
     assert fake.steps == 0
     backend.close()
     assert fake.finished == ["errored", "success"]
+    answer = httpx.post(f"{url}/api/v1/forward", headers={"X-API-Key": "tml-test"})
+    assert (answer.status_code, answer.json()) == (404, {"detail": "Not Found"})
+    assert fake.unknown == ["forward"]  # a route it does not serve
 
 
 @pytest.fixture
