@@ -50,7 +50,8 @@ LOSS_INPUTS: dict[str, dict[str, str]] = {
     },
     "ppo": {"target_tokens": "int64", "logprobs": "float32", "advantages": "float32"},
 }
-"""Each loss's inputs and their dtypes, from the Tinker loss documentation."""
+"""Each loss's inputs and their dtypes, as the Tinker loss documentation lists them
+(tinker-docs.thinkingmachines.ai/tinker/losses): all 1-D, one value per input token."""
 
 _DTYPES = {pb.DTYPE_FLOAT32: ("float32", np.float32), pb.DTYPE_INT64: ("int64", np.int64)}
 _PROTO = "application/x-protobuf"
