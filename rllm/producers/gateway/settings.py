@@ -75,7 +75,8 @@ class GatewaySettings(BaseSettings):
 
     # --- upstream -------------------------------------------------------------------
     upstream_url: str = "http://127.0.0.1:8000"
-    """Base URL of the model server, without ``/v1`` (with ``upstream_urls``: the first)."""
+    """Base URL of the model server, without ``/v1`` (with ``upstream_urls``: the first);
+    several, comma- or space-separated: the replicas (as ``upstream_urls``)."""
     upstream_urls: Annotated[tuple[str, ...], NoDecode] = ()
     """Several replicas of one model (``--upstream`` repeated; the env var a comma- or
     space-separated list): a session sticks to the replica of its first call (its prefix
@@ -181,6 +182,17 @@ class GatewaySettings(BaseSettings):
     @classmethod
     def _check_url(cls, value: str) -> str:
         return _base_url(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _listed_replicas(cls, data: Any) -> Any:
+        """An ``upstream_url`` that lists several servers (comma- or space-separated)
+        names the replicas, unless ``upstream_urls`` does."""
+        url = data.get("upstream_url") if isinstance(data, dict) else None
+        if isinstance(url, str) and len(parts := url.replace(",", " ").split()) > 1:
+            data = {**data, "upstream_url": parts[0]}
+            data.setdefault("upstream_urls", tuple(parts))
+        return data
 
     @field_validator("upstream_urls", mode="before")
     @classmethod

@@ -61,6 +61,30 @@ def test_the_setting_takes_a_list_and_keeps_a_single_upstream_as_it_was(
         GatewaySettings(upstream_urls=(A, f"{A}/v1"))
     with pytest.raises(ValidationError, match="'ftp://b' must start with http"):
         GatewaySettings(upstream_urls=(A, "ftp://b"))
+    assert GatewaySettings(upstream_url=f"{A}, {B}/v1").replicas == (A, B), "a list"
+    monkeypatch.setenv("RLLM_GATEWAY_UPSTREAM_URL", f"{C} {B}")
+    assert GatewaySettings().replicas == (A, B), "upstream_urls first"
+    monkeypatch.delenv("RLLM_GATEWAY_UPSTREAM_URLS")
+    assert (GatewaySettings().upstream_url, GatewaySettings().replicas) == (C, (C, B))
+
+
+def test_the_cli_takes_upstream_repeated(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    import rllm.producers.gateway as gateway_pkg
+    from rllm.cli.gateway import gateway
+
+    seen: list[tuple[str, ...]] = []
+    monkeypatch.setattr(gateway_pkg, "serve", lambda s, k: seen.append(s.replicas))
+    runner = CliRunner()
+    for args, env in (
+        (["--upstream", A, "--upstream", f"{B}/v1"], {}),
+        ([], {"RLLM_GATEWAY_UPSTREAM_URL": f"{A} {C}"}),
+        (["--upstream", B], {}),
+    ):
+        result = runner.invoke(gateway, ["--insecure", *args], env=env)
+        assert result.exit_code == 0, result.output
+    assert seen == [(A, B), (A, C), (B,)]
 
 
 def test_a_session_sticks_and_new_sessions_go_to_the_least_loaded() -> None:
