@@ -77,6 +77,12 @@ class PolicyTracker:
         self._wakes = {id(replica): asyncio.Event() for replica in state.replicas}
         self._wake_all()  # ask every replica once at start
         state.replicas.changed.append(self._replicas_changed)
+        state.replicas.ready = self._confirmed
+
+    def _confirmed(self, replica: Replica) -> bool:
+        """Whether ``replica`` may come back: it confirmed a policy since it was taken out
+        (or none was published)."""
+        return self.state.announced is None or replica.policy is not None
 
     def _wake_all(self) -> None:
         for wake in self._wakes.values():

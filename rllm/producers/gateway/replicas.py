@@ -5,7 +5,8 @@ replica's prefix cache); a new session goes to the live replica with the fewest 
 flight, then the fewest sessions. A replica that cannot be reached is taken out: each of
 its sessions moves at its next call, and that call's step notes the move
 (``sampling_params_json`` ``replica_moved``). A replica taken out is asked ``/health``
-every ``replica_probe_s`` and routed to again once it answers. Each replica keeps the
+every ``replica_probe_s`` and routed to again once it answers and has confirmed a policy
+again. Each replica keeps the
 policy it confirmed (``policy.PolicyTracker`` syncs each one); a step is stamped with its
 replica's.
 """
@@ -68,6 +69,10 @@ class ReplicaSet:
     changed: list[Callable[[], None]] = field(default_factory=list)
     """Called when a replica is taken out or comes back (the policy every live replica
     serves may change)."""
+    ready: Callable[[Replica], bool] = lambda replica: True
+    """Whether a replica taken out whose ``/health`` answers may take calls again
+    (``policy.PolicyTracker``: once it confirmed a policy again, as a server that comes back
+    may have restarted on other weights)."""
     _pins: dict[str, Replica] = field(default_factory=dict)
 
     def __iter__(self) -> Iterator[Replica]:
@@ -125,6 +130,8 @@ class ReplicaSet:
         if not replica.live or len(self.replicas) == 1:
             return False
         replica.live, replica.down_reason = False, reason
+        # what it served is not known any more: it is asked again before it comes back
+        replica.policy, replica.served_model = None, None
         moving = sum(1 for r in self._pins.values() if r is replica)
         log.error(
             "upstream replica %s taken out (serving policy version %d): %s; its %d open "
@@ -157,5 +164,5 @@ class ReplicaSet:
             await asyncio.sleep(interval_s)
             for replica in [r for r in self.replicas if not r.live]:
                 answered, _ = await health_policy(replica.upstream.client)
-                if answered:
+                if answered and self.ready(replica):
                     self.bring_back(replica)

@@ -154,13 +154,20 @@ async def test_probing_brings_back_a_replica_whose_health_answers() -> None:
         return httpx.MockTransport(handle)
 
     replicas = _replicas(A, B, transport=transport)
-    replicas.take_out(replicas.first, "down")
+    a = replicas.first
+    a.policy, a.served_model = PolicyPointer("r", 3), "r-v3"
+    replicas.ready = lambda replica: replica.policy is not None
+    replicas.take_out(a, "down")
+    assert (a.policy, a.served_model) == (None, None), "asked again before it comes back"
     probe = asyncio.create_task(replicas.probe(0.01))
     try:
         await asyncio.sleep(0.05)
-        assert replicas.first.live is False
+        assert a.live is False
         health[A] = True
-        await _until(lambda: replicas.first.live, "never brought back")
+        await asyncio.sleep(0.05)
+        assert a.live is False, "it answers, but has not confirmed a policy yet"
+        a.policy = PolicyPointer("r", 3)
+        await _until(lambda: a.live, "never brought back")
     finally:
         probe.cancel()
 
