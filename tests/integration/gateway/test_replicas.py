@@ -165,6 +165,10 @@ def test_sessions_stick_move_when_a_replica_dies_and_a_version_waits_for_both(
         _call(three)
         assert _steps(session_events, "three") == [(b.url, 1, None)]
         assert len(_steps(session_events, "one")) == 5, "no failed step for the move"
+        models = httpx.get(
+            f"{one['base_url']}/models", headers={"authorization": f"Bearer {one['api_key']}"}
+        )
+        assert models.status_code == 200 and models.json()["data"][0]["id"] == "tiny"
     finally:
         follow_a.stop()
         follow_b.stop()
