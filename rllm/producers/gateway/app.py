@@ -92,6 +92,11 @@ def create_app(
         )
         counters.gauge("rllm_gateway_open_sessions", "Open sessions.", lambda: len(state.sessions))
         counters.gauge(
+            "rllm_gateway_live_replicas",
+            "Upstream replicas routed to (not taken out after a failure).",
+            lambda: len(state.replicas.live),
+        )
+        counters.gauge(
             "rllm_gateway_policy_version", "Current policy version.", lambda: state.policy_version
         )
         loop = asyncio.get_running_loop()

@@ -161,6 +161,8 @@ def test_sessions_stick_move_when_a_replica_dies_and_a_version_waits_for_both(
         assert (replicas[0]["live"], replicas[1]["live"]) == (False, True)
         assert f"upstream {a.url} unreachable" in replicas[0]["down_reason"]
         assert [r["sessions"] for r in replicas] == [0, 2]
+        metrics = httpx.get(f"{gw.url}/metrics", headers=ADMIN).text
+        assert "rllm_gateway_live_replicas 1" in metrics
         three = _open(gw, "three")
         _call(three)
         assert _steps(session_events, "three") == [(b.url, 1, None)]
