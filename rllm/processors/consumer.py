@@ -57,10 +57,8 @@ not delivered (the seek brings it again).
    faust only logs that every 5 s. The fetch state when it stood still: aiokafka's position
    at the highwater, the partition active and not paused, no read offset, the flow on:
    its records were fetched and never delivered. A changelog partition that the recovery
-   still needs and
-   that gave no record for ``RECOVERY_STALL_S`` is read again from the next offset the
-   recovery wants (a record it has seen is skipped by the recovery itself), with the fetch
-   state logged.
+   still needs and that gave no record for ``RECOVERY_STALL_S`` is read again from the
+   next offset the recovery wants (it skips a record it has seen), its fetch state logged.
 
 faust builds its consumer from ``Transport.Consumer``; ``GuardedApp`` swaps in a transport
 whose consumer is this one.
