@@ -101,20 +101,28 @@ async def run_task(backend: SandboxBackend, task: HarborTask, row: dict[str, Any
     row["verifier_exit"], row["reward"] = verified.exit_code, verified.reward
     if verified.reward is not None and verified.reward >= 1.0:
         return
-    said = network_reason(verified.stdout_tail) or network_reason(oracle_out)
-    if verified.reward is None:
-        row["reason"] = f"verifier gave no reward: {verified.error}" + (f"; {said}" if said else "")
-    elif said:
-        row["reason"] = f"reward {verified.reward:g}: {said}"
-    elif not solved.ok:
-        row["reason"] = (
-            f"reward {verified.reward:g}: solve.sh exited {solved.exit_code}: "
-            + (oracle_out.strip()[-300:])
-        )
-    else:
-        row["reason"] = (
-            f"reward {verified.reward:g}: test output ends " + (verified.stdout_tail.strip()[-300:])
-        )
+    row["reason"] = shortfall(verified.reward, verified.error, verified.stdout_tail,
+                              solved.exit_code, oracle_out)  # fmt: skip
+
+
+def shortfall(
+    reward: float | None, error: str | None, test_out: str, oracle_exit: int | None, oracle_out: str
+) -> str:
+    """Why a task got ``reward`` (< 1 or None): the oracle's failure and the verifier's,
+    each with the host it could not reach when its output names one."""
+    parts = []
+    if oracle_exit != 0:
+        said = network_reason(oracle_out) or f"its output ends {oracle_out.strip()[-200:]!r}"
+        parts.append(f"solve.sh exited {oracle_exit}: {said}")
+    net = network_reason(test_out)
+    if reward is None:
+        parts.append(f"verifier gave no reward: {error}" + (f"; {net}" if net else ""))
+    elif net:
+        parts.append(f"verifier: {net}")
+    elif not parts:
+        parts.append(f"test output ends {test_out.strip()[-300:]!r}")
+    head = "no reward" if reward is None else f"reward {reward:g}"
+    return f"{head}: " + "; ".join(parts)
 
 
 async def run_tasks(args: argparse.Namespace) -> list[dict[str, Any]]:
