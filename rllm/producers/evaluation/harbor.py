@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from rllm.benchmarks.errors import UnknownBenchmarkError
 from rllm.benchmarks.harbor import HarborDataset, HarborTask, load_dataset, task_dirs
@@ -25,6 +26,7 @@ from rllm.producers.evaluation.served import check_served, served_policy
 from rllm.producers.evaluation.summary import EvalSummary, summarize
 from rllm.producers.harnesses import HarnessApi, HarnessRollout, get_harness, verifier_evaluator
 from rllm.producers.sdk.client import GatewayClient
+from rllm.producers.sdk.types import RolloutOutcome
 from rllm.sandboxes import OWNER_LABEL, SandboxBackend, SandboxSettings, get_backend
 from rllm.sandboxes.errors import DockerfileError
 from rllm.sandboxes.images.dockerfile import parse_dockerfile
@@ -44,6 +46,7 @@ __all__ = [
     "substituted_images",
     "tasks_dir_of",
     "unloaded_tasks",
+    "verifier_outcomes",
 ]
 
 HARNESS_PREFIX = "harness:"
@@ -269,7 +272,29 @@ async def run_harbor_eval(
         policy_version=served.policy_version,
         policy_run=served.policy_run,
         substituted_images=used,
+        verifications=verifier_outcomes(results),
     )
+
+
+def verifier_outcomes(results: Sequence[tuple[RolloutOutcome, object]]) -> list[dict[str, Any]]:
+    """Why each attempt whose verifier ran got less than full reward: its task, reward, the
+    exit code of ``tests/test.sh``, the error (no reward read) and the tail of its output,
+    read from the harness run's summary (``HarnessRun.summary``)."""
+    outcomes = []
+    for outcome, _ in results:
+        output = outcome.output if isinstance(outcome.output, dict) else {}
+        ran = output.get("verifier_exit_code") is not None or output.get("verifier_error")
+        reward = output.get("reward")
+        if not ran or (isinstance(reward, int | float) and reward >= 1.0):
+            continue
+        outcomes.append({
+            "task": outcome.task.task_id,
+            "reward": reward,
+            "exit_code": output.get("verifier_exit_code"),
+            "error": output.get("verifier_error"),
+            "output_tail": output.get("verifier_output_tail", ""),
+        })  # fmt: skip
+    return outcomes
 
 
 def _sandbox_settings(image_substitutes: Mapping[str, str] | None) -> SandboxSettings:
