@@ -17,6 +17,7 @@ from rllm.schemas.topics import POLICY_UPDATES, TOPICS, TopicSpec
 from rllm.settings import KafkaSettings
 
 __all__ = [
+    "active_groups",
     "created_partitions",
     "delete_topics",
     "end_offsets",
@@ -171,3 +172,23 @@ def group_lag(
         finally:
             consumer.close()
     return {p: end - done.get(p, 0) for p, end in ends.items() if end > done.get(p, 0)}
+
+
+def active_groups(settings: KafkaSettings, prefix: str, timeout_s: float = 10.0) -> list[str]:
+    """The consumer groups whose id starts with ``prefix`` and that have members now
+    (stable or rebalancing), sorted; a group whose consumers all left is not listed.
+
+    Raises:
+        KafkaUnavailableError: if no broker answers.
+    """
+    from confluent_kafka import ConsumerGroupState
+
+    live = {
+        ConsumerGroupState.STABLE,
+        ConsumerGroupState.PREPARING_REBALANCING,
+        ConsumerGroupState.COMPLETING_REBALANCING,
+    }
+    with kafka_errors(f"listing the consumer groups on {settings.bootstrap_servers}"):
+        future = make_admin(settings).list_consumer_groups(states=live, request_timeout=timeout_s)
+        listed = future.result(timeout=timeout_s).valid
+    return sorted(g.group_id for g in listed if g.group_id.startswith(prefix))

@@ -1,0 +1,277 @@
+"""Which policy an eval measures: ``base`` (the weights the model server started with),
+``latest`` (the newest policy a training run published) or ``RUN:VERSION`` (one published
+checkpoint).
+
+One stack serves one policy at a time (``rllm.schemas.lineage``), so choosing one for an
+eval points the whole fleet at it: ``served_for`` publishes the records that make the model
+server and the gateway serve it, waits until the gateway stamps steps with it, and after
+the eval publishes the records that point them back at the policy served before. It
+refuses, naming the run, while a training run is running against the stack (its rollouts
+would sample the eval's policy), and refuses a run or version that was never published, or
+whose checkpoint is gone, naming what there is, before any rollout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import httpx
+
+from rllm.app.served import FOLLOWER_NAME
+from rllm.errors import ConfigError, RllmError
+from rllm.schemas.lineage import BASE, PolicyPointer, advance, base_record, switch_records
+from rllm.schemas.types import PolicyUpdated
+from rllm.settings import KafkaSettings
+from rllm.tls import shared_tls
+
+__all__ = [
+    "TRAINER_GROUP_PREFIX",
+    "PolicyChoice",
+    "current_pointer",
+    "parse_policy",
+    "resolve_policy",
+    "served_for",
+    "training_runs",
+]
+
+log = logging.getLogger(__name__)
+
+TRAINER_GROUP_PREFIX = f"rllm-{FOLLOWER_NAME}-"
+"""Consumer groups of running trainers: ``rllm-trainer-served-<run>-<12 hex>`` (the
+``GatewayServes`` follower every ``AgentTrainer`` runs while it trains)."""
+
+_POLICY = re.compile(r"^(?P<run>.+):(?P<version>\d+)$")
+
+
+@dataclass(frozen=True)
+class PolicyChoice:
+    """A policy asked for by name."""
+
+    text: str
+    """As given: ``base``, ``latest`` or ``RUN:VERSION``."""
+    pointer: PolicyPointer | None = None
+    """The run and version of ``RUN:VERSION`` (None for ``base`` and ``latest``)."""
+
+
+def parse_policy(text: str) -> PolicyChoice:
+    """``base``, ``latest`` or ``RUN:VERSION`` (the run may hold ``:``; the version is the
+    part after the last one).
+
+    Raises:
+        ConfigError: anything else, naming the value.
+    """
+    if text in ("base", "latest"):
+        return PolicyChoice(text)
+    found = _POLICY.match(text)
+    if found is None:
+        raise ConfigError(
+            f"policy {text!r} is not base, latest or RUN:VERSION (e.g. train-1a2b:3); "
+            f"`rllm-cli checkpoints ls` lists the runs and versions"
+        )
+    return PolicyChoice(text, PolicyPointer(found["run"], int(found["version"])))
+
+
+def current_pointer(records: Sequence[PolicyUpdated]) -> PolicyPointer | None:
+    """What the fleet serves after ``records`` (the log, in order): the lineage rule's
+    pointer; None when nothing was published (the base weights)."""
+    pointer: PolicyPointer | None = None
+    for rec in records:
+        pointer = advance(pointer, rec)
+    return pointer
+
+
+def _on_disk(record: PolicyUpdated) -> bool:
+    """Whether a checkpoint on a file system is still there (one elsewhere is assumed)."""
+    uri = urlparse(record.checkpoint_uri)
+    if uri.scheme not in ("", "file"):
+        return True
+    return Path(unquote(uri.path) if uri.scheme else record.checkpoint_uri).is_dir()
+
+
+def resolve_policy(
+    choice: PolicyChoice,
+    records: Sequence[PolicyUpdated],
+    exists: Callable[[PolicyUpdated], bool] = _on_disk,
+) -> PolicyUpdated:
+    """The record that names ``choice`` in the log ``records``: ``base_record()`` for
+    ``base``; for ``latest`` the training runs' record created last (the base weights when
+    there is none); for ``RUN:VERSION`` that version's record, if ``exists`` says its
+    checkpoint is still there.
+
+    Raises:
+        ConfigError: the run or the version was never published, or its checkpoint is
+            gone, naming it and listing what can be chosen.
+    """
+    if choice.text == "base":
+        return base_record()
+    trained = [r for r in records if r.run_id]
+    if choice.pointer is None:
+        return max(trained, key=lambda r: r.created_at) if trained else base_record()
+    want = choice.pointer
+    found = [r for r in trained if PolicyPointer.of(r) == want]
+    if found and exists(found[-1]):
+        return found[-1]
+    kept = [r for r in trained if exists(r)]
+    if not found:
+        of_run = sorted({r.version for r in kept if r.run_id == want.run_id})
+        what = (
+            f"run {want.run_id!r} published no version {want.version} (it has {_versions(of_run)})"
+            if of_run
+            else f"no run {want.run_id!r} published a policy"
+        )
+    else:
+        what = (
+            f"run {want.run_id!r} version {want.version}'s checkpoint "
+            f"{found[-1].checkpoint_uri} is gone (pruned?)"
+        )
+    raise ConfigError(f"policy {choice.text}: {what}; {_choices(kept)}")
+
+
+def _versions(versions: Sequence[int]) -> str:
+    return ", ".join(f"v{v}" for v in versions)
+
+
+def _choices(kept: Sequence[PolicyUpdated]) -> str:
+    runs: dict[str, set[int]] = {}
+    for r in kept:
+        runs.setdefault(r.run_id, set()).add(r.version)
+    if not runs:
+        return "no training run's checkpoint can be served: choose base"
+    listed = "; ".join(f"{run}: {_versions(sorted(v))}" for run, v in sorted(runs.items()))
+    return f"choose base, latest, or RUN:VERSION of {listed}"
+
+
+def training_runs(kafka: KafkaSettings) -> list[str]:
+    """The runs whose trainer runs against the stack now (their ``GatewayServes`` group
+    has members), sorted."""
+    from rllm.kafka import active_groups
+
+    runs = {
+        re.sub(r"-[0-9a-f]{12}$", "", group.removeprefix(TRAINER_GROUP_PREFIX))
+        for group in active_groups(kafka, TRAINER_GROUP_PREFIX)
+    }
+    return sorted(runs)
+
+
+def _publish(kafka: KafkaSettings, records: Sequence[PolicyUpdated]) -> None:
+    from rllm.kafka import EventPublisher
+    from rllm.schemas.topics import POLICY_UPDATES
+
+    with EventPublisher(kafka) as pub:
+        for rec in records:
+            pub.publish_sync(POLICY_UPDATES, rec.run_id, rec)
+
+
+def _describe(pointer: PolicyPointer) -> str:
+    if pointer == BASE:
+        return "the base weights"
+    return f"run {pointer.run_id} version {pointer.version}"
+
+
+def wait_served(
+    gateway_url: str, admin_key: str | None, pointer: PolicyPointer, timeout_s: float
+) -> None:
+    """Until the gateway stamps steps with ``pointer`` and its upstream serves it.
+
+    Raises:
+        RllmError: the upstream refused it (its reason), or ``timeout_s`` passed.
+    """
+    url = f"{gateway_url.rstrip('/')}/admin/policy"
+    headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
+    deadline = time.monotonic() + timeout_s
+    info: object = None
+    with httpx.Client(timeout=10, verify=shared_tls(), headers=headers) as http:
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError, ValueError):
+                info = http.get(url).json()
+            if isinstance(info, dict):
+                stamped = (info.get("policy_run") or "", info.get("policy_version"))
+                upstream = (info.get("upstream_policy_run"), info.get("upstream_policy_version"))
+                if stamped == (pointer.run_id, pointer.version) and upstream in (
+                    (None, None),
+                    (pointer.run_id, pointer.version),
+                ):
+                    return
+                error = info.get("sync_error")
+                if isinstance(error, dict) and (error.get("run_id"), error.get("version")) == (
+                    pointer.run_id,
+                    pointer.version,
+                ):
+                    raise RllmError(
+                        f"the model server behind the gateway at {gateway_url} did not load "
+                        f"{_describe(pointer)}: {error.get('reason')}"
+                    )
+            time.sleep(0.2)
+    raise RllmError(
+        f"the gateway at {gateway_url} did not serve {_describe(pointer)} within "
+        f"{timeout_s:.0f} s (it answered {info!r}); do it and its model server follow "
+        f"rllm.policy-updates on the same Kafka?"
+    )
+
+
+@contextlib.contextmanager
+def served_for(
+    choice: PolicyChoice,
+    kafka: KafkaSettings,
+    gateway_url: str,
+    admin_key: str | None = None,
+    timeout_s: float = 300.0,
+    say: Callable[[str], None] | None = None,
+    own_run: str | None = None,
+) -> Iterator[PolicyPointer]:
+    """Serve ``choice`` through the gateway for the block, then the policy served before;
+    yields the run and version served. Nothing is published when it is served already.
+
+    Args:
+        own_run: a training run of the caller's own, running now (refused like another's).
+
+    Raises:
+        ConfigError: ``choice`` names nothing that can be served, or a training run is
+            running (naming it), before anything is published.
+        RllmError: the gateway did not serve it (the reason).
+    """
+    from rllm.kafka import read_policy_log
+
+    records = read_policy_log(kafka)
+    target = resolve_policy(choice, records)
+    want, now = PolicyPointer.of(target), current_pointer(records)
+    plan = switch_records(now, target)
+    if not plan:
+        yield want
+        return
+    running = sorted({*training_runs(kafka), *([own_run] if own_run else [])})
+    if running:
+        raise ConfigError(
+            f"policy {choice.text}: run {', '.join(running)} is training against this stack, "
+            f"which serves one policy at a time: serving {_describe(want)} for this eval would "
+            f"have that run's rollouts sample it. Evaluate with --policy latest (what is "
+            f"served now), or after the run ends"
+        )
+    before = _record_of(records, now)
+    if say is not None:
+        say(f"serving {_describe(want)} for this eval (then {_describe(now or BASE)} again)")
+    _publish(kafka, plan)
+    wait_served(gateway_url, admin_key, want, timeout_s)
+    try:
+        yield want
+    finally:
+        back = switch_records(want, before)
+        try:
+            _publish(kafka, back)
+            wait_served(gateway_url, admin_key, PolicyPointer.of(before), timeout_s)
+        except RllmError as exc:  # the eval's own outcome (or error) stands
+            log.error("serving %s again after the eval failed: %s", _describe(now or BASE), exc)
+
+
+def _record_of(records: Sequence[PolicyUpdated], pointer: PolicyPointer | None) -> PolicyUpdated:
+    """The last record naming ``pointer`` (the base record for None or the base)."""
+    if pointer is None or pointer == BASE:
+        return base_record()
+    return next(r for r in reversed(records) if PolicyPointer.of(r) == pointer)
