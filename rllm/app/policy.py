@@ -251,8 +251,8 @@ def served_for(
         raise ConfigError(
             f"policy {choice.text}: run {', '.join(running)} is training against this stack, "
             f"which serves one policy at a time: serving {_describe(want)} for this eval would "
-            f"have that run's rollouts sample it. Evaluate with --policy latest (what is "
-            f"served now), or after the run ends"
+            f"have that run's rollouts sample it. Evaluate latest (what is served now), or "
+            f"after the run ends"
         )
     before = _record_of(records, now)
     if say is not None:

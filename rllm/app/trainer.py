@@ -94,7 +94,7 @@ class AgentTrainer:
         self._running: _Running | None = None
         """This run's trainer, from ``serve_start()`` (or ``train()``) to ``close()``."""
         self._trained = False
-        """Whether ``train()`` ran (``evaluate()`` then measures ``latest``, else ``base``)."""
+        """Whether ``train()`` ran (``evaluate()`` then measures ``latest`` by default)."""
 
     def trainer_settings(self) -> Any:
         """The TrainerSettings this run uses (refused here when the backend cannot honour
@@ -131,10 +131,11 @@ class AgentTrainer:
                 evaluated), about every tenth of its attempts, and at the end.
             policy: which policy answers: ``"base"`` (the weights the model server started
                 with), ``"latest"`` (the newest policy a training run published) or
-                ``"RUN:VERSION"``; default ``"base"`` before this trainer's ``train()``
-                (a baseline for it) and ``"latest"`` after it (what it trained). The stack
-                serves it for the evaluation, then the policy it served before
-                (``rllm.app.policy``); refused while a run trains against the stack.
+                ``"RUN:VERSION"``; default ``"base"`` before this trainer started (a
+                baseline for its ``train()``) and ``"latest"`` once it has (``serve_start()``
+                or ``train()``: what it serves or trained). The stack serves it for the
+                evaluation, then the policy it served before (``rllm.app.policy``); a
+                switch is refused while a run trains against the stack.
 
         Returns:
             The summary; ``print()`` it for a few lines of figures.
@@ -149,7 +150,8 @@ class AgentTrainer:
 
         if not self.val_tasks:
             raise ConfigError("evaluate() needs a val_dataset")
-        choice = parse_policy(policy or ("latest" if self._trained else "base"))
+        begun = self._trained or self._running is not None
+        choice = parse_policy(policy or ("latest" if begun else "base"))
         self._check_sampling()
         served = self._served_policy()  # a stack that is down is one error naming rllm-cli up
         check_served(served, self.config.model, self.config.gateway_url)

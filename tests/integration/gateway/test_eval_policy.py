@@ -167,7 +167,49 @@ def test_a_run_training_against_the_stack_refuses_a_switch_naming_it(
     finally:
         trainer.close()
     assert "policy base: run train-busy is training against this stack" in str(refused.value)
-    assert "--policy latest" in str(refused.value)
+    assert "Evaluate latest (what is served now), or after the run ends" in str(refused.value)
     assert [(r.run_id, r.version) for r in read_policy_log(kafka)] == [("r", 1)]
     assert (engine.version, engine.policy_run) == (1, "r")
     assert _stamped(gw) == ("r", 1)
+
+
+def test_agent_trainer_evaluates_base_before_its_train_and_latest_after(
+    stack: tuple[ThreadedServer, Engine], kafka: KafkaSettings
+) -> None:
+    """A fresh ``AgentTrainer``'s ``evaluate()`` is a baseline for its ``train()``: the base
+    weights, not the policy an earlier run left served; after ``train()`` it measures
+    ``latest``; ``policy=`` chooses."""
+    import rllm
+    from rllm.producers.sdk import RolloutConfig
+    from rllm.schemas.types import Task
+
+    gw, _engine = stack
+    seen: list[tuple[str, int]] = []
+
+    @rllm.rollout
+    def agent(task: Task, config: RolloutConfig) -> str:
+        client = config.openai_client()
+        client.chat.completions.create(
+            model=config.model, messages=[{"role": "user", "content": "hi"}], max_tokens=2
+        )
+        seen.append(_stamped(gw))
+        return "x"
+
+    trainer = rllm.AgentTrainer(
+        agent,
+        evaluator=rllm.evaluator(lambda _task, _outcome: 1.0),
+        val_dataset=[Task(task_id="v1"), Task(task_id="v2")],
+        config={"gateway_url": gw.url, "model": "tiny", "admin_key": ADMIN_KEY},
+        kafka=kafka,
+    )
+    base = trainer.evaluate(progress=False)
+    assert (base.policy_version, base.policy_run, base.tasks) == (0, None, 2)
+    assert seen == [("", 0), ("", 0)]
+    assert _stamped(gw) == ("r", 1), "the policy served before is served again"
+    pinned = trainer.evaluate(progress=False, policy="r:1")
+    assert (pinned.policy_version, pinned.policy_run) == (1, "r")
+    trainer._trained = True  # what train() sets: its evaluate() then measures latest
+    after = trainer.evaluate(progress=False)
+    assert (after.policy_version, after.policy_run) == (1, "r")
+    assert seen[2:] == [("r", 1)] * 4
+    assert [(r.run_id, r.version) for r in read_policy_log(kafka)] == [("r", 1), ("", 0), ("r", 1)]
