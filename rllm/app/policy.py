@@ -258,10 +258,10 @@ def served_for(
     if say is not None:
         say(f"serving {_describe(want)} for this eval (then {_describe(now or BASE)} again)")
     _publish(kafka, plan)
-    wait_served(gateway_url, admin_key, want, timeout_s)
     try:
+        wait_served(gateway_url, admin_key, want, timeout_s)
         yield want
-    finally:
+    finally:  # also when it was not served: the fleet is pointed back either way
         back = switch_records(want, before)
         try:
             _publish(kafka, back)

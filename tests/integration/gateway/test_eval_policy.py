@@ -16,7 +16,7 @@ import pytest
 from rllm.app.evaluate import evaluate
 from rllm.app.policy import parse_policy, served_for, training_runs
 from rllm.app.served import GatewayServes
-from rllm.errors import ConfigError
+from rllm.errors import ConfigError, RllmError
 from rllm.kafka import EventPublisher, read_policy_log
 from rllm.models.loading import load_model
 from rllm.models.tiny import tiny_model_dir
@@ -213,3 +213,28 @@ def test_agent_trainer_evaluates_base_before_its_train_and_latest_after(
     assert (after.policy_version, after.policy_run) == (1, "r")
     assert seen[2:] == [("r", 1)] * 4
     assert [(r.run_id, r.version) for r in read_policy_log(kafka)] == [("r", 1), ("", 0), ("r", 1)]
+
+
+def test_a_policy_the_upstream_refuses_fails_the_eval_and_the_one_before_is_back(
+    start_gateway: Callable[..., ThreadedServer], kafka: KafkaSettings, tmp_path: Path
+) -> None:
+    """An upstream that cannot go back to its start weights (vLLM, SGLang, a hosted API)
+    refuses ``base`` with the reason; the eval fails with it, before any rollout, and the
+    policy served before is published again."""
+    gw = start_gateway(follow_policy_updates=True)  # policy_sync log: what the log names
+    with EventPublisher(kafka) as pub:
+        pub.publish_sync(
+            POLICY_UPDATES,
+            "r",
+            PolicyUpdated(event_id="r/v1", run_id="r", version=1, checkpoint_uri=str(tmp_path)),
+        )
+    _until("the gateway never served r v1", lambda: _stamped(gw) == ("r", 1))
+    ran: list[str] = []
+    with (
+        pytest.raises(RllmError, match=r"did not load the base weights: .*restart it to serve"),
+        served_for(parse_policy("base"), kafka, gw.url, ADMIN_KEY),
+    ):
+        ran.append("eval")
+    assert ran == []
+    assert [(r.run_id, r.version) for r in read_policy_log(kafka)] == [("r", 1), ("", 0), ("r", 1)]
+    _until("the gateway never served r v1 again", lambda: _stamped(gw) == ("r", 1))
