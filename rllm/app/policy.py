@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 import httpx
@@ -31,11 +32,16 @@ from rllm.schemas.types import PolicyUpdated
 from rllm.settings import KafkaSettings
 from rllm.tls import shared_tls
 
+if TYPE_CHECKING:
+    from rllm.kafka import PolicyFollower
+
 __all__ = [
+    "PIN_GROUP_PREFIX",
     "TRAINER_GROUP_PREFIX",
     "PolicyChoice",
     "current_pointer",
     "parse_policy",
+    "pinning_evals",
     "resolve_policy",
     "served_for",
     "training_runs",
@@ -46,6 +52,11 @@ log = logging.getLogger(__name__)
 TRAINER_GROUP_PREFIX = f"rllm-{FOLLOWER_NAME}-"
 """Consumer groups of running trainers: ``rllm-trainer-served-<run>-<12 hex>`` (the
 ``GatewayServes`` follower every ``AgentTrainer`` runs while it trains)."""
+
+PIN_NAME = "eval-policy"
+"""Names the group an eval holds while the stack serves its choice,
+``rllm-eval-policy-<policy>-<12 hex>``: no other eval switches meanwhile."""
+PIN_GROUP_PREFIX = f"rllm-{PIN_NAME}-"
 
 _POLICY = re.compile(r"^(?P<run>.+):(?P<version>\d+)$")
 
@@ -148,16 +159,24 @@ def _choices(kept: Sequence[PolicyUpdated]) -> str:
     return f"choose base, latest, or RUN:VERSION of {listed}"
 
 
+def _members(kafka: KafkaSettings, prefix: str) -> list[str]:
+    """What the live groups ``<prefix><name>-<12 hex>`` name, sorted."""
+    from rllm.kafka import active_groups
+
+    found = active_groups(kafka, prefix)
+    return sorted({re.sub(r"-[0-9a-f]{12}$", "", g.removeprefix(prefix)) for g in found})
+
+
 def training_runs(kafka: KafkaSettings) -> list[str]:
     """The runs whose trainer runs against the stack now (their ``GatewayServes`` group
     has members), sorted."""
-    from rllm.kafka import active_groups
+    return _members(kafka, TRAINER_GROUP_PREFIX)
 
-    runs = {
-        re.sub(r"-[0-9a-f]{12}$", "", group.removeprefix(TRAINER_GROUP_PREFIX))
-        for group in active_groups(kafka, TRAINER_GROUP_PREFIX)
-    }
-    return sorted(runs)
+
+def pinning_evals(kafka: KafkaSettings) -> list[str]:
+    """The policies other evals have the stack serve for themselves now
+    (``<run>:<version>``, ``base``), sorted."""
+    return _members(kafka, PIN_GROUP_PREFIX)
 
 
 def _publish(kafka: KafkaSettings, records: Sequence[PolicyUpdated]) -> None:
@@ -254,20 +273,62 @@ def served_for(
             f"have that run's rollouts sample it. Evaluate latest (what is served now), or "
             f"after the run ends"
         )
+    others = pinning_evals(kafka)
+    if others:
+        raise ConfigError(
+            f"policy {choice.text}: another eval has this stack serve policy "
+            f"{', '.join(others)} for itself now (one policy at a time); evaluate latest "
+            f"(what is served now), or after it ends"
+        )
     before = _record_of(records, now)
     if say is not None:
         say(f"serving {_describe(want)} for this eval (then {_describe(now or BASE)} again)")
+    holder = _hold(kafka, want)
     _publish(kafka, plan)
     try:
         wait_served(gateway_url, admin_key, want, timeout_s)
         yield want
     finally:  # also when it was not served: the fleet is pointed back either way
-        back = switch_records(want, before)
         try:
-            _publish(kafka, back)
-            wait_served(gateway_url, admin_key, PolicyPointer.of(before), timeout_s)
-        except RllmError as exc:  # the eval's own outcome (or error) stands
-            log.error("serving %s again after the eval failed: %s", _describe(now or BASE), exc)
+            _serve_again(kafka, gateway_url, admin_key, want, before, timeout_s)
+        finally:
+            holder.stop()
+
+
+def _hold(kafka: KafkaSettings, want: PolicyPointer) -> PolicyFollower:
+    """A member of this eval's group while it holds the stack (``pinning_evals``)."""
+    from rllm.kafka import PolicyFollower
+
+    name = "base" if want == BASE else f"{want.run_id}:{want.version}"
+    return PolicyFollower(kafka, lambda _r, _c: None, name=f"{PIN_NAME}-{name}").start()
+
+
+def _serve_again(
+    kafka: KafkaSettings,
+    gateway_url: str,
+    admin_key: str | None,
+    want: PolicyPointer,
+    before: PolicyUpdated,
+    timeout_s: float,
+) -> None:
+    """Point the fleet back at ``before``, unless someone else published meanwhile (a
+    trainer that started: its policy is left served)."""
+    from rllm.kafka import read_policy_log
+
+    old = _describe(PolicyPointer.of(before))
+    try:
+        now = current_pointer(read_policy_log(kafka))
+        if now != want:
+            log.warning(
+                "not serving %s again: %s was published during the eval",
+                old,
+                _describe(now or BASE),
+            )
+            return
+        _publish(kafka, switch_records(want, before))
+        wait_served(gateway_url, admin_key, PolicyPointer.of(before), timeout_s)
+    except RllmError as exc:  # the eval's own outcome (or error) stands
+        log.error("serving %s again after the eval failed: %s", old, exc)
 
 
 def _record_of(records: Sequence[PolicyUpdated], pointer: PolicyPointer | None) -> PolicyUpdated:

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from rllm.app.evaluate import evaluate
-from rllm.app.policy import parse_policy, served_for, training_runs
+from rllm.app.policy import parse_policy, pinning_evals, served_for, training_runs
 from rllm.app.served import GatewayServes
 from rllm.errors import ConfigError, RllmError
 from rllm.kafka import EventPublisher, read_policy_log
@@ -238,3 +238,40 @@ def test_a_policy_the_upstream_refuses_fails_the_eval_and_the_one_before_is_back
     assert ran == []
     assert [(r.run_id, r.version) for r in read_policy_log(kafka)] == [("r", 1), ("", 0), ("r", 1)]
     _until("the gateway never served r v1 again", lambda: _stamped(gw) == ("r", 1))
+
+
+def test_an_eval_holding_a_policy_refuses_another_evals_switch(
+    stack: tuple[ThreadedServer, Engine], kafka: KafkaSettings
+) -> None:
+    """Two evals choosing at once would measure each other's policy: while one holds the
+    stack, another's switch is refused naming the policy held; ``latest`` (no switch) is
+    not."""
+    gw, _engine = stack
+    with served_for(parse_policy("base"), kafka, gw.url, ADMIN_KEY):
+        _until("the eval's hold was never seen", lambda: pinning_evals(kafka) == ["base"])
+        with (
+            pytest.raises(ConfigError, match=r"another eval has this stack serve policy base"),
+            served_for(parse_policy("r:1"), kafka, gw.url, ADMIN_KEY),
+        ):
+            pass
+        assert _stamped(gw) == ("", 0)
+    assert _stamped(gw) == ("r", 1)
+    _until("the hold was never released", lambda: pinning_evals(kafka) == [])
+
+
+def test_a_run_published_during_the_eval_is_left_served(
+    stack: tuple[ThreadedServer, Engine], kafka: KafkaSettings, tiny_model: Path
+) -> None:
+    """A trainer that starts while an eval holds the stack announces its version 0; the
+    eval ends without pointing the fleet back over it."""
+    gw, _engine = stack
+    with served_for(parse_policy("base"), kafka, gw.url, ADMIN_KEY), EventPublisher(kafka) as pub:
+        pub.publish_sync(
+            POLICY_UPDATES,
+            "s",
+            PolicyUpdated(
+                event_id="s/v0", run_id="s", version=0, checkpoint_uri=tiny_model.as_uri()
+            ),
+        )
+    _until("the new run was never served", lambda: _stamped(gw) == ("s", 0))
+    assert [(r.run_id, r.version) for r in read_policy_log(kafka)] == [("r", 1), ("", 0), ("s", 0)]
