@@ -1,5 +1,5 @@
 """``evaluate``: ``rllm-cli eval`` on a policy of the user's choice (``--policy``): the
-stack serves it for the eval (``rllm.app.policy``), then the policy it served before."""
+stack serves it for the eval (``rllm.app.hold``), then the policy it served before."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import replace
 
-from rllm.app.policy import parse_policy, served_for
+from rllm.app.hold import served_for
+from rllm.app.policy import parse_policy
 from rllm.infra.admin_key import resolve_admin_key
 from rllm.producers.evaluation import EvalConfig, EvalSummary, run_eval
 from rllm.producers.evaluation.progress import say

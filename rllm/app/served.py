@@ -29,7 +29,7 @@ __all__ = ["ASK_S", "FOLLOWER_NAME", "GatewayServes"]
 
 FOLLOWER_NAME = "trainer-served"
 """Names the follower's consumer group, ``rllm-trainer-served-<run>-<12 hex>``: while it has
-members, the run trains against the stack (``rllm.app.policy.training_runs``)."""
+members, the run trains against the stack (``rllm.app.hold.training_runs``)."""
 
 ASK_S = 1.0
 """Longest wait on the topic before the gateway is asked over HTTP (and a trainer failure

@@ -134,7 +134,7 @@ class AgentTrainer:
                 ``"RUN:VERSION"``; default ``"base"`` before this trainer started (a
                 baseline for its ``train()``) and ``"latest"`` once it has (``serve_start()``
                 or ``train()``: what it serves or trained). The stack serves it for the
-                evaluation, then the policy it served before (``rllm.app.policy``); a
+                evaluation, then the policy it served before (``rllm.app.hold``); a
                 switch is refused while a run trains against the stack.
 
         Returns:
@@ -146,7 +146,8 @@ class AgentTrainer:
         """
         from rllm.infra.admin_key import resolve_admin_key
 
-        from .policy import parse_policy, served_for
+        from .hold import served_for
+        from .policy import parse_policy
 
         if not self.val_tasks:
             raise ConfigError("evaluate() needs a val_dataset")
@@ -311,7 +312,7 @@ class AgentTrainer:
         thread.start()
         served = GatewayServes(
             self.config.gateway_url, self.config.run_id, self.kafka, self.config.admin_key
-        ).start()  # its consumer group says the run trains (rllm.app.policy.training_runs)
+        ).start()  # its consumer group says the run trains (rllm.app.hold.training_runs)
         self._running = _Running(trainer, thread, settings, served)
         return self._running
 

@@ -14,7 +14,8 @@ import httpx
 import pytest
 
 from rllm.app.evaluate import evaluate
-from rllm.app.policy import parse_policy, pinning_evals, served_for, training_runs
+from rllm.app.hold import pinning_evals, served_for, training_runs
+from rllm.app.policy import parse_policy
 from rllm.app.served import GatewayServes
 from rllm.errors import ConfigError, RllmError
 from rllm.kafka import EventPublisher, read_policy_log
