@@ -22,7 +22,7 @@ from rllm.errors import ConfigError
 from rllm.infra.admin_key import resolve_admin_key
 from rllm.producers.evaluation.progress import say
 from rllm.producers.evaluation.runner import EvalConfig, Progress, run_tasks, write_results
-from rllm.producers.evaluation.served import check_served, served_policy
+from rllm.producers.evaluation.served import check_served, policy_line, served_policy
 from rllm.producers.evaluation.summary import EvalSummary, summarize
 from rllm.producers.harnesses import HarnessApi, HarnessRollout, get_harness, verifier_evaluator
 from rllm.producers.sdk.client import GatewayClient
@@ -234,7 +234,7 @@ async def run_harbor_eval(
         if run.rollout.harness.api is not HarnessApi.NONE:  # the oracle calls no model
             check_served(served, config.model, config.gateway_url)
             if progress is not None:  # which policy this eval measures, before any result
-                say(f"eval {config.run_id}: {config.model} serves policy version {served.label}")
+                say(policy_line(config.run_id, config.model, served, config.policy))
     except BaseException:
         await run.backend.aclose()
         raise
