@@ -207,8 +207,8 @@ def check_python_api(ran: Ran, env: dict[str, str]) -> None:
     err = ran.stderr.splitlines()
     evaluating = [line for line in err if line.startswith("evaluate train-")]
     said = re.search(  # which policy it measures, said before the first result
-        r"-val: 81 tasks x 1 attempt\(s\) of HuggingFaceTB/SmolLM2-135M-Instruct \(policy "
-        r"version (unknown|0 \(base weights\))\) through (\S+)$",
+        r"-val: 81 tasks x 1 attempt\(s\) of HuggingFaceTB/SmolLM2-135M-Instruct, policy "
+        r"(base: version 0 \(base weights\)), through (\S+)$",  # a fresh trainer: base
         evaluating[0],
     )
     assert said is not None and said[2] == env["RLLM_GATEWAY_URL"], evaluating[0]
