@@ -90,13 +90,25 @@ def reports_errors(func: F) -> F:
             sys.exit(1)
         except ValidationError as exc:
             lines = [
-                f"{'.'.join(map(str, e['loc']))}: {e['msg']} (got {e.get('input')!r})"
-                for e in exc.errors()
+                f"{_where(e['loc'])}: {e['msg']} (got {e.get('input')!r})" for e in exc.errors()
             ]
             err_console.print("[red]error:[/red] invalid settings: " + "; ".join(lines))
             sys.exit(2)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    """A bad setting's name as the user gave it: the flag (``--group-size``) when the
+    running command has an option of that field's name set on its command line, else the
+    field's path (``clip_eps_low``, set by an ``RLLM_`` variable or a default)."""
+    ctx = click.get_current_context(silent=True)
+    field = str(loc[0]) if loc else ""
+    if ctx is not None and ctx.get_parameter_source(field) is click.ParameterSource.COMMANDLINE:
+        for param in ctx.command.params:
+            if param.name == field and isinstance(param, click.Option):
+                return max(param.opts, key=len)
+    return ".".join(map(str, loc))
 
 
 def kafka_options(func: F) -> F:

@@ -321,12 +321,12 @@ def _loop(loop: dict[str, Any], fields: dict[str, Any], kafka: Any) -> None:
         trainer, what, close = _harbor_trainer(loop, config, backend, kafka)
     else:
         trainer, what, close = _benchmark_trainer(loop, config, backend, kafka)
-    console.print(
-        f"training on {what}: {len(trainer.train_tasks)} tasks x {loop['group_size']} "
-        f"rollouts, {config.batch_size} tasks per update, run {config.run_id}"
-    )
     try:
-        trainer.check()  # bad settings first, then the stack, then the model loads
+        trainer.check()  # bad settings first (before any line), the stack, the model loads
+        console.print(
+            f"training on {what}: {len(trainer.train_tasks)} tasks x {loop['group_size']} "
+            f"rollouts, {config.batch_size} tasks per update, run {config.run_id}"
+        )
         preflight(kafka, loop["gateway_url"])
         report = trainer.train(on_update=_progress, progress=False)  # its own lines, on stdout
     finally:
