@@ -75,7 +75,7 @@ def test_clip_eps_low_is_bounded_by_flag_and_env(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(ValidationError, match="clip_eps_low"):
         TrainerSettings()
     monkeypatch.delenv("RLLM_CLIP_EPS_LOW")
-    result = CliRunner().invoke(cli, ["train", "--clip-eps-low", "5"])
+    result = CliRunner().invoke(cli, ["train", "consume", "--clip-eps-low", "5"])
     assert result.exit_code == 2, result.output
     assert "--clip-eps-low: Input should be less than 1 (got 5.0)" in result.stderr
 
