@@ -100,14 +100,17 @@ def reports_errors(func: F) -> F:
 
 def _where(loc: tuple[int | str, ...]) -> str:
     """A bad setting's name as the user gave it: the flag (``--group-size``) when the
-    running command has an option of that field's name set on its command line, else the
-    field's path (``clip_eps_low``, set by an ``RLLM_`` variable or a default)."""
+    running command has an option of that field's name (anywhere in its path) set on its
+    command line, else the field's path (``clip_eps_low``, set by an ``RLLM_`` variable)."""
     ctx = click.get_current_context(silent=True)
-    field = str(loc[0]) if loc else ""
-    if ctx is not None and ctx.get_parameter_source(field) is click.ParameterSource.COMMANDLINE:
-        for param in ctx.command.params:
-            if param.name == field and isinstance(param, click.Option):
-                return max(param.opts, key=len)
+    given: dict[str, str] = {}
+    for p in ctx.command.params if ctx is not None else ():
+        source = ctx.get_parameter_source(p.name) if ctx is not None and p.name else None
+        if isinstance(p, click.Option) and source is click.ParameterSource.COMMANDLINE:
+            given[str(p.name)] = max(p.opts, key=len)
+    for part in loc:  # ("lr",) from TrainerSettings, ("trainer", "lr") from TrainConfig
+        if str(part) in given:
+            return given[str(part)]
     return ".".join(map(str, loc))
 
 

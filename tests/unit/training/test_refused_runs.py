@@ -163,3 +163,20 @@ def test_a_bad_setting_from_the_environment_keeps_its_field_name(
         result.stderr.strip()
         == "error: invalid settings: lr: Input should be greater than 0 (got '-1')"
     )
+
+
+def test_train_config_holds_typed_trainer_overrides() -> None:
+    from rllm.app.config import train_config
+    from rllm.consumers.trainer.types import LossKind
+
+    config = train_config({"trainer": {"loss": "sft", "lr": "0.5"}})
+    assert (config.trainer.loss, config.trainer.lr) == (LossKind.SFT, 0.5)  # type: ignore[attr-defined]  # fields made from TrainerSettings
+    assert config.trainer.model_dump(exclude_unset=True) == {"loss": LossKind.SFT, "lr": 0.5}
+    with pytest.raises(
+        ConfigError, match=r"TrainConfig.trainer.lrr: Extra inputs are not permitted, got 1"
+    ):
+        train_config({"trainer": {"lrr": 1}})
+    with pytest.raises(
+        ConfigError, match=r"TrainConfig.trainer.clip_eps_low: Input should be less than 1, got 5"
+    ):
+        train_config({"trainer": {"clip_eps_low": 5}})
