@@ -7,7 +7,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY rllm ./rllm
 COPY infra ./infra
-ARG EXTRAS=gateway,clickhouse,eval,train
+ARG EXTRAS=gateway,clickhouse,eval,train,tinker,fireworks
 RUN pip install --no-cache-dir ".[${EXTRAS}]"
 ENV RLLM_HOME=/data
 VOLUME /data

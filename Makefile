@@ -3,7 +3,7 @@
 # they are there), then the venv (`install`); lint and typecheck need the venv only.
 PYTHON ?= python3
 VENV ?= .venv
-EXTRAS ?= dev,gateway,clickhouse,eval,train,examples,sandboxes
+EXTRAS ?= dev,gateway,clickhouse,eval,train,examples,sandboxes,tinker,fireworks
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 

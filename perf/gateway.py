@@ -33,6 +33,11 @@ session already open (a session's first call also waits for its SessionOpened's 
 for comparison, straight to the upstream (for Responses and Anthropic its chat stream,
 which the gateway translates). ``--ttft-only`` runs only this part.
 
+Routing across replicas (``--replicas-only``): a second fake upstream, and gateways with
+both as replicas (``--upstream`` twice: sessions spread over them, each sticking to one)
+beside gateways with the first alone, all loaded in the same interleaved rounds; prints the
+added latency of each and what the second replica's routing adds over one.
+
 Prints one line per measurement and a JSON line last.
 """
 
@@ -578,8 +583,9 @@ def _stack_of(env: dict[str, str], tree: Path) -> str:
 
 
 def _gateway_cmd(
-    port: int, upstream: str, capture: str, bootstrap: str, prefix: str, spool: Path
+    port: int, upstream: str | list[str], capture: str, bootstrap: str, prefix: str, spool: Path
 ) -> list[str]:
+    upstreams = [upstream] if isinstance(upstream, str) else upstream
     return [
         sys.executable,
         "-m",
@@ -587,8 +593,7 @@ def _gateway_cmd(
         "gateway",
         "--port",
         str(port),
-        "--upstream",
-        upstream,
+        *(arg for url in upstreams for arg in ("--upstream", url)),
         "--capture",
         capture,
         "--spool-dir",
@@ -664,6 +669,44 @@ def _litellm(venv: Path, upstream: str, port: int, tmp: Path) -> Any:
     )
 
 
+def _replicas(args: argparse.Namespace, bootstrap: str, prefix: str, tmp: Path) -> dict[str, Any]:
+    """The latency a gateway routing across two replicas adds, beside one with the first
+    replica alone (``capture`` async and ack), in the same interleaved rounds."""
+    with contextlib.ExitStack() as stack:
+        upstreams = []
+        for _ in range(2):
+            port = _free_port()
+            url = f"http://127.0.0.1:{port}"
+            cmd = [sys.executable, "-m", "tests.fakes.upstream", "--port", str(port)]
+            stack.enter_context(_process(cmd, f"{url}/v1/models"))
+            upstreams.append(url)
+        targets = {"direct": Target(lambda i: f"{upstreams[0]}/v1")}
+        for capture in ("async", "ack"):
+            for name, behind in ((capture, upstreams[:1]), (f"{capture}_2replicas", upstreams)):
+                port = _free_port()
+                gw = f"http://127.0.0.1:{port}"
+                cmd = _gateway_cmd(port, behind, capture, bootstrap, prefix, tmp / name)
+                log = tmp / f"gw-{name}.log"
+                proc = stack.enter_context(_process(cmd, f"{gw}/health", log=log))
+                targets[name] = Target(_sessions_at(gw, name), proc.pid)
+        out = _side_by_side(args, targets)
+        for capture in ("async", "ack"):
+            one, two = f"gateway_{capture}", f"gateway_{capture}_2replicas"
+            for what in ("added_p50_ms", "added_p99_ms", "cpu_ms_per_request"):
+                out[f"{two}_over_one_{what}"] = out[f"{two}_{what}"] - out[f"{one}_{what}"]
+            print(
+                f"capture={capture}: 2 replicas add p50 {out[f'{two}_added_p50_ms']:.2f} ms "
+                f"(one: {out[f'{one}_added_p50_ms']:.2f}, routing "
+                f"{out[f'{two}_over_one_added_p50_ms']:+.2f}), p99 "
+                f"{out[f'{two}_added_p99_ms']:.2f} ms, {out[f'{two}_errors']} errors",
+                flush=True,
+            )
+        for capture, limit in (("async", 1.0), ("ack", 3.0)):
+            value = out[f"gateway_{capture}_2replicas_added_p50_ms"]
+            out["targets_met"][f"2 replicas {capture} added p50 <= {limit:g} ms"] = value <= limit
+        return out
+
+
 def main() -> None:
     """Run every measurement; print the JSON summary last."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanups on SIGTERM
@@ -679,6 +722,11 @@ def main() -> None:
     p.add_argument("--ttft-requests", type=int, default=20, help="streamed calls per API")
     p.add_argument("--ttft-chunk-delay-ms", type=float, default=20.0)
     p.add_argument("--ttft-only", action="store_true", help="measure time to first token only")
+    p.add_argument(
+        "--replicas-only",
+        action="store_true",
+        help="measure only the latency added routing across two replicas (and one)",
+    )
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the load")
     p.add_argument(
         "--py-spy",
@@ -706,6 +754,10 @@ def main() -> None:
 
         prefix = f"perf{uuid.uuid4().hex[:6]}."
         ensure_topics(KafkaSettings(bootstrap_servers=bootstrap, topic_prefix=prefix))
+        if args.replicas_only:
+            result.update(_replicas(args, bootstrap, prefix, tmp))
+            print(json.dumps(result))
+            return
         result["time_to_first_token_ms"] = _ttft_all(args, bootstrap, prefix, tmp)
         if args.ttft_only:
             print(json.dumps(result))

@@ -25,7 +25,11 @@ from rllm.tls import shared_tls
 if TYPE_CHECKING:
     from rllm.consumers.trainer.loop import Trainer
 
-__all__ = ["ASK_S", "GatewayServes"]
+__all__ = ["ASK_S", "FOLLOWER_NAME", "GatewayServes"]
+
+FOLLOWER_NAME = "trainer-served"
+"""Names the follower's consumer group, ``rllm-trainer-served-<run>-<12 hex>``: while it has
+members, the run trains against the stack (``rllm.app.hold.training_runs``)."""
 
 ASK_S = 1.0
 """Longest wait on the topic before the gateway is asked over HTTP (and a trainer failure
@@ -65,7 +69,11 @@ class GatewayServes:
         """Per gateway id, the run and version it adopted last (log order)."""
         self._changed = threading.Condition()
         self._follower = PolicyFollower(
-            kafka, self._on_records, name="trainer-served", poll_s=0.2, records=(PolicyServed,)
+            kafka,
+            self._on_records,
+            name=f"{FOLLOWER_NAME}-{run_id}",
+            poll_s=0.2,
+            records=(PolicyServed,),
         )
         self._following = False
         self._http: httpx.Client | None = None

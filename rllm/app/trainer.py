@@ -93,6 +93,8 @@ class AgentTrainer:
         """Tasks the running train() has rolled out."""
         self._running: _Running | None = None
         """This run's trainer, from ``serve_start()`` (or ``train()``) to ``close()``."""
+        self._trained = False
+        """Whether ``train()`` ran (``evaluate()`` then measures ``latest`` by default)."""
 
     def trainer_settings(self) -> Any:
         """The TrainerSettings this run uses (refused here when the backend cannot honour
@@ -118,37 +120,70 @@ class AgentTrainer:
         }
         return TrainerSettings(**fields)
 
-    def evaluate(self, attempts: int = 1, progress: bool = True) -> EvalSummary:
+    def evaluate(
+        self, attempts: int = 1, progress: bool = True, policy: str | None = None
+    ) -> EvalSummary:
         """Run the validation set through the gateway and summarise it.
 
         Args:
             attempts: rollouts per task (pass@k).
-            progress: print a line on stderr when the run starts, about every tenth of its
-                attempts, and at the end.
+            progress: print a line on stderr when the run starts (naming the policy
+                evaluated), about every tenth of its attempts, and at the end.
+            policy: which policy answers: ``"base"`` (the weights the model server started
+                with), ``"latest"`` (the newest policy a training run published) or
+                ``"RUN:VERSION"``; default ``"base"`` before this trainer started (a
+                baseline for its ``train()``) and ``"latest"`` once it has (``serve_start()``
+                or ``train()``: what it serves or trained). The stack serves it for the
+                evaluation, then the policy it served before (``rllm.app.hold``); a
+                switch is refused while a run trains against the stack.
 
         Returns:
             The summary; ``print()`` it for a few lines of figures.
+
+        Raises:
+            ConfigError: no val_dataset; the gateway is down or serves another model; the
+                policy names nothing that can be served, or a run is training.
         """
+        from rllm.infra.admin_key import resolve_admin_key
+
+        from .hold import served_for
+        from .policy import parse_policy
+
         if not self.val_tasks:
             raise ConfigError("evaluate() needs a val_dataset")
+        begun = self._trained or self._running is not None
+        choice = parse_policy(policy or ("latest" if begun else "base"))
         self._check_sampling()
         served = self._served_policy()  # a stack that is down is one error naming rllm-cli up
         check_served(served, self.config.model, self.config.gateway_url)
         run_id = f"{self.config.run_id}-val"
         total = len(self.val_tasks) * attempts
-        lines = ProgressLines(f"evaluate {run_id}", total) if progress else None
-        if progress:
-            say(
-                f"evaluate {run_id}: {len(self.val_tasks)} tasks x {attempts} attempt(s) of "
-                f"{self.config.model} (policy version {served.label}) through "
-                f"{self.config.gateway_url}"
-            )
-        started = time.perf_counter()
-        results = asyncio.run(
-            run_rollouts(
-                self.config, self.rollout, self.evaluator, self.val_tasks, attempts, run_id, lines
-            )
-        )
+        own = self.config.run_id if self._running is not None else None
+        key = resolve_admin_key(self.config.admin_key)
+        with served_for(
+            choice,
+            self.kafka,
+            self.config.gateway_url,
+            key,
+            self.config.update_timeout_s,
+            say if progress else None,
+            own_run=own,
+        ):
+            served = self._served_policy()
+            lines = ProgressLines(f"evaluate {run_id}", total) if progress else None
+            if progress:
+                say(
+                    f"evaluate {run_id}: {len(self.val_tasks)} tasks x {attempts} attempt(s) "
+                    f"of {self.config.model}, policy {choice.text}: version {served.label}, "
+                    f"through {self.config.gateway_url}"
+                )
+            started = time.perf_counter()
+            results = asyncio.run(
+                run_rollouts(
+                    self.config, self.rollout, self.evaluator, self.val_tasks, attempts, run_id,
+                    lines,
+                )
+            )  # fmt: skip
         summary = summarize(
             run_id,
             self.val_name,
@@ -244,6 +279,8 @@ class AgentTrainer:
         run.trainer.stop()
         run.thread.join(timeout=120)
         run.served.close()
+        if not run.thread.is_alive():  # a hosted backend's session ends with the run
+            run.trainer.core.backend.close()
 
     def _start(self, progress: bool = False) -> _Running:
         """The running trainer; started (after the checks) if none runs."""
@@ -275,10 +312,9 @@ class AgentTrainer:
 
         thread = threading.Thread(target=run_trainer, name="rllm-trainer", daemon=True)
         thread.start()
-        # follows rllm.policy-updates from its first wait (sync mode, serve_start)
         served = GatewayServes(
             self.config.gateway_url, self.config.run_id, self.kafka, self.config.admin_key
-        )
+        ).start()  # its consumer group says the run trains (rllm.app.hold.training_runs)
         self._running = _Running(trainer, thread, settings, served)
         return self._running
 
@@ -316,6 +352,7 @@ class AgentTrainer:
         label = f"train {self.config.run_id}"
         try:
             run = self._start(progress)
+            self._trained = True
             report = TrainReport(run_id=self.config.run_id, version=run.trainer.version)
             self._started, self._submitted = time.perf_counter(), 0
             if self.config.mode is SyncMode.SYNC:

@@ -4,7 +4,6 @@ run by a harness in a sandbox."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -18,6 +17,8 @@ from rllm.cli.common import (
     err_console,
     image_substitute_option,
     image_substitutes,
+    kafka_options,
+    kafka_settings,
     print_table,
     reports_errors,
 )
@@ -124,6 +125,14 @@ def is_local_model(name: str | None) -> bool:
 )
 @click.option("--run-id", default=None, help="Run id [default: eval-<random>].")
 @click.option(
+    "--policy",
+    default=None,
+    metavar="base|latest|RUN:VERSION",
+    help="Policy to evaluate: the base weights, the newest a training run published, or one "
+    "checkpoint (rllm-cli checkpoints ls); served for this eval, then the one served before "
+    "[default: whatever the stack serves now, named in the first line].",
+)
+@click.option(
     "--gateway-url",
     envvar="RLLM_GATEWAY_URL",
     default="http://127.0.0.1:8400",
@@ -170,6 +179,7 @@ def is_local_model(name: str | None) -> bool:
     help="Keep the harnesses' own log files here, one folder per session.",
 )
 @image_substitute_option
+@kafka_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @reports_errors
 def eval_command(
@@ -185,6 +195,7 @@ def eval_command(
     temperature: float | None,
     max_tokens: int | None,
     run_id: str | None,
+    policy: str | None,
     gateway_url: str,
     admin_key: str | None,
     tasks_dir: Path | None,
@@ -193,13 +204,16 @@ def eval_command(
     verifier_timeout_multiplier: float,
     artifacts_dir: Path | None,
     image_substitute: tuple[str, ...],
+    bootstrap_servers: str | None,
+    topic_prefix: str | None,
     as_json: bool,
 ) -> None:
     """Evaluate a model on BENCHMARK (see `rllm-cli bench list`), or on a DIR of Harbor
     task folders under the harness --agent."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from rllm.producers.evaluation import EvalConfig, run_eval
+    from rllm.app.evaluate import evaluate
+    from rllm.producers.evaluation import EvalConfig
     from rllm.producers.evaluation.harbor import is_tasks_dir
 
     sampling: dict[str, Any] = {}
@@ -237,7 +251,9 @@ def eval_command(
         fields["run_id"] = run_id
     config = EvalConfig(**fields)
     err_console.print(
-        f"eval {benchmark} · model {config.model} · run {config.run_id}", markup=False
+        f"eval {benchmark} · model {config.model} · run {config.run_id}"
+        + (f" · policy {policy}" if policy else ""),
+        markup=False,
     )
     # on stderr, and only once the tasks loaded and the gateway answered: a refusal is one
     # line, and stdout holds only the summary
@@ -263,7 +279,8 @@ def eval_command(
         bar.update(job, advance=1, description=f"attempts · {correct[0]} correct")
 
     try:
-        summary = asyncio.run(run_eval(config, progress=tick, on_tasks=begin))
+        kafka = kafka_settings(bootstrap_servers, topic_prefix)
+        summary = evaluate(config, policy, kafka, progress=tick, on_tasks=begin)
     finally:
         if started[0]:
             bar.stop()

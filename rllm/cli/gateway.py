@@ -17,10 +17,12 @@ __all__ = ["gateway"]
 @click.option("--port", type=int, default=None, envvar="RLLM_GATEWAY_PORT", help="Port [8400].")
 @click.option(
     "--upstream",
-    "upstream_url",
-    default=None,
+    "upstreams",
+    multiple=True,
     envvar="RLLM_GATEWAY_UPSTREAM_URL",
-    help="Model server base URL [http://127.0.0.1:8000].",
+    help="Model server base URL [http://127.0.0.1:8000]; repeat it for replicas of one model "
+    "(a session sticks to one, new sessions go to the least loaded, one that fails is taken "
+    "out and its sessions move).",
 )
 @click.option(
     "--upstream-kind",
@@ -131,11 +133,17 @@ def gateway(
     bootstrap_servers: str | None,
     topic_prefix: str | None,
     admin_key_file: Path | None,
+    upstreams: tuple[str, ...],
     **flags: Any,
 ) -> None:
     """Serve OpenAI and Anthropic APIs per session, capturing every call to Kafka."""
     from rllm.infra.admin_key import admin_key_path, ensure_admin_key
     from rllm.producers.gateway import GatewaySettings, serve
+
+    if len(upstreams) == 1:
+        flags["upstream_url"] = upstreams[0]
+    elif upstreams:
+        flags["upstream_urls"] = upstreams
 
     settings = GatewaySettings(**{k: v for k, v in flags.items() if v is not None})
     if settings.admin_key is None and not settings.insecure:
@@ -152,7 +160,7 @@ def gateway(
     kafka = kafka_settings(bootstrap_servers, topic_prefix)
     console.print(
         f"gateway on {settings.base_url} -> {settings.upstream_kind.value} "
-        f"{settings.upstream_url} (capture={settings.capture.value}, "
+        f"{' '.join(settings.replicas)} (capture={settings.capture.value}, "
         f"kafka={kafka.bootstrap_servers})"
     )
     serve(settings, kafka)

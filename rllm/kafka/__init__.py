@@ -6,7 +6,7 @@ Modules:
 - ``clients``: producer, consumer and admin clients with our defaults; the codec (with
   the schema registry when one is set); the broker probe.
 - ``admin``: create the design's topics, delete topics, list what the broker holds, end
-  offsets and a consumer group's lag.
+  offsets, a consumer group's lag, and the groups with members now.
 - ``publish``: ``EventPublisher`` (per-record futures, or ``Acks`` counted per batch).
 - ``consume``: ``TopicReader`` (decode each record or dead-letter it with the reason,
   offsets committed on demand) and the dead-letter helpers.
@@ -18,6 +18,7 @@ Modules:
 from __future__ import annotations
 
 from rllm.kafka.admin import (
+    active_groups,
     created_partitions,
     delete_topics,
     end_offsets,
@@ -44,7 +45,7 @@ from rllm.kafka.consume import (
     dead_letters_to,
 )
 from rllm.kafka.errors import kafka_errors, translate
-from rllm.kafka.policy import PolicyFollower
+from rllm.kafka.policy import PolicyFollower, read_policy_log
 from rllm.kafka.publish import Acks, EventPublisher
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "Position",
     "Start",
     "TopicReader",
+    "active_groups",
     "check_broker",
     "consumer_config",
     "created_partitions",
@@ -72,5 +74,6 @@ __all__ = [
     "make_consumer",
     "make_producer",
     "producer_config",
+    "read_policy_log",
     "translate",
 ]

@@ -10,13 +10,14 @@ from collections.abc import Iterable
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
-from rllm.errors import TopicError
+from rllm.errors import KafkaUnavailableError, TopicError
 from rllm.kafka.clients import make_admin, make_consumer
 from rllm.kafka.errors import is_already_exists, is_unknown_topic, kafka_errors, translate
 from rllm.schemas.topics import POLICY_UPDATES, TOPICS, TopicSpec
 from rllm.settings import KafkaSettings
 
 __all__ = [
+    "active_groups",
     "created_partitions",
     "delete_topics",
     "end_offsets",
@@ -171,3 +172,34 @@ def group_lag(
         finally:
             consumer.close()
     return {p: end - done.get(p, 0) for p, end in ends.items() if end > done.get(p, 0)}
+
+
+def active_groups(
+    settings: KafkaSettings, prefix: str, timeout_s: float | None = None
+) -> list[str]:
+    """The consumer groups whose id starts with ``prefix`` and that have members now
+    (stable or rebalancing), sorted; a group whose consumers all left is not listed.
+
+    Raises:
+        KafkaUnavailableError: if no broker answers within ``timeout_s`` (default the
+            request timeout).
+    """
+    from confluent_kafka import ConsumerGroupState
+
+    timeout_s = settings.request_timeout_s if timeout_s is None else timeout_s
+    live = {
+        ConsumerGroupState.STABLE,
+        ConsumerGroupState.PREPARING_REBALANCING,
+        ConsumerGroupState.COMPLETING_REBALANCING,
+    }
+    with kafka_errors(f"listing the consumer groups on {settings.bootstrap_servers}"):
+        admin = make_admin(settings)  # held until the answer: a collected client never answers
+        future = admin.list_consumer_groups(request_timeout=timeout_s)
+        try:
+            listed = future.result(timeout=timeout_s).valid
+        except TimeoutError as exc:
+            raise KafkaUnavailableError(
+                f"the broker at {settings.bootstrap_servers} did not list its consumer "
+                f"groups within {timeout_s:.0f} s"
+            ) from exc
+    return sorted(g.group_id for g in listed if g.group_id.startswith(prefix) and g.state in live)

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+from rllm.errors import KafkaUnavailableError
 from rllm.kafka.consume import TopicReader
 from rllm.schemas.topics import POLICY_UPDATES
 from rllm.schemas.types import PolicyUpdated
 from rllm.settings import KafkaSettings
 
-__all__ = ["PolicyFollower"]
+__all__ = ["PolicyFollower", "read_policy_log"]
 
 log = logging.getLogger(__name__)
 
@@ -91,3 +93,38 @@ class PolicyFollower:
                 self._on_updates(updates, reader.quiet or reader.caught_up())
         finally:
             reader.close()
+
+
+def read_policy_log(kafka: KafkaSettings, timeout_s: float = 30.0) -> list[PolicyUpdated]:
+    """Every ``PolicyUpdated`` on ``rllm.policy-updates`` now, in log order (an undecodable
+    record is skipped, as a follower skips it); empty when the topic does not exist.
+
+    Raises:
+        KafkaUnavailableError: the log's end was not reached within ``timeout_s``.
+    """
+    topic = kafka.topic(POLICY_UPDATES)
+    reader = TopicReader(
+        kafka,
+        f"rllm-policy-log-{uuid.uuid4().hex[:12]}",
+        name="policy log",
+        refuse=(Exception,),
+        on_error="log",
+        config={"enable.partition.eof": True},
+    )
+    try:
+        partitions = reader.partitions(topic)
+        reader.assign(topic, partitions, "beginning")
+        records: list[PolicyUpdated] = []
+        deadline = time.monotonic() + timeout_s
+        while not all((topic, p) in reader.ended for p in partitions):
+            if time.monotonic() > deadline:
+                raise KafkaUnavailableError(
+                    f"{topic} was not read to its end within {timeout_s:.0f} s on "
+                    f"{kafka.bootstrap_servers}"
+                )
+            for rec in reader.read_available(0.2):
+                if rec.error is None and isinstance(rec.event, PolicyUpdated):
+                    records.append(rec.event)
+        return records
+    finally:
+        reader.close()

@@ -50,6 +50,16 @@ not delivered (the seek brings it again).
    partition after a SIGKILL, its commit then stuck before them). A sought partition
    counts as sought only once the streams resume (``resume_flow``).
 
+6. **A recovery that waits for ever.** After a worker took back partitions it had given to
+   a peer that then left (the processors' fault table, ``worker-rebalance``, about one run
+   in eight here), faust's recovery sought the changelogs' partition 0 to their start and
+   never received a record of them: the recovery, and with it every stream, stood still.
+   faust only logs that every 5 s. The fetch state when it stood still: aiokafka's position
+   at the highwater, the partition active and not paused, no read offset, the flow on:
+   its records were fetched and never delivered. A changelog partition that the recovery
+   still needs and that gave no record for ``RECOVERY_STALL_S`` is read again from the
+   next offset the recovery wants (it skips a record it has seen), its fetch state logged.
+
 faust builds its consumer from ``Transport.Consumer``; ``GuardedApp`` swaps in a transport
 whose consumer is this one.
 """
@@ -69,9 +79,32 @@ from faust.types.tuples import ack_lock
 from faust.utils.functional import consecutive_numbers
 from mode.utils.futures import notify
 
-__all__ = ["GuardedApp", "GuardedConsumer"]
+__all__ = ["RECOVERY_STALL_S", "GuardedApp", "GuardedConsumer", "stalled_restart_offset"]
 
 log = logging.getLogger(__name__)
+
+RECOVERY_STALL_S = 4.0
+"""Seconds without a record on a changelog partition the recovery still needs before that
+partition is read again (a fetch returns within 1 s)."""
+
+
+def stalled_restart_offset(
+    now: float,
+    started_at: float | None,
+    last_record_at: float | None,
+    last_restart_at: float | None,
+    offset: int | None,
+) -> int | None:
+    """Where to read again a changelog partition of an active recovery that has had no record
+    for ``RECOVERY_STALL_S`` (since the recovery started or its last record): the offset
+    after the last one the recovery applied. None when it is not stalled, or was read again
+    less than ``RECOVERY_STALL_S`` ago."""
+    since = last_record_at if last_record_at is not None else started_at
+    if since is None or now - since < RECOVERY_STALL_S:
+        return None
+    if last_restart_at is not None and now - last_restart_at < RECOVERY_STALL_S:
+        return None
+    return 0 if offset is None or offset < 0 else offset + 1
 
 
 class GuardedConsumer(faust_aiokafka.Consumer):
@@ -82,6 +115,8 @@ class GuardedConsumer(faust_aiokafka.Consumer):
         refused_acks: acks not booked (fetched under an earlier generation, before the
             partition's seek, or while the streams were suspended).
         rewinds: partitions sought back because a record came past the expected one.
+        recovery_restarts: changelog partitions read again because the recovery got no
+            record of them (item 6).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -91,8 +126,11 @@ class GuardedConsumer(faust_aiokafka.Consumer):
         self._base: dict[TP, int] = {}  # where a partition with no commit starts
         self._skipped: set[TP] = set()  # records fetched and dropped before the seek
         self._seeking: set[TP] | None = None  # sought, waiting for the streams to resume
+        self._restarted_at: dict[TP, float] = {}  # changelog partitions read again
+        self._restarts: set[asyncio.Future[None]] = set()  # their seeks in flight
         self.refused_acks = 0
         self.rewinds = 0
+        self.recovery_restarts = 0
 
     async def on_partitions_revoked(self, revoked: set[TP]) -> None:
         self._sought.difference_update(revoked)
@@ -106,6 +144,7 @@ class GuardedConsumer(faust_aiokafka.Consumer):
         self._base.clear()
         self._skipped.clear()
         self._seeking = None
+        self._restarted_at.clear()
         await super().on_partitions_assigned(assigned, generation_id)
 
     async def perform_seek(self) -> None:
@@ -217,6 +256,55 @@ class GuardedConsumer(faust_aiokafka.Consumer):
             raise
         finally:
             self.diag.unset_flag(CONSUMER_FETCHING)
+
+    def verify_recovery_event_path(self, now: float, tp: TP) -> None:
+        """faust's recovery calls this every 5 s for each changelog partition it still needs:
+        one with no record for ``RECOVERY_STALL_S`` is read again (item 6)."""
+        super().verify_recovery_event_path(now, tp)
+        recovery: Any = self.app.tables.recovery  # type: ignore[attr-defined]
+        if tp not in recovery.active_tps:
+            return
+        start = stalled_restart_offset(
+            now,
+            recovery._recovery_started_at,
+            recovery._active_events_received_at.get(tp),
+            self._restarted_at.get(tp),
+            recovery.active_offsets.get(tp),
+        )
+        if start is None:
+            return
+        self._restarted_at[tp] = now
+        self.recovery_restarts += 1
+        log.warning(
+            "%s[%d]: the recovery got no record of it for %.0f s (%s); reading it again from %d",
+            tp.topic,
+            tp.partition,
+            RECOVERY_STALL_S,
+            self._fetch_state(tp),
+            start,
+        )
+        self._read_offset[tp] = start or None
+        self.resume_partitions({tp})
+        task = asyncio.ensure_future(self._seek_back(tp, start))
+        self._restarts.add(task)
+        task.add_done_callback(self._restarts.discard)
+
+    def _fetch_state(self, tp: TP) -> str:
+        """What the fetch knows of ``tp``, for the log line of a stalled recovery."""
+        try:
+            consumer = self._thread._ensure_consumer()
+            assignment = consumer._fetcher._subscriptions.subscription.assignment
+            state = assignment.state_value(TopicPartition(*tp))
+            highwater = self.highwater(tp)
+        except Exception as exc:  # no consumer or assignment: say so
+            return f"no fetch state: {exc!r}"
+        position = state.position if state is not None and state.has_valid_position else None
+        return (
+            f"position {position}, highwater {highwater}, "
+            f"paused {tp in self._paused_partitions}, "
+            f"active {tp in (self._active_partitions or set())}, "
+            f"read {self._read_offset.get(tp)}, flow {self.flow_active}"
+        )
 
     async def _rewind(self, records: Any) -> None:
         """Seek each sought partition whose batch went past the next offset to deliver back

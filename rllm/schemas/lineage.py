@@ -4,7 +4,9 @@ The served policy is the most recently published run's newest version: a record 
 different run than the current one takes over (a new training run started, and announced
 its base weights as version 0); a record of the current run counts only when its version is
 higher (a restarted trainer re-announces the version it resumed from). The model server and
-the gateway both follow this rule, so they agree on what "version N" means.
+the gateway both follow this rule, so they agree on what "version N" means. A record of run
+"" (``base_record``) points them back at the weights the server started with; an eval that
+chooses its policy publishes the records ``switch_records`` gives.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 
 from rllm.schemas.types import PolicyUpdated
 
-__all__ = ["POLICY_HEADER", "PolicyPointer", "advance"]
+__all__ = ["BASE", "POLICY_HEADER", "PolicyPointer", "advance", "base_record", "switch_records"]
 
 POLICY_HEADER = "x-rllm-policy-version"
 """Response header of the local model server: the policy version whose weights generated
@@ -42,3 +44,26 @@ def advance(current: PolicyPointer | None, record: PolicyUpdated) -> PolicyPoint
     if current is None or current.superseded_by(record):
         return PolicyPointer.of(record)
     return current
+
+
+BASE = PolicyPointer("", 0)
+"""The weights a model server started with (no run's checkpoint)."""
+
+
+def base_record() -> PolicyUpdated:
+    """The record that points the fleet back at its base weights: run "", version 0, no
+    checkpoint (the model server reloads what it started with)."""
+    return PolicyUpdated(event_id="base/v0", run_id="", version=0, checkpoint_uri="")
+
+
+def switch_records(current: PolicyPointer | None, target: PolicyUpdated) -> list[PolicyUpdated]:
+    """What to publish, in order, after the log's ``current`` pointer (None: nothing
+    published, the base weights) so that the rule points at ``target``: nothing when it
+    does already; ``target`` when it takes over; the base record first when ``target`` is an
+    older version of the current run (which alone would not count)."""
+    now = current or BASE
+    if PolicyPointer.of(target) == now:
+        return []
+    if now.superseded_by(target):
+        return [target]
+    return [base_record(), target]

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -99,6 +100,8 @@ class Engine:
         self.device = next(self.model.parameters()).device
         self._rng = torch.Generator().manual_seed(0)
         self.last_reload_s = 0.0
+        self._base: dict[str, torch.Tensor] | None = None
+        """The starting weights, kept when ``source`` cannot give them again (a GGUF)."""
         self.threads = threads or FixedThreads()
         """Times the decode steps to choose torch's thread count (fixed: left as set)."""
 
@@ -119,6 +122,35 @@ class Engine:
             self.version, self.policy_run = version, run_id
 
     @compute
+    def load_base(self) -> float:
+        """Serve the weights the engine started with again, as version 0 of no run; return
+        seconds taken (nothing to do when it serves them already).
+
+        Raises:
+            FileNotFoundError: they were never kept and ``source`` holds no safetensors.
+        """
+        started = time.perf_counter()
+        if self.policy_run or self.version:
+            state = (
+                self._base
+                if self._base is not None
+                else read_weights(Path(self.source), str(self.device))
+            )
+            self.load_state_dict(state, 0, "")
+        self.last_reload_s = time.perf_counter() - started
+        return self.last_reload_s
+
+    def _keep_base(self) -> None:
+        """Copy the starting weights aside before they are first replaced, unless they can
+        be read again from ``source`` (an HF directory with safetensors)."""
+        if self._base is not None or self.policy_run or self.version:
+            return
+        if Path(self.source).is_dir() and any(Path(self.source).glob("*.safetensors")):
+            return
+        with self.lock, torch.no_grad():
+            self._base = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+
+    @compute
     def load_checkpoint(self, uri: str, version: int, run_id: str = "") -> float:
         """Load safetensors weights from a checkpoint directory; return seconds taken.
 
@@ -128,6 +160,7 @@ class Engine:
         """
         started = time.perf_counter()
         state = read_weights(checkpoint_path(uri), str(self.device))
+        self._keep_base()
         self.load_state_dict(state, version, run_id)
         self.last_reload_s = time.perf_counter() - started
         return self.last_reload_s

@@ -2,7 +2,8 @@
 
 Each server reads the whole topic with a consumer group of its own (every server must see
 every update); when it has caught up it loads the policy the log points at
-(``rllm.schemas.lineage``: the latest run's newest version), if it is not loaded yet.
+(``rllm.schemas.lineage``: the latest run's newest version), if it is not loaded yet; a
+record of run "" has it serve the weights it started with again.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import logging
 
 from rllm.kafka import PolicyFollower as KafkaFollower
-from rllm.schemas.lineage import PolicyPointer, advance
+from rllm.schemas.lineage import BASE, PolicyPointer, advance
 from rllm.schemas.types import PolicyUpdated
 from rllm.serving.engine import Engine
 from rllm.settings import KafkaSettings
@@ -59,14 +60,17 @@ class PolicyFollower:
                 if moved != self._pointer:
                     self._pointer, self._newest = moved, rec
         pointer, newest = self._pointer, self._newest
-        if newest is None or pointer == self.loaded or pointer in self._failed:
+        if newest is None or pointer == (self.loaded or BASE) or pointer in self._failed:
             return
         if caught_up:
             self._load(newest)
 
     def _load(self, rec: PolicyUpdated) -> None:
         try:
-            seconds = self.engine.load_checkpoint(rec.checkpoint_uri, rec.version, rec.run_id)
+            if PolicyPointer.of(rec) == BASE:
+                seconds = self.engine.load_base()
+            else:
+                seconds = self.engine.load_checkpoint(rec.checkpoint_uri, rec.version, rec.run_id)
         except (OSError, ValueError, RuntimeError) as exc:  # keep serving, keep following
             self._load_errors.append(
                 f"policy {rec.run_id} version {rec.version} from {rec.checkpoint_uri}: {exc}"

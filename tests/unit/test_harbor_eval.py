@@ -18,12 +18,14 @@ from rllm.producers.evaluation.harbor import (
     load_harbor_dataset,
     tasks_dir_of,
     unloaded_tasks,
+    verifier_outcomes,
 )
 from rllm.producers.evaluation.summary import summarize
 from rllm.producers.harnesses import UnknownHarnessError
 from rllm.producers.sdk.types import RolloutOutcome
 from rllm.schemas.types import SessionStatus, Task
 
+Output = dict[str, object]
 TASKS = Path(__file__).resolve().parents[1] / "fixtures" / "harbor_tasks"
 
 
@@ -88,6 +90,39 @@ def test_the_summary_lists_every_error_and_scores_the_rest() -> None:
         {"task": "broken", "error": "missing task.toml"},
         {"task": "bad-verifier", "error": "verifier_error: no reward file"},
     ]
+
+
+def test_verifier_outcomes_name_why_each_attempt_fell_short() -> None:
+    """Full rewards and runs whose verifier never ran are left out; a 0 and a missing
+    reward keep the exit code, the error and the tail of test-stdout.txt."""
+
+    def outcome(task_id: str, output: Output | None) -> RolloutOutcome:
+        return RolloutOutcome(session_id=task_id, run_id="r", task=Task(task_id=task_id),
+                              rollout_index=0, status=SessionStatus.OK, answer=None,
+                              output=output, error=None, num_steps=0, seconds=1.0)  # fmt: skip
+
+    def ran(reward: float | None, code: int | None, error: str | None, tail: str) -> Output:
+        return {"reward": reward, "verifier_exit_code": code, "verifier_error": error,
+                "verifier_output_tail": tail}  # fmt: skip
+
+    results = [
+        (outcome("solved", ran(1.0, 0, None, "1 passed\n")), RewardResult(1.0, True)),
+        (outcome("wrong", ran(0.0, 1, None, "expected 56, got 65\n")), RewardResult(0.0, False)),
+        (outcome("half", ran(0.5, 0, None, "1 of 2\n")), RewardResult(0.5, False)),
+        (outcome("no-file", ran(None, 0, "no reward file", "done\n")), None),
+        (outcome("timed-out", ran(None, None, "timed out after 5 s", "")), None),
+        (outcome("agent-died", ran(None, None, None, "")), None),  # the verifier never ran
+        (outcome("not-harbor", None), None),
+    ]
+    assert verifier_outcomes(results) == [
+        {"task": "wrong", "reward": 0.0, "exit_code": 1, "error": None,
+         "output_tail": "expected 56, got 65\n"},
+        {"task": "half", "reward": 0.5, "exit_code": 0, "error": None, "output_tail": "1 of 2\n"},
+        {"task": "no-file", "reward": None, "exit_code": 0, "error": "no reward file",
+         "output_tail": "done\n"},
+        {"task": "timed-out", "reward": None, "exit_code": None, "error": "timed out after 5 s",
+         "output_tail": ""},
+    ]  # fmt: skip
 
 
 def test_rows_of_an_agentic_benchmark_point_at_tasks_dir_before_the_stack(

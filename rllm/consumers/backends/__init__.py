@@ -6,10 +6,12 @@ building it, so a setting a backend cannot honour is refused before training sta
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from rllm.consumers.trainer.settings import BackendName, TrainerSettings
 from rllm.consumers.trainer.types import Capabilities, TrainingBackend, check_capabilities
+from rllm.errors import ConfigError
 
 __all__ = ["backend_capabilities", "detokenize_with", "make_backend"]
 
@@ -25,12 +27,28 @@ def backend_capabilities(name: BackendName) -> Capabilities:
 
         return VERL_CAPABILITIES
     if name is BackendName.TINKER:
-        from rllm.consumers.backends.tinker.backend import TINKER_CAPABILITIES
+        with _sdk(name, "tinker"):
+            from rllm.consumers.backends.tinker.backend import TINKER_CAPABILITIES
 
         return TINKER_CAPABILITIES
-    from rllm.consumers.backends.fireworks.backend import FIREWORKS_CAPABILITIES
+    with _sdk(name, "fireworks"):
+        from rllm.consumers.backends.fireworks.backend import FIREWORKS_CAPABILITIES
 
     return FIREWORKS_CAPABILITIES
+
+
+@contextmanager
+def _sdk(name: BackendName, module: str) -> Iterator[None]:
+    """Refuse a hosted backend whose SDK is not installed, naming the extra to install."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+        raise ConfigError(
+            f"backend {name.value!r} calls its service through the {module!r} SDK, which is "
+            f"not installed: pip install 'rllm-stream[{name.value}]'"
+        ) from exc
 
 
 def make_backend(settings: TrainerSettings) -> TrainingBackend:

@@ -1,6 +1,7 @@
 """What the hosted backends (``tinker``, ``fireworks``) share: their capabilities, the
-refusal of a missing setting, the policy version, the record of the service-side checkpoint
-in the local checkpoint directory, and one HTTP call that turns a refusal into an error."""
+refusal of a missing setting, the policy version, and the record of the service-side
+checkpoint in the local checkpoint directory. Each calls its service through the service's
+own SDK."""
 
 from __future__ import annotations
 
@@ -8,14 +9,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from rllm.consumers.trainer.errors import TrainerError
 from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.consumers.trainer.types import Capabilities, LossAgg, LossKind
 from rllm.errors import ConfigError
 
-__all__ = ["RemoteBackend", "call_service", "missing", "remote_capabilities", "service_client"]
+__all__ = ["RemoteBackend", "missing", "remote_capabilities"]
 
 
 def remote_capabilities(losses: frozenset[LossKind], loss_aggs: frozenset[LossAgg]) -> Capabilities:
@@ -69,35 +67,3 @@ class RemoteBackend:
         """The record ``_write_record`` left in ``directory``."""
         record: dict[str, Any] = json.loads((directory / f"{self.name}.json").read_text())
         return record
-
-
-def service_client(
-    base_url: str, headers: dict[str, str], transport: httpx.BaseTransport | None
-) -> httpx.Client:
-    """The HTTP client for a service (``transport`` replaces the network in tests)."""
-    return httpx.Client(
-        base_url=base_url.rstrip("/"), transport=transport, headers=headers, timeout=60.0
-    )
-
-
-def call_service(
-    http: httpx.Client,
-    error: type[TrainerError],
-    what: str,
-    method: str,
-    url: str,
-    **kwargs: Any,
-) -> dict[str, Any]:
-    """One request; returns the JSON answer (``{}`` when the body is empty).
-
-    Raises:
-        TrainerError: ``error`` naming ``what``, when the request fails or is refused.
-    """
-    try:
-        r = http.request(method, url, **kwargs)
-    except httpx.HTTPError as exc:
-        raise error(f"{what}: {exc}") from exc
-    if r.status_code >= 400:
-        raise error(f"{what} answered {r.status_code}: {r.text[:300]}")
-    data: dict[str, Any] = r.json() if r.content else {}
-    return data

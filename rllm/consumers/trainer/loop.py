@@ -273,4 +273,8 @@ def run_trainer(settings: TrainerSettings, kafka: KafkaSettings, **kwargs: Any) 
     """Build the backend named in ``settings`` and run the trainer."""
     from rllm.consumers.backends import make_backend
 
-    return Trainer(settings, kafka, make_backend(settings), **kwargs).run()
+    backend = make_backend(settings)
+    try:
+        return Trainer(settings, kafka, backend, **kwargs).run()
+    finally:
+        backend.close()

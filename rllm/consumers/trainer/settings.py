@@ -226,7 +226,7 @@ class TrainerSettings(OwnEnvSettings):
     fireworks_account: str = ""
     """Fireworks account id."""
     fireworks_deployment: str = ""
-    """Deployment the new weights are hot-loaded onto ("": none)."""
+    """Deployment each new version's LoRA is loaded onto, as its default ("": none)."""
     tokenizer: str | None = None
     """Local directory or .gguf with the tokenizer of a hosted model (fireworks trains on
     text, so token IDs are decoded with it); default: the default local model's."""

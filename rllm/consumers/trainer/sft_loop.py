@@ -164,6 +164,7 @@ def train_sft(
         from rllm.kafka import check_broker
 
         check_broker(kafka)
+    built = backend is None
     backend = _built(settings, backend)
     data = load_sft_dataset(
         data_file,
@@ -188,6 +189,8 @@ def train_sft(
     finally:
         if publisher is not None:
             publisher.close()
+        if built:
+            backend.close()
     run.report.version = core.state.version
     run.report.checkpoint_uri = core.state.checkpoint_uri
     return run.report

@@ -196,6 +196,11 @@ class TrainingBackend(Protocol):
         """Restore weights and optimiser state saved by ``save``."""
         ...
 
+    def close(self) -> None:
+        """Release what the backend holds outside this process (a hosted service's
+        session); called once, by whoever built it, when training ends."""
+        ...
+
 
 def check_sampling(sampling: Mapping[str, Any], backend: str, caps: Capabilities) -> None:
     """Refuse rollout sampling parameters (``temperature``, ``top_p``, ``top_k``) the

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from rllm.benchmarks.errors import UnknownBenchmarkError
 from rllm.benchmarks.harbor import HarborDataset, HarborTask, load_dataset, task_dirs
@@ -21,10 +22,11 @@ from rllm.errors import ConfigError
 from rllm.infra.admin_key import resolve_admin_key
 from rllm.producers.evaluation.progress import say
 from rllm.producers.evaluation.runner import EvalConfig, Progress, run_tasks, write_results
-from rllm.producers.evaluation.served import check_served, served_policy
+from rllm.producers.evaluation.served import check_served, policy_line, served_policy
 from rllm.producers.evaluation.summary import EvalSummary, summarize
 from rllm.producers.harnesses import HarnessApi, HarnessRollout, get_harness, verifier_evaluator
 from rllm.producers.sdk.client import GatewayClient
+from rllm.producers.sdk.types import RolloutOutcome
 from rllm.sandboxes import OWNER_LABEL, SandboxBackend, SandboxSettings, get_backend
 from rllm.sandboxes.errors import DockerfileError
 from rllm.sandboxes.images.dockerfile import parse_dockerfile
@@ -44,6 +46,7 @@ __all__ = [
     "substituted_images",
     "tasks_dir_of",
     "unloaded_tasks",
+    "verifier_outcomes",
 ]
 
 HARNESS_PREFIX = "harness:"
@@ -231,7 +234,7 @@ async def run_harbor_eval(
         if run.rollout.harness.api is not HarnessApi.NONE:  # the oracle calls no model
             check_served(served, config.model, config.gateway_url)
             if progress is not None:  # which policy this eval measures, before any result
-                say(f"eval {config.run_id}: {config.model} serves policy version {served.label}")
+                say(policy_line(config.run_id, config.model, served, config.policy))
     except BaseException:
         await run.backend.aclose()
         raise
@@ -269,7 +272,29 @@ async def run_harbor_eval(
         policy_version=served.policy_version,
         policy_run=served.policy_run,
         substituted_images=used,
+        verifications=verifier_outcomes(results),
     )
+
+
+def verifier_outcomes(results: Sequence[tuple[RolloutOutcome, object]]) -> list[dict[str, Any]]:
+    """Why each attempt whose verifier ran got less than full reward: its task, reward, the
+    exit code of ``tests/test.sh``, the error (no reward read) and the tail of its output,
+    read from the harness run's summary (``HarnessRun.summary``)."""
+    outcomes = []
+    for outcome, _ in results:
+        output = outcome.output if isinstance(outcome.output, dict) else {}
+        ran = output.get("verifier_exit_code") is not None or output.get("verifier_error")
+        reward = output.get("reward")
+        if not ran or (isinstance(reward, int | float) and reward >= 1.0):
+            continue
+        outcomes.append({
+            "task": outcome.task.task_id,
+            "reward": reward,
+            "exit_code": output.get("verifier_exit_code"),
+            "error": output.get("verifier_error"),
+            "output_tail": output.get("verifier_output_tail", ""),
+        })  # fmt: skip
+    return outcomes
 
 
 def _sandbox_settings(image_substitutes: Mapping[str, str] | None) -> SandboxSettings:

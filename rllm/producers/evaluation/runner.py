@@ -18,7 +18,7 @@ from rllm.benchmarks.registry import get_benchmark
 from rllm.benchmarks.types import RewardResult
 from rllm.infra.admin_key import resolve_admin_key
 from rllm.producers.evaluation.progress import say
-from rllm.producers.evaluation.served import check_served, served_policy
+from rllm.producers.evaluation.served import check_served, policy_line, served_policy
 from rllm.producers.evaluation.summary import EvalSummary, summarize
 from rllm.producers.sdk.agents import builtin_agent
 from rllm.producers.sdk.client import GatewayClient
@@ -62,6 +62,9 @@ class EvalConfig:
     """Run id every event carries."""
     sampling: dict[str, Any] = field(default_factory=dict)
     """Sampling parameters for the agent's calls."""
+    policy: str | None = None
+    """The policy asked for (``base``, ``latest``, ``RUN:VERSION``; ``rllm.app.evaluate``
+    serves it), named in the run's first line; None: whatever the stack serves."""
 
     # --- Harbor task directories (run by a harness in sandboxes) ----------------------
     tasks_dir: Path | None = None
@@ -180,7 +183,7 @@ async def run_eval(
     served = await served_policy(config.gateway_url, resolve_admin_key(config.admin_key))
     check_served(served, config.model, config.gateway_url)
     if progress is not None:  # which policy this eval measures, before any result
-        say(f"eval {config.run_id}: {config.model} serves policy version {served.label}")
+        say(policy_line(config.run_id, config.model, served, config.policy))
     if on_tasks is not None:
         on_tasks(len(tasks) * config.attempts)
     gateway = GatewayClient(config.gateway_url, config.admin_key)

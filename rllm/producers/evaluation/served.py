@@ -13,7 +13,7 @@ import httpx
 from rllm.errors import ConfigError
 from rllm.tls import shared_tls
 
-__all__ = ["ServedPolicy", "check_served", "served_policy"]
+__all__ = ["ServedPolicy", "check_served", "policy_line", "served_policy"]
 
 
 @dataclass(frozen=True)
@@ -113,3 +113,9 @@ def check_served(served: ServedPolicy, model: str, gateway_url: str) -> None:
         f"it; start the stack with that model (rllm-cli up --model PROFILE), point "
         f"--gateway-url at a gateway in front of it, or name one of the listed models"
     )
+
+
+def policy_line(run_id: str, model: str, served: ServedPolicy, asked: str | None) -> str:
+    """An eval's first line: which policy it measures (and the one asked for, if any)."""
+    line = f"eval {run_id}: {model} serves policy version {served.label}"
+    return f"{line} (--policy {asked})" if asked else line

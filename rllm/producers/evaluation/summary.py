@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from math import comb
+from typing import Any
 
 import numpy as np
 
@@ -62,6 +63,11 @@ class EvalSummary:
     substituted_images: dict[str, str] = field(default_factory=dict)
     """Task images (or their Dockerfile's ``FROM``) that ran on a substitute, asked-for ->
     used: results measured on another image than the benchmark's."""
+    verifications: list[dict[str, Any]] = field(default_factory=list)
+    """One per attempt whose verifier ran and gave less than full reward, or none: ``task``,
+    ``reward`` (None: no reward), ``exit_code`` of ``tests/test.sh``, ``error`` (why no
+    reward was read; None when one was) and ``output_tail`` (the end of test-stdout.txt), so
+    a 0 carries its reason. Harbor task evals fill it."""
 
     @property
     def policy_label(self) -> str:

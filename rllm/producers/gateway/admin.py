@@ -168,6 +168,8 @@ async def policy(request: Request) -> Response:
             )
         st.policy = st.announced = PolicyPointer(run, version)
         st.policy_version = version
+        for replica in st.replicas:
+            replica.policy, replica.policy_version = st.policy, version
     _, served = await upstream_policy(st)
     return JSONResponse(
         {
@@ -178,6 +180,21 @@ async def policy(request: Request) -> Response:
             "announced_policy_version": st.announced.version if st.announced else None,
             "announced_policy_run": st.announced.run_id if st.announced else None,
             "gateway_id": st.gateway_id,
+            "replicas": [
+                {
+                    "url": r.url,
+                    "live": r.live,
+                    "down_reason": r.down_reason,
+                    "policy_version": r.policy_version,
+                    "policy_run": r.policy.run_id if r.policy else None,
+                    "sessions": r.sessions,
+                    "in_flight": r.in_flight,
+                    "sync_error": None
+                    if r.sync_error is None
+                    else {"version": r.sync_error[0].version, "reason": r.sync_error[1]},
+                }
+                for r in st.replicas
+            ],
             "sync_error": None
             if st.sync_error is None
             else {

@@ -27,6 +27,7 @@ from .call_routes import plain_call, session_call
 from .clock import stamp
 from .metrics import Metrics
 from .policy import PolicyTracker
+from .replicas import Replica, ReplicaSet
 from .session_routes import close_sessions, open_sessions
 from .settings import GatewaySettings, UpstreamKind
 from .sglang import load_tokenizer
@@ -77,17 +78,24 @@ def create_app(
             settings.ack_timeout_s,
             settings.drain_interval_s,
         )
+        upstreams = [Upstream(settings, transport, tokenizer, url) for url in settings.replicas]
         state = GatewayState(
             settings,
-            Upstream(settings, transport, tokenizer),
+            upstreams[0],
             sink,
             counters,
             policy_version=settings.policy_version,
+            replicas=ReplicaSet([Replica(upstream) for upstream in upstreams]),
         )
         counters.gauge(
             "rllm_gateway_spool_depth", "Events waiting in the spool.", lambda: sink.spool.depth
         )
         counters.gauge("rllm_gateway_open_sessions", "Open sessions.", lambda: len(state.sessions))
+        counters.gauge(
+            "rllm_gateway_live_replicas",
+            "Upstream replicas routed to (not taken out after a failure).",
+            lambda: len(state.replicas.live),
+        )
         counters.gauge(
             "rllm_gateway_policy_version", "Current policy version.", lambda: state.policy_version
         )
@@ -114,7 +122,9 @@ def create_app(
             loop.create_task(sync.run()),
         ]
         if settings.upstream_kind is not UpstreamKind.HOSTED:  # asked before a call needs it
-            tasks.append(loop.create_task(state.upstream.context.context()))
+            tasks += [loop.create_task(up.context.context()) for up in upstreams]
+        if len(upstreams) > 1:
+            tasks.append(loop.create_task(state.replicas.probe(settings.replica_probe_s)))
         if sink.spooling:
             log.info(
                 "spool %s holds %d events from a previous run; draining",
@@ -128,7 +138,8 @@ def create_app(
                 task.cancel()
             if follower is not None:
                 follower.stop()
-            await state.upstream.aclose()
+            for upstream in upstreams:
+                await upstream.aclose()
             state.settle()
             await sink.stop()
 

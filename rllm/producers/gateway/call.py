@@ -31,6 +31,7 @@ from .capture import (
 from .clock import Timing
 from .context import Clamp
 from .errors import anthropic_error
+from .replicas import Replica
 from .sessions import Session
 from .settings import UpstreamKind
 from .state import GatewayState
@@ -54,8 +55,12 @@ class Call:
         api: ApiKind,
         body: dict[str, Any],
         timing: Timing | None = None,
+        replica: Replica | None = None,
     ) -> None:
         self.state, self.session, self.api, self.body = state, session, api, body
+        self.replica = replica or state.replicas.first
+        """The upstream replica serving the call."""
+        self.upstream = self.replica.upstream
         self.t0 = timing.arrived if timing is not None else time.perf_counter()
         self.asked = choices_asked(body)
         self.index = session.take_index(self.asked)
@@ -64,12 +69,27 @@ class Call:
             model=str(body.get("model", "")),
             request=body,
             started_at=utcnow(),
-            upstream=state.upstream.url,
-            policy_version=state.policy_version,
+            upstream=self.replica.url,
+            policy_version=self.replica.policy_version,
             sampling=sampling_params(body),
         )
         self.t_up = 0.0
         self.recorded = False
+
+    def moved(self, note: str) -> None:
+        """Record in the step (``replica_moved`` in its sampling parameters) that the
+        session moved to this replica because its own was taken out."""
+        self.cap.sampling["replica_moved"] = note
+
+    def reroute(self, replica: Replica, body: dict[str, Any], note: str | None) -> None:
+        """Serve the call on ``replica`` instead (its own was taken out before answering);
+        ``body``: the request as that replica is sent it."""
+        self.replica, self.upstream, self.body = replica, replica.upstream, body
+        c = self.cap
+        c.request, c.model = body, str(body.get("model", ""))
+        c.upstream, c.policy_version = replica.url, replica.policy_version
+        if note is not None:
+            self.moved(note)
 
     def dropped(self, labels: list[str]) -> None:
         """Record in the step (``dropped`` in its sampling parameters) what of the request
@@ -197,7 +217,7 @@ class Call:
         except ValueError:
             self.cap.response = {"raw": failure.body[:2000].decode("utf-8", "replace")}
         await self.record()
-        translated = self.state.upstream.kind is not UpstreamKind.HOSTED
+        translated = self.upstream.kind is not UpstreamKind.HOSTED
         if translated and self.api is ApiKind.ANTHROPIC_MESSAGES:  # an Anthropic client reads it
             body = anthropic_error(failure.status, failure.error.message)
             return JSONResponse(body, status_code=failure.status)

@@ -109,7 +109,9 @@ async def _api(
     """Serve ``/v1/{api_path}`` for ``session``; ``body`` when it was read (and checked)."""
     if api_path == "models":
         try:
-            resp = await st.upstream.forward("GET", "/v1/models", b"", headers)
+            # any replica lists the same model: the least loaded live one
+            upstream = st.replicas.least_loaded().upstream
+            resp = await upstream.forward("GET", "/v1/models", b"", headers)
         except UpstreamFailure as failure:
             return Response(failure.body, status_code=failure.status, media_type="application/json")
         return Response(

@@ -26,6 +26,7 @@ from .call import Call
 from .clock import Timing
 from .errors import GatewayError
 from .jsonio import JsonAnswer
+from .replicas import Replica
 from .sessions import Session
 from .settings import UpstreamKind
 from .sglang_stream import GenerateStream
@@ -68,14 +69,14 @@ async def handle_call(
     as a failed step of kind ``client_disconnected``.
     """
     hosted = state.upstream.kind is UpstreamKind.HOSTED
-    if state.served_model is not None and not hosted:
-        # the LoRA adapter that serves the stamped policy (read with it: no await between)
-        body = {**body, "model": state.served_model}
-    chat_body = None if hosted or api not in _TRANSLATED else _to_chat(api, body)
-    call = Call(state, session, api, body, timing)
+    replica, note = state.replicas.route(session.session_id)
+    sent, chat_body = _for_replica(replica, api, body, hosted)
+    call = Call(state, session, api, sent, timing, replica)
+    if note is not None:
+        call.moved(note)
     if not hosted:
         call.dropped(
-            (_TRANSLATED[api].dropped(body) if chat_body is not None else [])
+            (_TRANSLATED[api].dropped(sent) if chat_body is not None else [])
             + ([f"?{query}"] if query else [])
         )
     session.in_flight += 1
@@ -152,6 +153,17 @@ async def _wait(gone: Callable[[], Awaitable[None]]) -> None:
     await gone()
 
 
+def _for_replica(
+    replica: Replica, api: ApiKind, body: dict[str, Any], hosted: bool
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The agent's request as ``replica`` is sent it (naming the LoRA adapter that serves
+    its stamped policy, read with it: no await between), and its chat-completions request
+    when the API is translated."""
+    if replica.served_model is not None and not hosted:
+        body = {**body, "model": replica.served_model}
+    return body, None if hosted or api not in _TRANSLATED else _to_chat(api, body)
+
+
 async def _serve(
     call: Call,
     path: str,
@@ -160,19 +172,47 @@ async def _serve(
     hosted: bool,
     chat_body: dict[str, Any] | None,
 ) -> Response:
-    """Dispatch ``call`` by API and upstream kind; an upstream failure is its answer."""
-    try:
-        if hosted:
-            return await _passthrough(call, path, headers)
-        chat = call.api is not ApiKind.COMPLETIONS
-        sent, prompt_ids = await _fit(call, chat, chat_body if chat_body is not None else body)
-        if body.get("stream"):
-            return await _stream(call, chat, sent, headers, prompt_ids)
-        if chat_body is not None:
-            return await _translated(call, sent, headers, prompt_ids)
-        return await _native(call, sent, headers, prompt_ids)
-    except UpstreamFailure as failure:
-        return await call.failed(failure)
+    """Dispatch ``call`` by API and upstream kind (``body``: the agent's request); an
+    upstream failure is its answer. A replica that cannot be reached is taken out and the
+    call is served by the session's next one (its step notes the move), while one is live.
+    """
+    replicas = call.state.replicas
+    while True:
+        replica = call.replica
+        replica.in_flight += 1
+        try:
+            return await _attempt(call, path, headers, hosted, chat_body)
+        except UpstreamFailure as failure:
+            if failure.error.kind != "upstream_unreachable":
+                return await call.failed(failure)
+            replicas.take_out(replica, failure.error.message)
+            moved, note = replicas.route(call.session.session_id)
+            if moved is replica:
+                return await call.failed(failure)
+            sent, chat_body = _for_replica(moved, call.api, body, hosted)
+            call.reroute(moved, sent, note)
+        finally:
+            replica.in_flight -= 1
+
+
+async def _attempt(
+    call: Call,
+    path: str,
+    headers: dict[str, str],
+    hosted: bool,
+    chat_body: dict[str, Any] | None,
+) -> Response:
+    """Dispatch ``call`` to its replica by API and upstream kind."""
+    if hosted:
+        return await _passthrough(call, path, headers)
+    chat = call.api is not ApiKind.COMPLETIONS
+    body = call.body
+    sent, prompt_ids = await _fit(call, chat, chat_body if chat_body is not None else body)
+    if body.get("stream"):
+        return await _stream(call, chat, sent, headers, prompt_ids)
+    if chat_body is not None:
+        return await _translated(call, sent, headers, prompt_ids)
+    return await _native(call, sent, headers, prompt_ids)
 
 
 async def _fit(
@@ -180,7 +220,7 @@ async def _fit(
 ) -> tuple[dict[str, Any], list[int] | None]:
     """The upstream request with its ``max_tokens`` fitted to the context, and the prompt's
     IDs when the gateway tokenizes (sglang)."""
-    up = call.state.upstream
+    up = call.upstream
     prompt_ids = up.sglang.prompt_ids(body, chat) if up.sglang is not None else None
     known = len(prompt_ids) if prompt_ids is not None else None
     sent, clamp = await up.context.fit(body, chat, known, len(call.session.last_full_ids))
@@ -197,7 +237,7 @@ async def _complete(
     prompt_ids: list[int] | None = None,
 ) -> Any:
     """The upstream's chat completion or completion, in the vLLM shape."""
-    up = call.state.upstream
+    up = call.upstream
     answer: dict[str, str] = {}
     call.sent()
     if up.sglang is not None:
@@ -266,7 +306,7 @@ async def _stream(
     one chunk."""
     capture = ChatStream(body) if chat else CompletionStream(body)
     encoder = _encoder(call, capture)
-    up = call.state.upstream
+    up = call.upstream
     resp = None
     if not up.streams:
         whole = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
@@ -306,7 +346,7 @@ def _to_chat(api: ApiKind, body: dict[str, Any]) -> dict[str, Any]:
 async def _passthrough(call: Call, path: str, headers: dict[str, str]) -> Response:
     content = json.dumps(call.body).encode()
     call.sent()
-    resp = await call.state.upstream.forward("POST", path, content, headers)
+    resp = await call.upstream.forward("POST", path, content, headers)
     call.received()
     ctype = resp.headers.get("content-type", "application/json")
     if resp.status_code >= 400:

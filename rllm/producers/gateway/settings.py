@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from rllm.errors import ConfigError
 from rllm.settings import default_home
@@ -74,7 +75,16 @@ class GatewaySettings(BaseSettings):
 
     # --- upstream -------------------------------------------------------------------
     upstream_url: str = "http://127.0.0.1:8000"
-    """Base URL of the model server, without ``/v1``."""
+    """Base URL of the model server, without ``/v1`` (with ``upstream_urls``: the first);
+    several, comma- or space-separated: the replicas (as ``upstream_urls``)."""
+    upstream_urls: Annotated[tuple[str, ...], NoDecode] = ()
+    """Several replicas of one model (``--upstream`` repeated; the env var a comma- or
+    space-separated list): a session sticks to the replica of its first call (its prefix
+    cache), a new session goes to the least loaded live one, and a replica that cannot be
+    reached is taken out (its sessions move, each noting it in its next step) until its
+    ``/health`` answers again. Empty: ``upstream_url`` alone."""
+    replica_probe_s: float = Field(default=2.0, gt=0)
+    """How often a replica taken out is asked ``/health`` to bring it back."""
     upstream_kind: UpstreamKind = UpstreamKind.VLLM
     """vllm, sglang or hosted."""
     upstream_api_key: SecretStr | None = None
@@ -171,12 +181,61 @@ class GatewaySettings(BaseSettings):
     @field_validator("upstream_url")
     @classmethod
     def _check_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ConfigError(f"upstream URL {value!r} must start with http:// or https://")
-        value = value.rstrip("/")
-        return value[:-3] if value.endswith("/v1") else value
+        return _base_url(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _listed_replicas(cls, data: Any) -> Any:
+        """An ``upstream_url`` that lists several servers (comma- or space-separated)
+        names the replicas, unless ``upstream_urls`` does."""
+        url = data.get("upstream_url") if isinstance(data, dict) else None
+        if isinstance(url, str) and len(parts := url.replace(",", " ").split()) > 1:
+            data = {**data, "upstream_url": parts[0]}
+            data.setdefault("upstream_urls", tuple(parts))
+        return data
+
+    @field_validator("upstream_urls", mode="before")
+    @classmethod
+    def _split_urls(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(part for part in value.replace(",", " ").split() if part)
+        return value
+
+    @field_validator("upstream_urls")
+    @classmethod
+    def _check_urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        urls = tuple(_base_url(url) for url in value)
+        twice = sorted({url for url in urls if urls.count(url) > 1})
+        if twice:
+            raise ConfigError(
+                f"upstream replica {twice[0]!r} is named twice; name each replica once"
+            )
+        return urls
+
+    @model_validator(mode="after")
+    def _first_replica(self) -> GatewaySettings:
+        if self.upstream_urls and self.upstream_url != self.upstream_urls[0]:
+            object.__setattr__(self, "upstream_url", self.upstream_urls[0])  # frozen model
+        return self
+
+    @property
+    def replicas(self) -> tuple[str, ...]:
+        """Every upstream replica's base URL (``upstream_url`` alone when one)."""
+        return self.upstream_urls or (self.upstream_url,)
 
     @property
     def base_url(self) -> str:
         """Where agents reach the gateway."""
         return (self.public_url or f"http://{self.host}:{self.port}").rstrip("/")
+
+
+def _base_url(value: str) -> str:
+    """An upstream's base URL without a trailing ``/`` or ``/v1``.
+
+    Raises:
+        ConfigError: it is not an http(s) URL.
+    """
+    if not value.startswith(("http://", "https://")):
+        raise ConfigError(f"upstream URL {value!r} must start with http:// or https://")
+    value = value.rstrip("/")
+    return value[:-3] if value.endswith("/v1") else value

@@ -16,6 +16,7 @@ from rllm.schemas.topics import SESSION_EVENTS
 from rllm.schemas.types import SessionClosed, SessionEvent, SessionOpened, SessionStatus, Task
 
 from .metrics import Metrics
+from .replicas import Replica, ReplicaSet
 from .sessions import Session, SessionRegistry
 from .settings import CaptureMode, GatewaySettings
 from .sink import EventSink
@@ -45,17 +46,30 @@ class GatewayState:
     adopted once the upstream serves it (``policy.PolicyTracker``)."""
     served_model: str | None = None
     """The ``model`` calls are sent with while the policy is a LoRA adapter the gateway had
-    the upstream load (None: the one the agent names); recorded in each step."""
-    sync: PolicySync | None = None
-    """How new policies get served (``policy.PolicyTracker`` picks it at start)."""
+    the upstream load (None: the one the agent names); each replica's calls name its own
+    (``Replica.served_model``), recorded in each step."""
     sync_error: tuple[PolicyPointer, str] | None = None
-    """The policy the upstream last refused to load, and its reason (cleared by the next
-    policy served)."""
+    """The policy a replica last refused to load, and its reason naming the replica
+    (cleared by the next policy served)."""
+    replicas: ReplicaSet = None  # type: ignore[assignment]  # None: built in __post_init__
+    """Every upstream replica (``upstream`` alone by default); ``policy`` / ``policy_version``
+    above are what every live one confirmed serving."""
     paused: bool = False
     gateway_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     """This gateway process, as its ``PolicyServed`` records and ``/admin/policy`` name it."""
     _deferred: deque[Callable[[], object]] = field(default_factory=deque, repr=False)
     _settling: asyncio.Handle | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.replicas is None:
+            self.replicas = ReplicaSet([Replica(self.upstream)])
+        for replica in self.replicas:
+            replica.policy_version = self.policy_version
+
+    @property
+    def sync(self) -> PolicySync | None:
+        """The first replica's policy sync (``policy.PolicyTracker`` picks it at start)."""
+        return self.replicas.first.sync
 
     def defer(self, submit: Callable[[], object]) -> None:
         """Run ``submit`` (an async-capture step's building and produce)
@@ -113,6 +127,7 @@ class GatewayState:
             await self.publish(session, event, wait=True)
         except BaseException:
             self.sessions.close(session_id)
+            self.replicas.release(session_id)
             raise
         finally:
             session.in_flight -= 1
@@ -145,6 +160,7 @@ class GatewayState:
             num_steps=session.num_steps,
         )
         self.sessions.close(session.session_id)
+        self.replicas.release(session.session_id)
         event = SessionEvent(
             event_id=uuid.uuid4().hex,
             session_id=session.session_id,

@@ -136,7 +136,7 @@ async def relay(
         await call.record()
         yield b"".join(closing)
     except Exception as exc:  # every failure ends the stream with an error event
-        status, kind, message = _failure(exc, call.state.upstream.url)
+        status, kind, message = _failure(exc, call.upstream.url)
         if resp is not None:
             call.received()
         call.cap.error = StepError(kind=kind, message=message[:2000])

@@ -39,6 +39,7 @@ class Upstream:
         transport: replaces the network (tests); by default ``AiohttpTransport``.
         tokenizer: the model's tokenizer for an sglang upstream (loaded from
             ``settings.tokenizer`` when not given, so never on a first request).
+        url: the server's base URL (a replica's), by default ``settings.upstream_url``.
 
     Raises:
         ConfigError: an sglang upstream whose tokenizer cannot be loaded.
@@ -49,6 +50,7 @@ class Upstream:
         settings: GatewaySettings,
         transport: httpx.AsyncBaseTransport | None = None,
         tokenizer: Any = None,
+        url: str | None = None,
     ) -> None:
         self.kind = settings.upstream_kind
         self.sglang: SglangGenerate | None = None
@@ -57,7 +59,7 @@ class Upstream:
             self.sglang = SglangGenerate(loaded)
         self.streams = settings.upstream_streams
         """Whether streamed calls are streamed upstream (else answered whole, then sent)."""
-        self.url = settings.upstream_url
+        self.url = url or settings.upstream_url
         headers = {}
         if settings.upstream_api_key is not None:
             key = settings.upstream_api_key.get_secret_value()

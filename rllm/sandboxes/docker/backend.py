@@ -21,6 +21,7 @@ from rllm.sandboxes.docker.client import connect, docker_errors, remove_containe
 from rllm.sandboxes.docker.images import build_image, ensure_image, list_images
 from rllm.sandboxes.docker.sandbox import DockerSandbox
 from rllm.sandboxes.errors import SandboxError, SnapshotError
+from rllm.sandboxes.images.resolve import SUBSTITUTED_LABEL, substitute
 from rllm.sandboxes.images.store import ImageStore
 from rllm.sandboxes.settings import SandboxSettings
 from rllm.sandboxes.snapshots import SnapshotRegistry
@@ -159,7 +160,10 @@ class DockerBackend:
     # --- sandboxes ----------------------------------------------------------------------
     async def create(self, spec: SandboxSpec) -> DockerSandbox:
         """A running container for ``spec``; ``ImageError`` for an unknown image."""
-        image = await self.call(ensure_image, self.client, self.store, spec.image, self.settings)
+        wanted, asked = substitute(spec.image, self.settings.image_substitutes)
+        if asked is not None:
+            spec = spec.model_copy(update={"labels": {**spec.labels, SUBSTITUTED_LABEL: asked}})
+        image = await self.call(ensure_image, self.client, self.store, wanted, self.settings)
         container_id = await self.call(self._create_container, spec, image)
         sandbox = DockerSandbox(self.client, container_id, spec, self.call, self._snapshots.commit)
         try:

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import tempfile
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ from rllm.sandboxes.errors import ImageError, PullError
 from rllm.sandboxes.images.base import BASE_IMAGES, ensure_base
 from rllm.sandboxes.images.pull import pull_sources
 from rllm.sandboxes.images.reference import parse_reference
+from rllm.sandboxes.images.resolve import SUBSTITUTED_LABEL, substitute
 from rllm.sandboxes.images.store import ImageConfig, ImageStore
 from rllm.sandboxes.settings import PullPolicy, SandboxSettings
 from rllm.sandboxes.types import BACKEND_LABEL, ImageInfo
@@ -199,7 +201,9 @@ def build_image(
     settings: SandboxSettings | None = None,
 ) -> ImageInfo:
     """Build ``context_dir/Dockerfile`` with docker's builder (host network, no pull) after
-    making sure its ``FROM`` images are in the daemon.
+    making sure its ``FROM`` images are in the daemon; a ``FROM`` with a substitute in
+    ``settings.image_substitutes`` is built on it (a WARNING, the label
+    ``rllm.substituted-from``), as the local builder does.
 
     Raises:
         ImageError: no Dockerfile, an unknown ``FROM``, or a failed step (with its output).
@@ -207,26 +211,53 @@ def build_image(
     dockerfile = context_dir / "Dockerfile"
     if not dockerfile.is_file():
         raise ImageError(f"no Dockerfile in {context_dir}; build_image needs DIR/Dockerfile")
-    for image in from_images(dockerfile.read_text(encoding="utf-8")):
-        ensure_image(client, store, image, settings)
+    text = dockerfile.read_text(encoding="utf-8")
+    substitutes = settings.image_substitutes if settings is not None else {}
+    used: dict[str, str] = {}
+    for image in from_images(text):
+        base, asked = substitute(image, substitutes)
+        if asked is not None:
+            used[image] = base
+        ensure_image(client, store, base, settings)
     tag = name or f"rllm-build:{_context_hash(context_dir)}"
+    labels = {BACKEND_LABEL: "docker"}
     output: list[str] = []
-    with docker_errors(f"docker build {context_dir}", image=tag):
-        for chunk in client.api.build(
-            path=str(context_dir),
-            tag=tag,
-            network_mode="host",
-            pull=False,
-            rm=True,
-            forcerm=True,
-            decode=True,
-            labels={BACKEND_LABEL: "docker"},
-        ):
-            output.extend(str(chunk.get("stream", "")).splitlines())
-            if "error" in chunk:
-                tail = "\n".join(line for line in output[-20:] if line.strip())
-                raise ImageError(f"building {context_dir} failed: {chunk['error']}\n{tail}")
-        return image_info(client.images.get(tag), tag)
+    with tempfile.TemporaryDirectory(prefix="rllm-dockerfile-") as spare:
+        dockerfile_arg = None
+        if used:  # the builder reads a rewritten copy, outside the context; the context stays
+            labels[SUBSTITUTED_LABEL] = ",".join(used)
+            rewritten = Path(spare) / "Dockerfile"
+            rewritten.write_text(substitute_from(text, used), encoding="utf-8")
+            dockerfile_arg = str(rewritten)
+        with docker_errors(f"docker build {context_dir}", image=tag):
+            for chunk in client.api.build(
+                path=str(context_dir),
+                dockerfile=dockerfile_arg,
+                tag=tag,
+                network_mode="host",
+                pull=False,
+                rm=True,
+                forcerm=True,
+                decode=True,
+                labels=labels,
+            ):
+                output.extend(str(chunk.get("stream", "")).splitlines())
+                if "error" in chunk:
+                    tail = "\n".join(line for line in output[-20:] if line.strip())
+                    raise ImageError(f"building {context_dir} failed: {chunk['error']}\n{tail}")
+            return image_info(client.images.get(tag), tag)
+
+
+def substitute_from(dockerfile: str, used: dict[str, str]) -> str:
+    """``dockerfile`` with each ``FROM`` image in ``used`` (asked-for -> substitute)
+    replaced by its substitute; every other line as written."""
+    lines = dockerfile.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        match = _FROM.match(line.rstrip("\r\n"))
+        if match is not None and match.group(1) in used:
+            start, end = match.span(1)
+            lines[i] = line[:start] + used[match.group(1)] + line[end:]
+    return "".join(lines)
 
 
 def image_info(image: Any, name: str) -> ImageInfo:

@@ -156,12 +156,15 @@ def _result(task: asyncio.Future[tuple[bytes, int]]) -> tuple[bytes, int]:
 
 
 def _kill_tree(proc: asyncio.subprocess.Process, group: Path | None) -> None:
+    """SIGKILL the command's cgroup, and the session it leads (started with
+    ``start_new_session``, so its group is its pid: the entry process itself, and every
+    process on a host without cgroups). Never ``proc.send_signal``: it polls (``waitpid``)
+    first, so a command already dead would be reaped here instead of by asyncio's child
+    watcher, which then logs "Unknown child process pid …, will report returncode 255"."""
     if group is not None:
         kill_cgroup(group)
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)  # the session we started it in, for no-cgroup hosts
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _forget_group(group: Path, timed_out: bool) -> None:

@@ -130,6 +130,67 @@ def test_bad_task_folders_are_named_and_the_others_are_scored(
     assert "error no-toml: " in table.stdout and "task.toml" in table.stdout
 
 
+def test_a_failed_verification_keeps_its_reason_in_the_summary_and_the_artifacts(
+    start_gateway: Callable[..., ThreadedServer],
+    upstream: ScriptedUpstream,
+    sandbox_settings: SandboxSettings,
+    tmp_path: Path,
+) -> None:
+    """A 0 and a missing reward each carry tests/test.sh's exit code, the tail of its output
+    and the reason, in ``--json``'s ``verifications`` and in ``verifier.json`` and
+    ``test-stdout.txt`` under ``--artifacts-dir``; a solved task is in neither list."""
+    tasks = tmp_path / "tasks"
+    for name in ("hello-file", "wrong", "no-reward"):
+        shutil.copytree(TASKS / "hello-file", tasks / name)
+    (tasks / "wrong" / "solution" / "solve.sh").write_text(
+        "#!/bin/bash\nprintf 'Hello, World!\\n' > /app/hello.txt\n"
+    )
+    test_sh = tasks / "wrong" / "tests" / "test.sh"
+    test_sh.write_text(test_sh.read_text() + "exit 3\n")
+    (tasks / "no-reward" / "tests" / "test.sh").write_text(
+        '#!/bin/bash\nfor i in $(seq 1 50); do echo "line $i"; done\nexit 2\n'
+    )
+    artifacts = tmp_path / "artifacts"
+    gateway = start_gateway()
+    result = _eval(sandbox_settings, str(tasks), "--agent", "oracle", "--json",
+                   "--gateway-url", gateway.url, "--artifacts-dir", str(artifacts))  # fmt: skip
+    summary = _summary(result)
+    assert (summary["tasks"], summary["errors"]) == (3, 1)
+    assert summary["mean_reward"] == pytest.approx(1 / 3)
+    tail_50 = "".join(f"line {i}\n" for i in range(11, 51))  # the last 40 lines
+    by_task = {v["task"]: v for v in summary["verifications"]}
+    assert sorted(by_task) == ["no-reward", "wrong"]
+    assert by_task["wrong"] == {
+        "task": "wrong", "reward": 0.0, "exit_code": 3, "error": None,
+        "output_tail": "hello.txt is missing or wrong: Hello, World!\n",
+    }  # fmt: skip
+    missing = by_task["no-reward"]
+    assert (missing["reward"], missing["exit_code"], missing["output_tail"]) == (None, 2, tail_50)
+    assert "no-reward" in missing["error"] and "reward" in missing["error"]
+    assert [f["task"] for f in summary["failures"]] == ["no-reward"]
+    assert summary["failures"][0]["error"].startswith(f"verifier_error: {missing['error']}")
+
+    kept = {}
+    for path in artifacts.glob("*/verifier.json"):
+        outcome = json.loads(path.read_text())
+        task = {"hello.txt is right\n": "hello-file", tail_50: "no-reward"}.get(
+            outcome["output_tail"], "wrong"
+        )
+        kept[task] = (outcome, (path.parent / "test-stdout.txt").read_text())
+    assert sorted(kept) == ["hello-file", "no-reward", "wrong"]
+    solved, solved_log = kept["hello-file"]
+    assert (solved["ok"], solved["reward"], solved["exit_code"], solved["error"]) == (
+        True, 1.0, 0, None)  # fmt: skip
+    assert solved_log == "hello.txt is right\n"
+    wrong, wrong_log = kept["wrong"]
+    assert (wrong["ok"], wrong["reward"], wrong["exit_code"]) == (True, 0.0, 3)
+    assert wrong["error"] is None
+    assert wrong_log == wrong["output_tail"] == by_task["wrong"]["output_tail"]
+    failed, failed_log = kept["no-reward"]
+    assert (failed["ok"], failed["reward"], failed["exit_code"]) == (False, None, 2)
+    assert (failed["error"], failed["timed_out"], failed_log) == (missing["error"], False, tail_50)
+
+
 def test_an_unknown_harness_is_refused_before_any_sandbox(
     start_gateway: Callable[..., ThreadedServer],
     sandbox_settings: SandboxSettings,

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from rllm.sandboxes.docker.backend import DockerBackend
-from rllm.sandboxes.docker.images import from_images
+from rllm.sandboxes.docker.images import from_images, substitute_from
 from rllm.sandboxes.docker.layers import write_flat_tar
 from rllm.sandboxes.docker.sandbox import DockerSandbox
 from rllm.sandboxes.errors import (
@@ -430,6 +430,17 @@ def test_from_images_skips_stages_and_scratch() -> None:
         "FROM build\nFROM scratch\nfrom python:3.11-slim\nCOPY --from=build / /\n"
     )
     assert from_images(dockerfile) == ["debian:bookworm", "python:3.11-slim"]
+
+
+def test_substitute_from_rewrites_only_the_from_images_named() -> None:
+    dockerfile = (
+        "FROM --platform=linux/amd64 ubuntu:24.04 AS build\r\nRUN echo ubuntu:24.04\n"
+        "FROM build\nfrom python:3.11-slim\nFROM ubuntu:22.04\n"
+    )
+    assert substitute_from(dockerfile, {"ubuntu:24.04": "debian:trixie"}) == (
+        "FROM --platform=linux/amd64 debian:trixie AS build\r\nRUN echo ubuntu:24.04\n"
+        "FROM build\nfrom python:3.11-slim\nFROM ubuntu:22.04\n"
+    )
 
 
 def test_missing_sdk_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import os
 import shutil
 import signal
@@ -131,6 +132,50 @@ async def test_timeout_kills_the_whole_tree_including_setsid_grandchildren(
     await asyncio.sleep(0.05)
     assert _host_pids_with(f"sleep\0{marker}") == []
     assert (await sandbox.exec("echo still here")).stdout == "still here\n"
+
+
+def _proc_state(pid: int) -> str | None:
+    """A process's state letter (``Z``: exited, not reaped yet); None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            stat = file.read()
+    except OSError:
+        return None
+    return stat[stat.rindex(b")") + 2 :].split()[0].decode()
+
+
+async def test_a_timed_out_command_is_reaped_by_asyncio_alone(
+    sandbox: LocalSandbox, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 35: harness training printed ``Unknown child process pid …, will report
+    returncode 255``. Killing a timed-out command through ``Process.send_signal`` polls
+    (``waitpid``) first, so a command already dead was reaped on the loop's thread, and
+    asyncio's child watcher thread, which waits for that pid too, found none and logged it.
+    A busy machine (torch training next to the rollouts) is simulated: the loop's thread
+    is descheduled after the kill until the command has exited, and the watcher runs late."""
+    import rllm.sandboxes.local.exec as local_exec
+
+    real_waitpid, real_killpg = os.waitpid, os.killpg
+
+    def watcher_runs_late(pid: int, options: int) -> tuple[int, int]:
+        if "waitpid" in threading.current_thread().name:  # asyncio's watcher thread
+            while _proc_state(pid) not in ("Z", None):
+                time.sleep(0.005)
+            time.sleep(0.2)
+        return real_waitpid(pid, options)
+
+    def kill_then_descheduled(pgid: int, sig: int) -> None:
+        real_killpg(pgid, sig)
+        deadline = time.monotonic() + 5
+        while _proc_state(pgid) not in ("Z", None) and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+    monkeypatch.setattr(os, "waitpid", watcher_runs_late)
+    monkeypatch.setattr(local_exec.os, "killpg", kill_then_descheduled)
+    caplog.set_level(logging.WARNING, logger="asyncio")
+    result = await sandbox.exec("sleep 30", timeout_s=0.3)
+    assert result.timed_out and result.exit_code is None
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
 
 
 async def test_background_children_outlive_a_finished_command(sandbox: LocalSandbox) -> None:

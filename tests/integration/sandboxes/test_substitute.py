@@ -4,6 +4,7 @@ the list of what builds offline."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,8 @@ from rllm.sandboxes.images.build import build_image
 from rllm.sandboxes.images.resolve import SUBSTITUTED_LABEL
 from rllm.sandboxes.local.backend import LocalBackend
 from rllm.sandboxes.settings import PullPolicy, SandboxSettings
-from rllm.sandboxes.types import SandboxSpec
+from rllm.sandboxes.types import OWNER_LABEL, SandboxSpec
+from tests.integration.sandboxes.backends import open_backend
 
 
 def _backend(settings: SandboxSettings) -> LocalBackend:
@@ -53,6 +55,35 @@ async def test_a_sandbox_image_is_substituted_and_labelled(
     finally:
         await sandbox.close()
         await backend.aclose()
+
+
+async def test_docker_builds_and_runs_on_the_substitute_too(
+    sandbox_settings: SandboxSettings, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The docker backend substitutes as the local one does: the Dockerfile's FROM (the
+    context's Dockerfile left as written) and a sandbox's image, each labelled."""
+    settings = sandbox_settings.model_copy(
+        update={"image_substitutes": {"ubuntu:24.04": "debian:bookworm"}}
+    )
+    (tmp_path / "Dockerfile").write_text("FROM ubuntu:24.04\nRUN echo built > /built\n")
+    owner = {OWNER_LABEL: f"subst-{uuid.uuid4().hex[:8]}"}
+    async with open_backend("docker", settings, request) as backend:
+        image = await backend.build_image(tmp_path, "subst-docker:test")
+        built = backend.client.images.get(image.name).labels  # type: ignore[attr-defined]
+        assert built[SUBSTITUTED_LABEL] == "ubuntu:24.04"
+        assert (tmp_path / "Dockerfile").read_text().startswith("FROM ubuntu:24.04\n")
+        for name, marker in ((image.name, "built"), ("ubuntu:24.04", "none")):
+            sandbox = await backend.create(SandboxSpec(image=name, labels=owner))
+            try:
+                done = await sandbox.exec(
+                    ". /etc/os-release; echo $VERSION_CODENAME $(cat /built || echo none)"
+                )
+                assert done.stdout.split() == ["bookworm", marker], done
+                [info] = await backend.sandboxes(owner)
+                asked = "ubuntu:24.04" if name == "ubuntu:24.04" else None
+                assert info.labels.get(SUBSTITUTED_LABEL) == asked
+            finally:
+                await sandbox.close()
 
 
 async def test_an_unknown_image_is_refused_listing_the_offline_ones(

@@ -16,7 +16,12 @@ import pytest
 from faust.types import TP
 from faust.types.tuples import ConsumerMessage
 
-from rllm.processors.consumer import GuardedApp, GuardedConsumer
+from rllm.processors.consumer import (
+    RECOVERY_STALL_S,
+    GuardedApp,
+    GuardedConsumer,
+    stalled_restart_offset,
+)
 
 TOPIC = "events"
 PART = TP(TOPIC, 0)
@@ -83,3 +88,31 @@ def test_an_ack_on_a_revoked_partition_is_not_booked(consumer: GuardedConsumer) 
     consumer._sought.discard(PART)  # what on_partitions_revoked does for PART
     assert not _ack(consumer, 5)
     assert consumer._new_offset(PART) is None
+
+
+@pytest.mark.parametrize(
+    ("now", "last_record_at", "last_restart_at", "offset", "expected"),
+    [
+        (103.9, None, None, -1, None),  # 3.9 s since the recovery started: not stalled yet
+        (104.0, None, None, -1, 0),  # nothing applied yet: from the start
+        (104.0, None, None, None, 0),
+        (110.0, 107.0, None, 41, None),  # a record 3 s ago: still flowing
+        (111.0, 107.0, None, 41, 42),  # the offset after the last one applied
+        (111.0, 107.0, 108.0, 41, None),  # read again 3 s ago: give it time
+        (112.0, 107.0, 108.0, 41, 42),
+    ],
+)
+def test_a_changelog_partition_without_records_is_read_again_after_the_offset_applied(
+    now: float,
+    last_record_at: float | None,
+    last_restart_at: float | None,
+    offset: int | None,
+    expected: int | None,
+) -> None:
+    assert RECOVERY_STALL_S == 4.0
+    got = stalled_restart_offset(now, 100.0, last_record_at, last_restart_at, offset)
+    assert got == expected
+
+
+def test_no_recovery_start_known_is_never_stalled() -> None:
+    assert stalled_restart_offset(1e9, None, None, None, 5) is None

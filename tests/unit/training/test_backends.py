@@ -1,5 +1,5 @@
-"""Capability refusal, the local backend on a tiny model, verl's DataProto layout, and the
-tinker / fireworks backends against HTTP-level fakes."""
+"""Capability refusal, the local backend on a tiny model, verl's DataProto layout, and how
+the fireworks backend is built (the hosted backends' calls: ``test_hosted_backends.py``)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,12 @@ from pydantic import SecretStr
 from rllm.consumers.backends import make_backend
 from rllm.consumers.backends.fireworks.backend import FireworksBackend
 from rllm.consumers.backends.local.backend import LocalBackend
-from rllm.consumers.backends.tinker.backend import TinkerBackend
 from rllm.consumers.backends.verl.convert import to_verl_batch, verl_config
 from rllm.consumers.trainer.batching import episode_sequences
 from rllm.consumers.trainer.errors import CapabilityError
 from rllm.consumers.trainer.settings import BackendName, TrainerSettings
 from rllm.consumers.trainer.types import LossAgg, LossKind, TrainBatch, TrainSequence
 from rllm.errors import ConfigError
-from tests.fakes_training.fireworks import FakeFireworks
-from tests.fakes_training.tinker import FakeTinker
 from tests.unit.training.factory import episode
 
 
@@ -148,78 +145,6 @@ def test_verl_layout() -> None:
 def test_verl_backend_refuses_without_gpu_or_verl() -> None:
     with pytest.raises(ConfigError, match="verl package and CUDA"):
         make_backend(TrainerSettings(backend=BackendName.VERL))
-
-
-def test_tinker_backend_against_fake(tmp_path: Path) -> None:
-    fake = FakeTinker()
-    settings = TrainerSettings(
-        backend=BackendName.TINKER,
-        model="Qwen/Qwen3-8B",
-        lora_rank=16,
-        tinker_api_key=SecretStr("tml-test"),
-        run_id="r1",
-    )
-    backend = TinkerBackend(settings, transport=fake.transport())
-    res = backend.update(_batch())
-    assert res.version == 1 and res.metrics == {"loss:sum": 0.5} and fake.steps == 1
-    ops = [op for op, _ in fake.calls if op != "retrieve_future"]
-    assert ops == ["create_model", "forward_backward", "optim_step"]
-    fb = next(b for op, b in fake.calls if op == "forward_backward")
-    assert fb["forward_backward_input"]["loss_fn"] == "ppo" and fb["model_id"] == "model-1"
-    datum = fb["forward_backward_input"]["data"][0]
-    assert datum["model_input"]["chunks"][0]["tokens"] == [3, 4, 5, 6, 7, 8]
-    assert datum["loss_fn_inputs"]["target_tokens"]["data"] == [4, 5, 6, 7, 8, 9]
-    # token-mean over 12 loss tokens: advantage 0.5 / 12 on the 3 sampled targets
-    assert datum["loss_fn_inputs"]["advantages"]["data"] == pytest.approx(
-        [0, 0, 0, 0.5 / 12, 0.5 / 12, 0.5 / 12]
-    )
-    uri = backend.save(tmp_path / "v1")
-    assert uri == "tinker://model-1/sampler_weights/r1-v000001"
-    backend.load(tmp_path / "v1", 1)
-    assert [op for op, _ in fake.calls if op != "retrieve_future"][-1] == "load_weights"
-    bad = TrainerSettings(
-        backend=BackendName.TINKER, model="m", lora_rank=4, tinker_api_key=SecretStr("wrong")
-    )
-    with pytest.raises(Exception, match="401"):
-        TinkerBackend(bad, transport=fake.transport())
-
-
-def test_fireworks_backend_against_fake(tmp_path: Path) -> None:
-    fake = FakeFireworks()
-    settings = TrainerSettings(
-        backend=BackendName.FIREWORKS,
-        model="accounts/fireworks/models/x",
-        loss=LossKind.SFT,
-        lora_rank=8,
-        fireworks_account="acct",
-        fireworks_api_key=SecretStr("fw-test"),
-        run_id="run_a",
-    )
-    backend = FireworksBackend(
-        settings,
-        detokenize=lambda ids: ",".join(map(str, ids)),
-        deployment="accounts/acct/deployments/d1",
-        transport=fake.transport(),
-    )
-    res = backend.update(_batch(1))
-    assert res.version == 1
-    assert fake.datasets["run-a-v1"][0]["messages"] == [
-        {"role": "user", "content": "3,4,5,6"},
-        {"role": "assistant", "content": "7,8,9"},
-    ]
-    job = fake.jobs["run-a-v1"]
-    assert job["baseModel"] == "accounts/fireworks/models/x" and job["loraRank"] == 8
-    assert fake.deployed == [
-        {
-            "model": "accounts/acct/models/run-a-v1",
-            "deployment": "accounts/acct/deployments/d1",
-            "default": True,
-            "serverless": False,
-        }
-    ]
-    backend.update(_batch(1))
-    assert fake.jobs["run-a-v2"]["warmStartFrom"] == "accounts/acct/models/run-a-v1"
-    assert backend.save(tmp_path / "c") == "fireworks://accounts/acct/models/run-a-v2"
 
 
 def test_make_backend_gives_fireworks_a_detokenizer_from_the_tokenizer_setting(

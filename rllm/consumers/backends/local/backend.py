@@ -287,3 +287,6 @@ class LocalBackend:
             self.optimizer.load_state_dict(torch.load(opt, weights_only=True))
         self._master_to_compute()
         self._version = version
+
+    def close(self) -> None:
+        """Nothing held outside this process."""

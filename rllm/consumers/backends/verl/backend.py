@@ -77,3 +77,6 @@ class VerlBackend:
         """Restore the actor from a verl checkpoint."""
         self.actor.load_checkpoint(str(directory))
         self._version = version
+
+    def close(self) -> None:
+        """Nothing held outside this process."""

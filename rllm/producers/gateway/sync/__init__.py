@@ -13,7 +13,7 @@ from urllib.parse import unquote, urlparse
 
 import httpx
 
-from rllm.schemas.lineage import PolicyPointer
+from rllm.schemas.lineage import BASE, PolicyPointer
 from rllm.schemas.types import PolicyUpdated
 
 from ..settings import GatewaySettings, UpstreamKind
@@ -73,6 +73,11 @@ def checkpoint_of(record: PolicyUpdated, settings: GatewaySettings) -> Checkpoin
     Raises:
         PolicyLoadRefused: the checkpoint is not on a file system (``tinker://``, ...).
     """
+    if PolicyPointer.of(record) == BASE:
+        raise PolicyLoadRefused(
+            "the base weights (run '', version 0): a vLLM or SGLang server is not told to go "
+            "back to the weights it started with; restart it to serve them"
+        )
     uri = urlparse(record.checkpoint_uri)
     if uri.scheme not in ("", "file") or not record.checkpoint_uri:
         raise PolicyLoadRefused(
