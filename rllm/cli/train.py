@@ -29,7 +29,6 @@ from rllm.cli.train_options import (
     config_option,
     options,
     preflight,
-    trainer_fields,
 )
 from rllm.cli.train_sft import sft
 from rllm.errors import ConfigError
@@ -141,7 +140,7 @@ def train(
     if loop["benchmark"] is None and loop["tasks_dir"] is None:
         raise ConfigError(_what_to_train(loop["data_file"]))
     top = {k: flags.pop(k) for k in ("mode", "run_id", "batch_size", "max_updates")}
-    fields = trainer_fields(flags, tuple(flags))
+    fields = {k: v for k, v in flags.items() if v is not None}  # the trainer's given
     _loop(loop, {k: v for k, v in top.items() if v is not None}, fields,
           kafka_settings(bootstrap_servers, topic_prefix))  # fmt: skip
 

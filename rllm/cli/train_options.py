@@ -14,7 +14,6 @@ from enum import Enum
 from typing import Any, TypeVar
 
 import click
-from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from rllm.app.config import TrainConfig
@@ -28,7 +27,6 @@ __all__ = [
     "options",
     "preflight",
     "setting",
-    "trainer_fields",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -104,21 +102,17 @@ def setting(name: str) -> Callable[[F], F]:
     return click.option(flag, name, type=_click_type(field), default=None, help=help_text)
 
 
-def config_option(name: str, flag: str = "", help: str = "", model: type[BaseModel] = TrainConfig,
-                  **kwargs: Any) -> Callable[[F], F]:  # fmt: skip
-    """``--<name>`` for a field of ``model`` (the loop's ``TrainConfig``), its default the
-    field's."""
-    field = model.model_fields[name]
-    kwargs.setdefault(
-        "default", _shown(field.default) if isinstance(field.default, Enum) else field.default
-    )
+def config_option(name: str, help: str) -> Callable[[F], F]:
+    """``--<name>`` for ``TrainConfig.<name>`` (a loop option), its default the field's."""
+    field = TrainConfig.model_fields[name]
+    default = field.default
     return click.option(
-        flag or f"--{name.replace('_', '-')}",
+        f"--{name.replace('_', '-')}",
         name,
-        type=kwargs.pop("type", _click_type(field)),
+        type=_click_type(field),
+        default=default.value if isinstance(default, Enum) else default,
         show_default=True,
         help=help,
-        **kwargs,
     )
 
 
@@ -131,12 +125,6 @@ def options(*names: str) -> Callable[[F], F]:
         return func
 
     return apply
-
-
-def trainer_fields(flags: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
-    """The TrainerSettings fields among ``flags`` that were given (popped from ``flags``)."""
-    given = {k: flags.pop(k) for k in names if k in flags}
-    return {k: v for k, v in given.items() if v is not None}
 
 
 def preflight(kafka: Any, gateway_url: str | None) -> None:
