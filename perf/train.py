@@ -47,7 +47,7 @@ import torch
 
 from rllm.benchmarks.loaders import load_tasks
 from rllm.consumers.backends.local.backend import LocalBackend
-from rllm.consumers.trainer.loop import TrainerCore
+from rllm.consumers.trainer.core import TrainerCore
 from rllm.consumers.trainer.settings import SyncMode, TrainerSettings
 from rllm.models.loading import load_model
 from rllm.models.threads import Threads, apply_threads, check_threads, on_compute_thread

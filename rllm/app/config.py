@@ -4,19 +4,40 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
-from rllm.consumers.trainer.settings import SyncMode
+from rllm.consumers.trainer.settings import SyncMode, TrainerSettings
 from rllm.errors import ConfigError
 
-__all__ = ["DEFAULT_MAX_TOKENS", "TrainConfig", "train_config"]
+__all__ = ["DEFAULT_MAX_TOKENS", "TrainConfig", "TrainerOverrides", "train_config"]
 
 
 DEFAULT_MAX_TOKENS = 64
 """Completion budget per call of ``TrainConfig``'s default sampling (``rllm-cli train
 --max-tokens``' default)."""
+
+
+def _override(name: str) -> tuple[Any, Any]:
+    """``TrainerSettings.<name>``'s type and constraints, optional, unset by default."""
+    field = TrainerSettings.model_fields[name]
+    kind: Any = field.annotation
+    if field.metadata:
+        kind = Annotated[kind, *field.metadata]
+    return kind | None, None
+
+
+if TYPE_CHECKING:
+    TrainerOverrides = BaseModel
+else:
+    TrainerOverrides = create_model(
+        "TrainerOverrides",
+        __config__=ConfigDict(frozen=True, extra="forbid"),
+        __doc__="TrainerSettings fields a run sets, typed and bounded as there (the fields "
+        "not set keep their RLLM_ variable, then their default).",
+        **{name: _override(name) for name in TrainerSettings.model_fields},
+    )
 
 
 class TrainConfig(BaseModel):
@@ -60,8 +81,10 @@ class TrainConfig(BaseModel):
     """Stop starting new batches after this many minutes of wall time (0: no limit)."""
     update_timeout_s: float = Field(default=900.0, gt=0)
     """How long a batch waits for its update before the run fails with a reason."""
-    trainer: dict[str, Any] = Field(default_factory=dict)
-    """More TrainerSettings fields (lr, loss, loss_agg, kl_coef, model, checkpoint_dir, ...)."""
+    trainer: TrainerOverrides = Field(default_factory=lambda: TrainerOverrides())
+    """More TrainerSettings fields (lr, loss, loss_agg, kl_coef, model, checkpoint_dir, ...),
+    as ``TrainerOverrides`` or a dict of them: checked by the fields' types and bounds here,
+    an unknown name refused."""
 
     @field_validator("mode", mode="before")
     @classmethod

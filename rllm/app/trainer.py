@@ -105,7 +105,7 @@ class AgentTrainer:
         # new version and has the trainer flush each batch (Trainer.flush_after), so
         # rollouts are on the trainer's version; a limit of 1 only keeps a batch whose
         # first requests raced the server's reload.
-        trainer = {k: v for k, v in self.config.trainer.items() if k != "mode"}
+        trainer = self.config.trainer.model_dump(exclude_unset=True, exclude={"mode"})
         if self.config.mode is SyncMode.SYNC:
             trainer["max_staleness"] = 1
         fields = {

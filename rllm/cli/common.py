@@ -90,13 +90,28 @@ def reports_errors(func: F) -> F:
             sys.exit(1)
         except ValidationError as exc:
             lines = [
-                f"{'.'.join(map(str, e['loc']))}: {e['msg']} (got {e.get('input')!r})"
-                for e in exc.errors()
+                f"{_where(e['loc'])}: {e['msg']} (got {e.get('input')!r})" for e in exc.errors()
             ]
             err_console.print("[red]error:[/red] invalid settings: " + "; ".join(lines))
             sys.exit(2)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    """A bad setting's name as the user gave it: the flag (``--group-size``) when the
+    running command has an option of that field's name (anywhere in its path) set on its
+    command line, else the field's path (``clip_eps_low``, set by an ``RLLM_`` variable)."""
+    ctx = click.get_current_context(silent=True)
+    given: dict[str, str] = {}
+    for p in ctx.command.params if ctx is not None else ():
+        source = ctx.get_parameter_source(p.name) if ctx is not None and p.name else None
+        if isinstance(p, click.Option) and source is click.ParameterSource.COMMANDLINE:
+            given[str(p.name)] = max(p.opts, key=len)
+    for part in loc:  # ("lr",) from TrainerSettings, ("trainer", "lr") from TrainConfig
+        if str(part) in given:
+            return given[str(part)]
+    return ".".join(map(str, loc))
 
 
 def kafka_options(func: F) -> F:

@@ -1,5 +1,5 @@
-"""``GroupedCommand``: a click command whose ``--help`` lists its options in named groups
-(``rllm-cli train`` has three modes and over thirty options)."""
+"""``GroupedCommand`` and ``GroupedGroup``: a click command (or group of commands) whose
+``--help`` lists its options in named groups (``rllm-cli train`` has over thirty)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-__all__ = ["GroupedCommand"]
+__all__ = ["GroupedCommand", "GroupedGroup"]
 
 
 class GroupedCommand(click.Command):
@@ -53,3 +53,13 @@ class GroupedCommand(click.Command):
         if records:
             with formatter.section("Options"):
                 formatter.write_dl(list(records.values()))
+
+
+class GroupedGroup(GroupedCommand, click.Group):
+    """A group of commands with options of its own, listed as ``GroupedCommand`` lists
+    them, then its commands."""
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The option groups, then the commands."""
+        super().format_options(ctx, formatter)
+        self.format_commands(ctx, formatter)

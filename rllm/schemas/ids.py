@@ -11,7 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol, TypeVar
 
-__all__ = ["dedup_by_event_id", "episode_id", "group_key", "trajectory_id"]
+from rllm.schemas.types import PolicyUpdated
+
+__all__ = [
+    "dedup_by_event_id",
+    "episode_id",
+    "group_key",
+    "policy_event_id",
+    "policy_updated",
+    "trajectory_id",
+]
 
 
 def trajectory_id(session_id: str) -> str:
@@ -27,6 +36,49 @@ def episode_id(run_id: str, task_id: str) -> str:
 def group_key(run_id: str, task_id: str) -> str:
     """Kafka key of rllm.trajectories and rllm.episodes."""
     return f"{run_id}/{task_id}"
+
+
+def policy_event_id(run_id: str, version: int) -> str:
+    """Deterministic event id of a run's policy version (a PolicyUpdated published again,
+    after a crash or a resume, keeps it)."""
+    return f"{run_id}/v{version}"
+
+
+def policy_updated(
+    run_id: str,
+    version: int,
+    checkpoint_uri: str,
+    *,
+    base_model: str,
+    backend: str,
+    metrics: dict[str, float],
+    num_episodes: int = 0,
+    num_tokens: int = 0,
+) -> PolicyUpdated:
+    """The ``PolicyUpdated`` of a checkpointed policy version, the one way every trainer
+    (the episode consumer, SFT) announces it.
+
+    Args:
+        run_id: The training run.
+        version: Policy version of the checkpoint.
+        checkpoint_uri: Where its weights are.
+        base_model: Model the run started from.
+        backend: Training backend that wrote it.
+        metrics: Metrics of the update (of the checkpoint, when announced again).
+        num_episodes: Episodes in the update's batch (0 for an announcement).
+        num_tokens: Trained tokens in the update's batch.
+    """
+    return PolicyUpdated(
+        event_id=policy_event_id(run_id, version),
+        run_id=run_id,
+        version=version,
+        checkpoint_uri=checkpoint_uri,
+        base_model=base_model,
+        backend=backend,
+        metrics=metrics,
+        num_episodes=num_episodes,
+        num_tokens=num_tokens,
+    )
 
 
 class _HasEventId(Protocol):

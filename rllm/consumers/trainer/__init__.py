@@ -1,8 +1,10 @@
-"""The trainer consumer: episodes to batches to backend updates to new policy versions."""
+"""The trainer: episodes to batches to backend updates to new policy versions; one
+``TrainerCore`` under the consumer, the whole loop and SFT."""
 
 from __future__ import annotations
 
 from rllm.consumers.trainer.batching import Batcher, DropCounts
+from rllm.consumers.trainer.core import TrainerCore
 from rllm.consumers.trainer.errors import (
     CapabilityError,
     CheckpointError,
@@ -38,6 +40,7 @@ __all__ = [
     "TeacherError",
     "TrainBatch",
     "TrainSequence",
+    "TrainerCore",
     "TrainerError",
     "TrainerSettings",
     "TrainingBackend",

@@ -17,26 +17,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rllm.consumers.trainer.batching import Batcher
-from rllm.consumers.trainer.checkpoint import CheckpointState, CheckpointStore
+from rllm.consumers.trainer.core import FaultHook, TrainerCore
 from rllm.consumers.trainer.settings import TrainerSettings
-from rllm.consumers.trainer.types import TrainingBackend, UpdateResult
+from rllm.consumers.trainer.types import TrainingBackend
 from rllm.errors import KafkaUnavailableError, SchemaError, TopicError
 from rllm.kafka import ConsumedRecord, EventPublisher, TopicReader, dead_letters_to, make_codec
 from rllm.schemas.topics import EPISODES, POLICY_UPDATES
-from rllm.schemas.types import EpisodeAssembled, PolicyUpdated
+from rllm.schemas.types import EpisodeAssembled
 from rllm.settings import KafkaSettings
 
-__all__ = ["FaultHook", "Trainer", "TrainerCore", "TrainerReport", "run_trainer"]
+__all__ = ["Trainer", "TrainerReport", "run_trainer"]
 
 log = logging.getLogger(__name__)
 
 RETRY_S = 1.0
 """Seconds between attempts to publish or commit an update while Kafka is unreachable."""
-
-FaultHook = Callable[[str, int], None]
-"""Called as ``hook(point, version)`` at after_update, after_checkpoint, after_publish,
-after_commit; tests use it to kill the process between update and commit."""
 
 
 @dataclass
@@ -74,91 +69,6 @@ class TrainerReport:
             return None
         first = self.messages[0] if self.messages else "episodes dead-lettered"
         return f"every one of the {ours} episodes it read was refused; the first: {first}"
-
-
-class TrainerCore:
-    """Batches, updates and checkpoints without Kafka (also used in-process by perf)."""
-
-    def __init__(self, settings: TrainerSettings, backend: TrainingBackend) -> None:
-        self.settings = settings
-        self.backend = backend
-        caps = getattr(backend, "capabilities", None)
-        self.scored: frozenset[str] | None = caps.sampling if caps is not None else None
-        """Sampling parameters the backend scores with (``Capabilities.sampling``)."""
-        self.batcher = Batcher(settings, scored=self.scored)
-        self.store = CheckpointStore(
-            settings.checkpoint_dir, settings.run_id, settings.keep_checkpoints
-        )
-        self.state = CheckpointState(run_id=settings.run_id, base_model=backend.base_model)
-        found = self.store.latest()
-        self.resumed = found is not None
-        """Whether a checkpoint of this run was found (else the run starts fresh)."""
-        if found is not None:
-            path, self.state = found
-            backend.load(path, self.state.version)
-            log.info("resumed from %s (version %d)", path, self.state.version)
-            self.batcher = Batcher(
-                settings, seen=self.state.trained_episode_ids(), scored=self.scored
-            )
-
-    @property
-    def version(self) -> int:
-        """Current policy version."""
-        return self.backend.version
-
-    def write_base(self) -> None:
-        """Checkpoint the starting weights as version 0 of a fresh run, so that model
-        servers that served another run switch to this run's base policy."""
-        started = time.perf_counter()
-        self.store.write(self.state, self.backend.save)
-        self.state.metrics = {"checkpoint_s": time.perf_counter() - started}
-        self.resumed = True
-
-    def train_pending(
-        self, offsets: dict[str, dict[str, int]], fault: FaultHook | None = None
-    ) -> tuple[UpdateResult, PolicyUpdated]:
-        """Update on the pending batch and write a checkpoint holding ``offsets``."""
-        batch = self.batcher.take()
-        result = self.backend.update(batch)
-        if fault:
-            fault("after_update", result.version)
-        metrics = dict(result.metrics)
-        if batch.rewards:
-            metrics["reward_mean"] = sum(batch.rewards) / len(batch.rewards)
-        metrics.update(self.batcher.drops.as_metrics())
-        self.state = CheckpointState(
-            version=result.version,
-            offsets=offsets,
-            history=[
-                *self.state.history,
-                {"version": result.version, "episode_ids": batch.episode_ids},
-            ],
-            run_id=self.settings.run_id,
-            base_model=self.backend.base_model,
-            metrics=metrics,
-        )
-        started = time.perf_counter()
-        self.store.write(self.state, self.backend.save)
-        metrics["checkpoint_s"] = time.perf_counter() - started
-        if fault:
-            fault("after_checkpoint", result.version)
-        return result, self.policy_event(len(batch.episode_ids), batch.num_tokens, metrics)
-
-    def policy_event(
-        self, num_episodes: int = 0, num_tokens: int = 0, metrics: dict[str, float] | None = None
-    ) -> PolicyUpdated:
-        """PolicyUpdated for the current checkpoint (event id run_id/v<version>)."""
-        return PolicyUpdated(
-            event_id=f"{self.settings.run_id}/v{self.state.version}",
-            run_id=self.settings.run_id,
-            version=self.state.version,
-            checkpoint_uri=self.state.checkpoint_uri,
-            base_model=self.backend.base_model,
-            backend=self.backend.name,
-            metrics=metrics if metrics is not None else self.state.metrics,
-            num_episodes=num_episodes,
-            num_tokens=num_tokens,
-        )
 
 
 class Trainer:

@@ -1,8 +1,9 @@
 """Offline SFT: epochs over a replayed dataset file through any training backend, with
 the trainer's checkpoints and, when Kafka settings are given, ``PolicyUpdated`` events.
 
-Order of one update, as in the consumer loop: backend.update, write the checkpoint (its
-``offsets`` hold the next batch position under ``sft:<file>``), publish PolicyUpdated.
+Each update is ``TrainerCore.update``, as in the consumer loop: backend.update, write the
+checkpoint (its ``offsets`` hold the next batch position under ``sft:<file>``), then
+publish PolicyUpdated.
 A restart with the same run id resumes from the checkpoint at the batch after the last
 one trained; the shuffle of each epoch is seeded, so the order is the same.
 """
@@ -18,13 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rllm.consumers.trainer.checkpoint import CheckpointState, CheckpointStore
+from rllm.consumers.trainer.core import TrainerCore
 from rllm.consumers.trainer.settings import TrainerSettings
-from rllm.consumers.trainer.sft_data import load_sft_dataset, read_rows
+from rllm.consumers.trainer.sft_data import SftDataset, load_sft_dataset, read_rows
 from rllm.consumers.trainer.types import LossKind, TrainBatch, TrainingBackend, check_capabilities
 from rllm.errors import ConfigError
 from rllm.schemas.topics import POLICY_UPDATES
-from rllm.schemas.types import PolicyUpdated
 
 if TYPE_CHECKING:
     from rllm.kafka import EventPublisher
@@ -165,12 +165,7 @@ def train_sft(
 
         check_broker(kafka)
     built = backend is None
-    if backend is None:
-        from rllm.consumers.backends import make_backend
-
-        backend = make_backend(settings)
-    else:
-        check_capabilities(settings, backend.name, backend.capabilities)
+    backend = _built(settings, backend)
     data = load_sft_dataset(
         data_file,
         tokenizer if tokenizer is not None else getattr(backend, "tokenizer", None),
@@ -180,75 +175,104 @@ def train_sft(
     )
     for note in data.notes:
         log.warning(note)
-    report = SftReport(
-        data_file=str(data_file),
-        rows=data.rows,
-        text_rows=data.text_rows,
-        duplicates_skipped=data.duplicates,
-        sequences=len(data.sequences),
-        tokens_per_epoch=data.num_tokens,
-        epochs=epochs,
-    )
-    store = CheckpointStore(settings.checkpoint_dir, settings.run_id, settings.keep_checkpoints)
-    state = CheckpointState(run_id=settings.run_id, base_model=backend.base_model)
-    found = store.latest()
-    if found is not None:
-        path, state = found
-        backend.load(path, state.version)
-        report.resumed_version = state.version
-        log.info("resumed from %s (version %d)", path, state.version)
-    key = f"sft:{data_file.resolve()}"
-    layout = {"sequences": len(data.sequences), "batch_size": size}
-    saved = state.offsets.get(key, {})
-    if saved and {k: saved.get(k) for k in layout} != layout:
-        raise ConfigError(
-            f"checkpoint v{state.version} of run {settings.run_id} trained on {key} with "
-            f"{saved}, now {layout}: the file or batch size changed; use another --run-id"
-        )
-    per_epoch = math.ceil(len(data.sequences) / size)
-    position = saved.get("position", 0)
-    left = max(0, epochs * per_epoch - position)
-    report.already_complete = found is not None and left == 0
-    total = min(left, settings.max_updates) if settings.max_updates else left
-    began = time.perf_counter()
+    core = TrainerCore(settings, backend)
+    run = _SftRun(core, data, data_file, size, epochs, shuffle)
     publisher: EventPublisher | None = None
     if kafka is not None:
         from rllm.kafka import EventPublisher
 
         publisher = EventPublisher(kafka)
     try:
-        if publisher is not None and state.version > 0:  # the last publish may have been lost
-            publisher.publish_sync(
-                POLICY_UPDATES, settings.run_id, _event(settings, backend, state)
+        if publisher is not None and core.state.version > 0:  # the last may have been lost
+            publisher.publish_sync(POLICY_UPDATES, settings.run_id, core.policy_event())
+        run.train(publisher, on_update)
+    finally:
+        if publisher is not None:
+            publisher.close()
+        if built:
+            backend.close()
+    run.report.version = core.state.version
+    run.report.checkpoint_uri = core.state.checkpoint_uri
+    return run.report
+
+
+def _built(settings: TrainerSettings, backend: TrainingBackend | None) -> TrainingBackend:
+    """The backend given (checked against the settings), else the one they name."""
+    if backend is None:
+        from rllm.consumers.backends import make_backend
+
+        return make_backend(settings)
+    check_capabilities(settings, backend.name, backend.capabilities)
+    return backend
+
+
+class _SftRun:
+    """The epochs of one SFT run over a loaded dataset, from where its checkpoint left."""
+
+    def __init__(
+        self,
+        core: TrainerCore,
+        data: SftDataset,
+        data_file: Path,
+        size: int,
+        epochs: int,
+        shuffle: bool,
+    ) -> None:
+        self.core = core
+        self.data = data
+        self.size = size
+        """Sequences per update."""
+        self.epochs = epochs
+        self.shuffle = shuffle
+        self.key = f"sft:{data_file.resolve()}"
+        """Where the checkpoint's ``offsets`` keep this file's batch position."""
+        self.layout = {"sequences": len(data.sequences), "batch_size": size}
+        saved = core.state.offsets.get(self.key, {})
+        if saved and {k: saved.get(k) for k in self.layout} != self.layout:
+            raise ConfigError(
+                f"checkpoint v{core.state.version} of run {core.settings.run_id} trained on "
+                f"{self.key} with {saved}, now {self.layout}: the file or batch size changed; "
+                f"use another --run-id"
             )
-        while position < epochs * per_epoch:
+        self.per_epoch = math.ceil(len(data.sequences) / size)
+        self.position = saved.get("position", 0)
+        """Batches trained so far, over every epoch."""
+        left = max(0, epochs * self.per_epoch - self.position)
+        limit = core.settings.max_updates
+        self.total = min(left, limit) if limit else left
+        self.report = SftReport(
+            data_file=str(data_file),
+            rows=data.rows,
+            text_rows=data.text_rows,
+            duplicates_skipped=data.duplicates,
+            sequences=len(data.sequences),
+            tokens_per_epoch=data.num_tokens,
+            epochs=epochs,
+            resumed_version=core.state.version if core.resumed else 0,
+            already_complete=core.resumed and left == 0,
+        )
+
+    def train(
+        self, publisher: EventPublisher | None, on_update: Callable[[SftProgress], None] | None
+    ) -> None:
+        """Update batch after batch until the epochs or ``max_updates`` are done."""
+        settings, report = self.core.settings, self.report
+        began = time.perf_counter()
+        while self.position < self.epochs * self.per_epoch:
             if settings.max_updates and report.updates >= settings.max_updates:
                 break
-            epoch, index = divmod(position, per_epoch)
-            order = epoch_order(len(data.sequences), epoch, settings.seed, shuffle)
-            seqs = [data.sequences[i] for i in order[index * size : (index + 1) * size]]
-            batch = TrainBatch(
-                sequences=seqs, episode_ids=list(dict.fromkeys(s.episode_id for s in seqs))
-            )
-            result = backend.update(batch)
-            position += 1
-            metrics = {**result.metrics, "epoch": float(epoch)}
-            state = CheckpointState(
-                version=result.version,
-                offsets={**state.offsets, key: {**layout, "position": position}},
-                history=[
-                    *state.history,
-                    {"version": result.version, "data_file": key, "epoch": epoch, "batch": index},
-                ],
-                run_id=settings.run_id,
-                base_model=backend.base_model,
-                metrics=metrics,
-            )
-            store.write(state, backend.save)
+            epoch, index = divmod(self.position, self.per_epoch)
+            batch = self._batch(epoch, index)
+            self.position += 1
+            offsets = {
+                **self.core.state.offsets,
+                self.key: {**self.layout, "position": self.position},
+            }
+            entry = {"data_file": self.key, "epoch": epoch, "batch": index}
+            result, event = self.core.update(batch, offsets, entry, {"epoch": float(epoch)})
             report.updates += 1
             report.tokens += batch.num_tokens
-            report.losses.append(float(metrics.get("loss", math.nan)))
-            event = _event(settings, backend, state, len(batch.episode_ids), batch.num_tokens)
+            report.losses.append(float(event.metrics.get("loss", math.nan)))
             if publisher is not None:
                 publisher.publish_sync(POLICY_UPDATES, settings.run_id, event)
                 report.published += 1
@@ -256,7 +280,7 @@ def train_sft(
                 on_update(
                     SftProgress(
                         update=report.updates,
-                        total=total,
+                        total=self.total,
                         epoch=epoch + 1,
                         version=result.version,
                         loss=report.losses[-1],
@@ -271,32 +295,11 @@ def train_sft(
                 result.version,
                 report.losses[-1],
             )
-    finally:
-        if publisher is not None:
-            publisher.close()
-        if built:
-            backend.close()
-    report.version = state.version
-    report.checkpoint_uri = state.checkpoint_uri
-    return report
 
-
-def _event(
-    settings: TrainerSettings,
-    backend: TrainingBackend,
-    state: CheckpointState,
-    num_episodes: int = 0,
-    num_tokens: int = 0,
-) -> PolicyUpdated:
-    """PolicyUpdated for ``state`` (event id run_id/v<version>, as the consumer loop's)."""
-    return PolicyUpdated(
-        event_id=f"{settings.run_id}/v{state.version}",
-        run_id=settings.run_id,
-        version=state.version,
-        checkpoint_uri=state.checkpoint_uri,
-        base_model=backend.base_model,
-        backend=backend.name,
-        metrics=state.metrics,
-        num_episodes=num_episodes,
-        num_tokens=num_tokens,
-    )
+    def _batch(self, epoch: int, index: int) -> TrainBatch:
+        """Batch ``index`` of ``epoch``, in the epoch's seeded order."""
+        order = epoch_order(len(self.data.sequences), epoch, self.core.settings.seed, self.shuffle)
+        seqs = [self.data.sequences[i] for i in order[index * self.size : (index + 1) * self.size]]
+        return TrainBatch(
+            sequences=seqs, episode_ids=list(dict.fromkeys(s.episode_id for s in seqs))
+        )

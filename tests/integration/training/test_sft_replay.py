@@ -1,5 +1,5 @@
 """SFT from the event log on the real broker: session events -> `rllm-cli replay --source
-topic` -> `rllm-cli train --loss sft --data-file` -> PolicyUpdated on rllm.policy-updates."""
+topic` -> `rllm-cli train sft --data-file` -> PolicyUpdated on rllm.policy-updates."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def test_replayed_sessions_train_and_publish_policy_versions(
 
     trained = CliRunner(env=env).invoke(
         cli,
-        ["train", "--loss", "sft", "--data-file", str(out), "--model", str(tiny_model),
+        ["train", "sft", "--loss", "sft", "--data-file", str(out), "--model", str(tiny_model),
          "--run-id", "sft-run", "--checkpoint-dir", str(tmp_path / "ckpt"), "--lr", "0.01",
          "--batch-size", "2", "--epochs", "3", *broker],
     )  # fmt: skip

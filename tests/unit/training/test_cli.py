@@ -1,4 +1,4 @@
-"""``rllm-cli train`` refuses what the backend cannot honour before touching Kafka."""
+"""``rllm-cli train consume`` refuses what the backend cannot honour before touching Kafka."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rllm.cli.main import cli
 
 def test_train_refuses_lora_on_local_backend_before_starting() -> None:
     result = CliRunner().invoke(
-        cli, ["train", "--backend", "local", "--lora-rank", "8", "-b", "127.0.0.1:1"]
+        cli, ["train", "consume", "--backend", "local", "--lora-rank", "8", "-b", "127.0.0.1:1"]
     )
     assert result.exit_code == 1
     assert "backend 'local' cannot honour" in result.output and "lora_rank=8" in result.output

@@ -75,9 +75,9 @@ def test_clip_eps_low_is_bounded_by_flag_and_env(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(ValidationError, match="clip_eps_low"):
         TrainerSettings()
     monkeypatch.delenv("RLLM_CLIP_EPS_LOW")
-    result = CliRunner().invoke(cli, ["train", "--clip-eps-low", "5"])
+    result = CliRunner().invoke(cli, ["train", "consume", "--clip-eps-low", "5"])
     assert result.exit_code == 2, result.output
-    assert "clip_eps_low: Input should be less than 1 (got 5.0)" in result.stderr
+    assert "--clip-eps-low: Input should be less than 1 (got 5.0)" in result.stderr
 
 
 def test_the_local_server_refuses_logit_bias() -> None:
@@ -127,3 +127,56 @@ def test_train_raises_after_a_run_whose_every_rollout_failed(
         RllmError, match=r"every one of its 4 rollouts failed; the first: Boom: 400"
     ):
         trainer.train(progress=False)
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--lr", "-1", "--lr: Input should be greater than 0 (got -1.0)"),
+        ("--group-size", "0", "--group-size: Input should be greater than or equal to 1 (got 0)"),
+        ("--clip-eps-low", "5", "--clip-eps-low: Input should be less than 1 (got 5.0)"),
+    ],
+)
+def test_cli_train_refuses_a_bad_flag_by_its_name_before_printing(
+    flag: str, value: str, message: str
+) -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["train", "--benchmark", "multiply", flag, value,
+         "--gateway-url", "http://127.0.0.1:1", "-b", "127.0.0.1:1"],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""  # no "training on multiply ..." line before the refusal
+    assert result.stderr.strip() == f"error: invalid settings: {message}"
+
+
+def test_a_bad_setting_from_the_environment_keeps_its_field_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RLLM_LR", "-1")
+    result = CliRunner().invoke(
+        cli, ["train", "--benchmark", "multiply", "--gateway-url", "http://127.0.0.1:1"]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert (
+        result.stderr.strip()
+        == "error: invalid settings: lr: Input should be greater than 0 (got '-1')"
+    )
+
+
+def test_train_config_holds_typed_trainer_overrides() -> None:
+    from rllm.app.config import train_config
+    from rllm.consumers.trainer.types import LossKind
+
+    config = train_config({"trainer": {"loss": "sft", "lr": "0.5"}})
+    assert (config.trainer.loss, config.trainer.lr) == (LossKind.SFT, 0.5)  # type: ignore[attr-defined]  # fields made from TrainerSettings
+    assert config.trainer.model_dump(exclude_unset=True) == {"loss": LossKind.SFT, "lr": 0.5}
+    with pytest.raises(
+        ConfigError, match=r"TrainConfig.trainer.lrr: Extra inputs are not permitted, got 1"
+    ):
+        train_config({"trainer": {"lrr": 1}})
+    with pytest.raises(
+        ConfigError, match=r"TrainConfig.trainer.clip_eps_low: Input should be less than 1, got 5"
+    ):
+        train_config({"trainer": {"clip_eps_low": 5}})

@@ -1,4 +1,4 @@
-"""``rllm-cli train --loss sft``: a line per update on stderr while it trains, and a rerun of
+"""``rllm-cli train sft``: a line per update on stderr while it trains, and a rerun of
 a finished run says it is complete instead of "trained 0 update(s)"."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ LINE = re.compile(
 def test_sft_shows_each_update_and_a_finished_run_says_so(tmp_path: Path, tiny_model: Path) -> None:
     path = _write(tmp_path, ".jsonl")
     env = {"RLLM_BOOTSTRAP_SERVERS": None, "RLLM_LOSS": None}
-    args = ["train", "--loss", "sft", "--data-file", str(path), "--model", str(tiny_model)]
+    args = ["train", "sft", "--loss", "sft", "--data-file", str(path), "--model", str(tiny_model)]
     args += ["--run-id", "c", "--checkpoint-dir", str(tmp_path / "ck"), "--batch-size", "1"]
     first = CliRunner(env=env).invoke(cli, [*args, "--epochs", "2"])
     assert first.exit_code == 0, first.output

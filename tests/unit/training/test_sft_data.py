@@ -253,7 +253,7 @@ def test_cli_trains_sft_offline_and_refuses_data_file_without_sft(
 ) -> None:
     path = _write(tmp_path, ".jsonl")
     env = {"RLLM_BOOTSTRAP_SERVERS": None, "RLLM_LOSS": None}
-    args = ["train", "--data-file", str(path), "--model", str(tiny_model), "--run-id", "c"]
+    args = ["train", "sft", "--data-file", str(path), "--model", str(tiny_model), "--run-id", "c"]
     args += ["--checkpoint-dir", str(tmp_path / "ck"), "--lr", "0.01", "--batch-size", "1"]
     result = CliRunner(env=env).invoke(cli, [*args, "--loss", "sft", "--epochs", "2"])
     assert result.exit_code == 0, result.output
@@ -274,6 +274,8 @@ def test_cli_trains_sft_offline_and_refuses_data_file_without_sft(
     assert unreachable.exit_code == 1 and "127.0.0.1:1" in unreachable.output
     assert not (tmp_path / "ck" / "c3").exists()  # refused before training
 
-    refused = CliRunner(env=env).invoke(cli, args)
+    refused = CliRunner(env=env).invoke(cli, ["train", *args[2:]])  # the loop, not sft
     assert refused.exit_code == 1
-    assert "is an SFT dataset, but the loss is grpo; add --loss sft" in refused.output
+    assert "without --benchmark is an SFT dataset: train on it with `rllm-cli train sft" in (
+        " ".join(refused.output.split())
+    )

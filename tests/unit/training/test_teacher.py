@@ -416,6 +416,7 @@ def test_cli_teacher_options() -> None:
         cli,
         [
             "train",
+            "consume",
             "--loss",
             "distill",
             "--teacher-url",

@@ -13,7 +13,8 @@ import pytest
 import rllm
 from rllm.app import describe_drops
 from rllm.app.report import UpdateRecord
-from rllm.consumers.trainer.loop import TrainerCore, TrainerReport
+from rllm.consumers.trainer.core import TrainerCore
+from rllm.consumers.trainer.loop import TrainerReport
 from rllm.consumers.trainer.settings import TrainerSettings, UniformPolicy
 from rllm.consumers.trainer.types import TrainBatch, UpdateResult
 from rllm.producers.sdk import RolloutConfig
