@@ -302,3 +302,15 @@ def test_a_run_s_state_from_its_last_event_and_open_sessions() -> None:
     assert state({"opened": 4, "closed": 4, "last_event": ago(61)}, now, 60) == "finished"
     # the history service's JSON carries the time as text
     assert state({"opened": 1, "closed": 0, "last_event": ago(5).isoformat()}, now, 60) == "running"
+
+
+def test_the_run_page_heads_each_passk_column_once(client: TestClient) -> None:
+    heads = lambda page: re.findall(  # noqa: E731
+        r"<th>([^<]*)</th>", page.split('id="passk"', 1)[1].split("</thead>", 1)[0]
+    )
+    assert heads(client.get("/runs/run-1").text) == [
+        "benchmark", "model", "tasks", "samples", "pass@1",
+    ]  # fmt: skip
+    assert heads(client.get("/runs/run-1?k=2").text) == [
+        "benchmark", "model", "tasks", "samples", "pass@2", "pass@1",
+    ]  # fmt: skip
