@@ -314,3 +314,12 @@ def test_the_run_page_heads_each_passk_column_once(client: TestClient) -> None:
     assert heads(client.get("/runs/run-1?k=2").text) == [
         "benchmark", "model", "tasks", "samples", "pass@2", "pass@1",
     ]  # fmt: skip
+
+
+def test_tokens_the_answer_spelled_out_need_no_tokenizer(client: TestClient) -> None:
+    page = client.get(f"/trajectories/{CHAT_SESSION}").text  # calc-model: no tokenizer here
+    texts = re.findall(
+        r'<span class="tok lp\w" data-id="\d+" data-logprob="[^"]*" title="[^"]*">([^<]*)<', page
+    )
+    assert texts and "⟨" not in "".join(texts)
+    assert "no-tokenizer-" not in page
