@@ -323,3 +323,19 @@ def test_tokens_the_answer_spelled_out_need_no_tokenizer(client: TestClient) -> 
     )
     assert texts and "⟨" not in "".join(texts)
     assert "no-tokenizer-" not in page
+
+
+def test_policy_updates_show_the_key_metrics_in_columns(
+    client: TestClient, history: HistoryStore
+) -> None:
+    page = client.get("/runs/run-1").text
+    shown = table(page, "updates")
+    losses = history.query(
+        f"SELECT version, metrics['loss'] FROM `{history.database}`.policy_updates FINAL "
+        "WHERE run_id = 'run-1' ORDER BY version"
+    ).rows
+    assert shown and [(int(u["version"]), u["loss"]) for u in shown] == [
+        (v, _fmt(loss)) for v, loss in losses
+    ]
+    assert {u["grad_norm"] for u in shown} == {"\u2013"}  # not in these updates: a dash
+    assert {u["other"] for u in shown} == {""}  # nothing else to fold
