@@ -76,6 +76,7 @@ static unsigned long parse_num(const char *text, const char *what, int base) {
 static int compile_seccomp(void) {
     char line[4096];
     scmp_filter_ctx ctx = NULL;
+    int newest = -1; /* the highest native syscall number the rules name */
     while (fgets(line, sizeof line, stdin)) {
         char *save, *word = strtok_r(line, " \t\n", &save);
         if (!word) continue;
@@ -110,6 +111,7 @@ static int compile_seccomp(void) {
             }
             int nr = seccomp_syscall_resolve_name(name);
             if (nr == __NR_SCMP_ERROR) continue; /* not a syscall of these architectures */
+            if (nr > newest) newest = nr;
             /* a syscall missing on a sub-architecture is skipped there by libseccomp */
             seccomp_rule_add_array(ctx, action, nr, count, cmps);
         } else {
@@ -120,6 +122,16 @@ static int compile_seccomp(void) {
     if (!ctx) {
         errno = 0;
         die("no rules on stdin");
+    }
+    /* As runc does for Docker: a syscall newer than every one the profile names fails with
+     * ENOSYS rather than the default errno, so a libc that tries a new call first (glibc
+     * 2.39+ fchmodat2 for chmod -R, tar, dpkg-source) falls back to the older call the
+     * profile allows instead of failing with EPERM. */
+    for (int nr = newest + 1; newest >= 0 && nr <= newest + 256; nr++) {
+        char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+        if (!name) continue;
+        seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), seccomp_syscall_resolve_name(name), 0);
+        free(name);
     }
     if (seccomp_export_bpf(ctx, STDOUT_FILENO) < 0) die("cannot export the filter");
     seccomp_release(ctx);

@@ -127,6 +127,22 @@ async def test_keyring_and_ptrace_of_the_host_fail(box: tuple[str, Sandbox]) -> 
     await _still_usable(sandbox)
 
 
+async def test_a_syscall_newer_than_the_profile_is_enosys_so_libc_falls_back(
+    box: tuple[str, Sandbox],
+) -> None:
+    """Docker's runc answers a syscall newer than its profile with ENOSYS (so glibc 2.39+
+    falls back from fchmodat2 to fchmodat: ``chmod -R``, tar and dpkg-source on trixie);
+    a syscall the profile refuses by name is still EPERM."""
+    _, sandbox = box
+    await sandbox.exec("touch /tmp/f && chmod 600 /tmp/f")
+    fchmodat2 = await sandbox.exec(_perl_syscall(452, "-100", '"/tmp/f"', "0644", "256"))
+    assert fchmodat2.stdout.split() == ["-1", "38"], fchmodat2.stdout  # ENOSYS
+    assert (await sandbox.exec("stat -c %a /tmp/f")).stdout == "600\n"
+    add_key = await sandbox.exec(_perl_syscall(248, '"user"', '"k"', '"v"', "1", "-2"))
+    assert add_key.stdout.split() == ["-1", "1"], add_key.stdout  # EPERM, named by Docker
+    await _still_usable(sandbox)
+
+
 async def test_raw_devices_and_masked_proc_files_give_nothing(box: tuple[str, Sandbox]) -> None:
     _, sandbox = box
     devices = await sandbox.exec("ls /dev")
