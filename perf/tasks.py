@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import json
 import re
 import sys
@@ -36,8 +37,15 @@ from rllm.benchmarks.harbor import (  # noqa: E402
     run_oracle,
     run_verifier,
 )
-from rllm.sandboxes import OWNER_LABEL, SandboxBackend, SandboxSettings, get_backend  # noqa: E402
+from rllm.sandboxes import (  # noqa: E402
+    OWNER_LABEL,
+    ImageError,
+    SandboxBackend,
+    SandboxSettings,
+    get_backend,
+)
 from rllm.sandboxes.images.resolve import parse_substitutes  # noqa: E402
+from rllm.sandboxes.images.store import ImageStore  # noqa: E402
 
 REACHABLE = "this machine's network reaches only the package registries"
 _NO_HOST = [
@@ -130,7 +138,8 @@ async def run_tasks(args: argparse.Namespace) -> list[dict[str, Any]]:
     names = args.task or [p.name for c in check_tasks(args.tasks) for p in [args.tasks / c.name]]
     names = names[: args.limit] if args.limit else names
     substitutes = parse_substitutes(tuple(args.image_substitute))
-    backend = get_backend("local", SandboxSettings(image_substitutes=substitutes))
+    settings = SandboxSettings(image_substitutes=substitutes)
+    backend = get_backend("local", settings)
     rows = []
     try:
         for name in names:
@@ -151,6 +160,8 @@ async def run_tasks(args: argparse.Namespace) -> list[dict[str, Any]]:
                 )
             row.pop("step", None)
             row["s"] = round(time.monotonic() - began, 1)
+            if args.drop_images:
+                _drop(ImageStore(settings.images_dir), f"perf-tasks/{name}")
             print(f"{name}: built {row['built']} cold {row.get('cold_s')} s cached "
                   f"{row.get('cached_s')} s, oracle exit {row['oracle_exit']}, verifier exit "
                   f"{row['verifier_exit']}, reward {row['reward']}"
@@ -158,6 +169,13 @@ async def run_tasks(args: argparse.Namespace) -> list[dict[str, Any]]:
     finally:
         await backend.aclose()
     return rows
+
+
+def _drop(store: ImageStore, name: str) -> None:
+    """Delete image ``name`` (if it was built) and every layer no image uses any more."""
+    with contextlib.suppress(ImageError):
+        store.delete(name)
+    store.prune()
 
 
 def run_figures(rows: list[dict[str, Any]], substitutes: list[str]) -> dict[str, Any]:
@@ -186,6 +204,12 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="run the first N tasks only")
     parser.add_argument("--timeout-s", type=float, default=900.0, help="per task (default 900)")
     parser.add_argument("--image-substitute", action="append", default=[], metavar="FROM=TO")
+    parser.add_argument(
+        "--drop-images",
+        action="store_true",
+        help="delete each task's image and prune its layers once it ran (89 TB2 images take "
+        "~80 GB; base images stay)",
+    )
     args = parser.parse_args()
     started = time.monotonic()
     checks = check_tasks(args.tasks, substitutes=parse_substitutes(args.image_substitute) or None)
