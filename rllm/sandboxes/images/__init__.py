@@ -7,7 +7,8 @@ from rllm.sandboxes.images.build import build_dockerfile, build_image
 from rllm.sandboxes.images.derived import DERIVED_IMAGES
 from rllm.sandboxes.images.dockerfile import Instruction, parse_dockerfile
 from rllm.sandboxes.images.importer import import_rootfs
-from rllm.sandboxes.images.plan import BuildPlan, plan_build
+from rllm.sandboxes.images.plan import plan_build
+from rllm.sandboxes.images.steps import BuildPlan
 from rllm.sandboxes.images.store import ImageConfig, ImageStore, LocalImage
 
 __all__ = [

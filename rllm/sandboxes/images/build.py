@@ -7,8 +7,9 @@ step after substitution (with its env, workdir and user) and, for COPY / ADD, th
 of the files it copies. A layer already in the store is reused, so rebuilding an
 unchanged Dockerfile runs nothing and a change re-runs from that step on.
 
-- RUN: a sandbox of the backend on an intermediate image (``build/<layer id>-<nonce>``,
-  labelled ``rllm.build=intermediate``, removed after the step) with the host's network,
+- RUN (``images.runstep``): a sandbox of the backend on an intermediate image
+  (``build/<layer id>-<nonce>``, labelled ``rllm.build=intermediate``, removed after the
+  step) with the host's network,
   the step's env, workdir and user; its writable layer becomes the step's layer through
   the sandbox's ``commit_layer`` (the local backend's).
 - COPY / ADD: written on the host into a new layer (``images.context``); no sandbox.
@@ -25,17 +26,14 @@ import logging
 import shutil
 import tempfile
 import time
-import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 from rllm.sandboxes.errors import (
     DockerfileError,
     ImageError,
     RegistryUnreachableError,
-    SandboxError,
 )
 from rllm.sandboxes.images.base import BASE_IMAGES, ensure_base
 from rllm.sandboxes.images.context import (
@@ -47,44 +45,21 @@ from rllm.sandboxes.images.context import (
 )
 from rllm.sandboxes.images.derived import derived_recipe, normalize_name, offline_images, refusal
 from rllm.sandboxes.images.dockerfile import Instruction, parse_dockerfile
-from rllm.sandboxes.images.plan import (
-    LABEL_PREFIX,
-    CopyStep,
-    RunStep,
-    Step,
-    WorkdirStep,
-    plan_build,
-    stages,
-    step_text,
-)
+from rllm.sandboxes.images.plan import LABEL_PREFIX, Stage, plan_build, stages
 from rllm.sandboxes.images.resolve import SUBSTITUTED_LABEL, find_or_pull, substitute
 from rllm.sandboxes.images.rootfs import LayerView, LayerWriter
+from rllm.sandboxes.images.runstep import BUILD_LABEL, build_settings, ca_bundle, run_step
+from rllm.sandboxes.images.steps import CopyStep, RunStep, Step, WorkdirStep, step_text
 from rllm.sandboxes.images.store import ImageConfig, ImageStore, LocalImage
-from rllm.sandboxes.settings import PullPolicy, SandboxSettings
+from rllm.sandboxes.settings import PullPolicy
 from rllm.sandboxes.types import (
-    OWNER_LABEL,
     ImageInfo,
-    Mount,
-    NetworkMode,
     SandboxBackend,
-    SandboxSpec,
 )
 
 __all__ = ["BUILD_LABEL", "build_dockerfile", "build_image", "resolve_from"]
 
 log = logging.getLogger(__name__)
-
-BUILD_LABEL = "rllm.build"
-"""Label of the intermediate images RUN steps run on (value ``intermediate``)."""
-
-_TAIL_LINES = 15
-
-
-@runtime_checkable
-class _Committing(Protocol):
-    async def commit_layer(self, layer_id: str) -> str: ...
-
-    async def close(self) -> None: ...
 
 
 async def build_image(
@@ -167,17 +142,11 @@ async def build_dockerfile(
     substituted: dict[str, str] = {}  # FROM name -> the substitute used (each logged)
     timings: list[str] = []
 
-    def earlier(index: int, ref: str) -> int | None:
-        by_name = [s.index for s in all_stages[:index] if s.name == ref.lower()]
-        if by_name:
-            return by_name[-1]
-        return int(ref) if ref.isdigit() and int(ref) < index else None
-
     async def image_of(index: int, ref: str, instruction: Instruction) -> _Built:
-        stage = earlier(index, ref)
+        stage = _earlier_stage(all_stages, index, ref)
         if stage is not None:
             return await build_stage(stage)
-        name, asked = substitute(ref, _settings(backend).image_substitutes)
+        name, asked = substitute(ref, build_settings(backend).image_substitutes)
         if asked is not None:
             substituted[asked] = name
         return _Built.of(await resolve_from(backend, store, name, instruction, _depth))
@@ -194,7 +163,7 @@ async def build_dockerfile(
             if isinstance(step, CopyStep) and step.from_stage is not None:
                 source = await image_of(index, step.from_stage, step.instruction)
             step_started = time.monotonic()
-            with _sources(step, context, _ca_bundle(backend)) as (step, step_context):
+            with _sources(step, context, ca_bundle(backend)) as (step, step_context):
                 key = await asyncio.to_thread(_step_key, key, step, step_context, source)
                 layer_id = f"step-{key[:32]}"
                 cached = store.has_layer(layer_id)
@@ -213,11 +182,7 @@ async def build_dockerfile(
         return built[index]
 
     final = await build_stage(len(all_stages) - 1)
-    config_key = hashlib.sha256(f"{final.key}{final.config}".encode()).hexdigest()[:12]
-    labels = dict(final.labels)
-    if substituted:
-        labels[SUBSTITUTED_LABEL] = ",".join(substituted)
-    image = store.put(name or f"build-{config_key}", list(final.layers), final.config, labels)
+    image = _store_final(store, final, name, substituted)
     log.info(
         "built image %s (%s) from %s in %.2f s: %s",
         image.name,
@@ -227,6 +192,27 @@ async def build_dockerfile(
         "; ".join(timings) or "no filesystem steps",
     )
     return image
+
+
+def _earlier_stage(all_stages: Sequence[Stage], index: int, ref: str) -> int | None:
+    """The stage before ``index`` that ``ref`` (a name or a number) names, or None (an
+    image)."""
+    by_name = [s.index for s in all_stages[:index] if s.name == ref.lower()]
+    if by_name:
+        return by_name[-1]
+    return int(ref) if ref.isdigit() and int(ref) < index else None
+
+
+def _store_final(
+    store: ImageStore, final: _Built, name: str | None, substituted: Mapping[str, str]
+) -> LocalImage:
+    """The final stage as image ``name`` (by default named from its content hash),
+    labelled with the images that substitutes stood in for."""
+    config_key = hashlib.sha256(f"{final.key}{final.config}".encode()).hexdigest()[:12]
+    labels = dict(final.labels)
+    if substituted:
+        labels[SUBSTITUTED_LABEL] = ",".join(substituted)
+    return store.put(name or f"build-{config_key}", list(final.layers), final.config, labels)
 
 
 async def resolve_from(
@@ -243,7 +229,7 @@ async def resolve_from(
         ImageError: none of these; the message says how to import one.
     """
     normalized = normalize_name(name)
-    settings = _settings(backend)
+    settings = build_settings(backend)
     unreachable: RegistryUnreachableError | None = None
     for candidate in dict.fromkeys((name, normalized)):
         found = store.find(candidate)
@@ -331,11 +317,6 @@ def _sources(
         yield replace(step, sources=tuple(names), extract=False, chmod=chmod), BuildContext(root)
 
 
-def _ca_bundle(backend: SandboxBackend) -> Path | None:
-    settings = getattr(backend, "settings", None)
-    return settings.build_ca_bundle if isinstance(settings, SandboxSettings) else None
-
-
 async def _apply(
     backend: SandboxBackend,
     store: ImageStore,
@@ -348,7 +329,7 @@ async def _apply(
 ) -> bool:
     """Make the step's layer; False when it has nothing to add (WORKDIR that exists)."""
     if isinstance(step, RunStep):
-        await _run(backend, store, step, layers, layer_id, timeout_s)
+        await run_step(backend, store, step, layers, layer_id, timeout_s)
         return True
     lower = [store.layer_path(layer) for layer in layers]
     directory = store.new_layer_dir()
@@ -372,94 +353,6 @@ async def _apply(
         raise
     store.commit_layer(directory, layer_id)
     return True
-
-
-_CA_TARGET = "/dev/rllm-build-ca.crt"
-"""Where a build's CA bundle is bound: under bubblewrap's own /dev, so outside the
-overlay and never in a layer."""
-_CA_VARIABLES = (
-    "SSL_CERT_FILE",
-    "PIP_CERT",
-    "REQUESTS_CA_BUNDLE",
-    "CURL_CA_BUNDLE",
-    "NODE_EXTRA_CA_CERTS",
-    "GIT_SSL_CAINFO",
-)
-
-
-def _settings(backend: SandboxBackend) -> SandboxSettings:
-    settings = getattr(backend, "settings", None)
-    return settings if isinstance(settings, SandboxSettings) else SandboxSettings()
-
-
-def _build_trust(backend: SandboxBackend) -> tuple[tuple[Mount, ...], dict[str, str]]:
-    """The mount and variables that make RUN steps trust ``build_ca_bundle``, if set."""
-    bundle = _ca_bundle(backend)
-    if bundle is None:
-        return (), {}
-    if not bundle.is_file():
-        raise ImageError(f"RLLM_SANDBOX_BUILD_CA_BUNDLE={bundle} is not a file")
-    return (Mount(source=bundle, target=_CA_TARGET),), dict.fromkeys(_CA_VARIABLES, _CA_TARGET)
-
-
-async def _run(
-    backend: SandboxBackend,
-    store: ImageStore,
-    step: RunStep,
-    layers: list[str],
-    layer_id: str,
-    timeout_s: float | None,
-) -> None:
-    where = step.instruction.where
-    intermediate = f"build/{layer_id}-{uuid.uuid4().hex[:8]}"
-    config = ImageConfig(env=dict(step.env), workdir=step.workdir, user=step.user)
-    store.put(intermediate, layers, config, {BUILD_LABEL: "intermediate"})
-    mounts, trust_env = _build_trust(backend)
-    try:
-        spec = SandboxSpec(
-            image=intermediate,
-            workdir=step.workdir,
-            env={**dict(step.env), **trust_env},
-            mounts=mounts,
-            user=step.user,
-            network=NetworkMode.HOST,
-            lifetime_s=None,
-            output_limit_bytes=16_000_000,
-            labels={OWNER_LABEL: "rllm-image-build", BUILD_LABEL: layer_id},
-        )
-        try:
-            sandbox = await backend.create(spec)
-        except ImageError:
-            raise
-        except (SandboxError, ValueError) as exc:
-            raise ImageError(f"{where}: the step's sandbox did not start: {exc}") from exc
-        try:
-            try:
-                result = await sandbox.exec(list(step.argv), timeout_s=timeout_s)
-            except (SandboxError, ValueError) as exc:  # a USER the image lacks, a dead sandbox
-                raise ImageError(f"{where} could not run: {exc}") from exc
-            if not result.ok:
-                why = result.error or f"exit code {result.exit_code}"
-                tail = "\n".join(
-                    (result.stdout.rstrip() + "\n" + result.stderr.rstrip())
-                    .strip()
-                    .splitlines()[-_TAIL_LINES:]
-                )
-                raise ImageError(
-                    f"{where} failed ({why}): {step.instruction.args[:200]}\n"
-                    f"--- last lines of its output ---\n{tail or '(no output)'}"
-                )
-            if not isinstance(sandbox, _Committing):
-                raise ImageError(
-                    f"{where}: the {backend.name!r} backend's sandboxes cannot commit a layer "
-                    f"into the local image store; build with the local backend"
-                )
-            await sandbox.commit_layer(layer_id)
-        finally:
-            await sandbox.close()
-    finally:
-        with contextlib.suppress(ImageError):
-            store.delete(intermediate)
 
 
 def _remove(directory: Path) -> None:

@@ -32,8 +32,8 @@ from pathlib import Path
 import httpx
 
 from rllm.sandboxes.errors import DockerfileError, ImageError
-from rllm.sandboxes.images.plan import CopyStep
 from rllm.sandboxes.images.rootfs import LayerView, LayerWriter, extract_tar
+from rllm.sandboxes.images.steps import CopyStep
 from rllm.tls import shared_tls
 
 __all__ = [

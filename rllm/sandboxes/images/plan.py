@@ -22,31 +22,25 @@ import platform
 import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar
 
 from rllm.sandboxes.errors import DockerfileError
 from rllm.sandboxes.images.dockerfile import Heredoc, Instruction, expand, expand_words
+from rllm.sandboxes.images.steps import BuildPlan, CopyStep, RunStep, Step, WorkdirStep
 from rllm.sandboxes.images.store import ImageConfig
 
 __all__ = [
     "DEFAULT_SHELL",
     "LABEL_PREFIX",
-    "BuildPlan",
-    "CopyStep",
-    "RunStep",
     "Stage",
-    "Step",
-    "WorkdirStep",
     "base_image",
     "plan_build",
     "stages",
-    "step_text",
 ]
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
-_URL = re.compile(r"^https?://")
 _VARIABLE = re.compile(r"\\\$|\$(?:\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*)")
 _SHEBANG_RUNNER = (
     'f=$(mktemp) && printf %s "$1" > "$f" && chmod 700 "$f" && "$f"; s=$?; rm -f "$f"; exit $s'
@@ -75,97 +69,6 @@ _AUTO_ARGS = {
     "BUILDVARIANT": "",
 }
 """BuildKit's automatic platform ARGs (usable in FROM; in the stage once declared)."""
-
-
-@dataclass(frozen=True)
-class RunStep:
-    """A RUN: ``argv`` run in a sandbox of the image so far."""
-
-    instruction: Instruction
-    """Where it comes from."""
-    argv: tuple[str, ...]
-    """The command: the shell and the shell-form text, or the exec form as given."""
-    env: Mapping[str, str]
-    """Its environment: the image's ENV over the ARGs in scope."""
-    workdir: str
-    """Working directory."""
-    user: str | None
-    """User it runs as (None: root)."""
-
-
-@dataclass(frozen=True)
-class CopyStep:
-    """A COPY or ADD of build-context files."""
-
-    instruction: Instruction
-    """Where it comes from."""
-    sources: tuple[str, ...]
-    """Source paths or globs, relative to the build context."""
-    dest: str
-    """Absolute destination in the image; a trailing ``/`` means "into this directory"."""
-    chown: str | None
-    """``--chown`` (``user[:group]``, names or numbers); None: root."""
-    chmod: int | None
-    """``--chmod`` mode bits; None keeps the sources' modes."""
-    extract: bool
-    """ADD: a local tar archive is extracted into ``dest``."""
-    from_stage: str | None = None
-    """``COPY --from``: a stage's name or index, or an image; sources are its paths."""
-    inline: tuple[tuple[str, str], ...] = ()
-    """Heredoc files (``COPY <<EOF /dest``): name and content, substituted unless the
-    marker was quoted; these sources are not read from the context."""
-
-    @property
-    def urls(self) -> tuple[str, ...]:
-        """ADD sources that are URLs (downloaded on the host, never extracted)."""
-        if self.instruction.keyword != "ADD" or self.from_stage is not None:
-            return ()
-        return tuple(s for s in self.sources if _URL.match(s))
-
-    @property
-    def context_sources(self) -> tuple[str, ...]:
-        """Sources read from the build context (not URLs, not another stage)."""
-        if self.from_stage is not None:
-            return ()
-        return tuple(s for s in self.sources if not _URL.match(s))
-
-
-@dataclass(frozen=True)
-class WorkdirStep:
-    """A WORKDIR: the directory is created when the image lacks it."""
-
-    instruction: Instruction
-    """Where it comes from."""
-    path: str
-    """Absolute path."""
-    user: str | None = None
-    """The USER at that point: owns the directory if it is created, as in BuildKit."""
-
-
-Step = RunStep | CopyStep | WorkdirStep
-
-
-@dataclass(frozen=True)
-class BuildPlan:
-    """What ``build_image`` does: the base image, the steps, the final config."""
-
-    base: str
-    """The FROM image, substituted."""
-    stage: str | None
-    """The ``AS`` name, if any."""
-    steps: tuple[Step, ...]
-    """Filesystem steps in order."""
-    config: ImageConfig
-    """Final ENV, WORKDIR, USER."""
-    labels: Mapping[str, str] = field(default_factory=dict)
-    """LABELs and the recorded metadata instructions."""
-
-
-def step_text(step: Step) -> str:
-    """Canonical text of a step for its cache key: everything but its line number."""
-    fields = {k: v for k, v in vars(step).items() if k != "instruction"}
-    fields["keyword"] = step.instruction.keyword
-    return json.dumps(fields, sort_keys=True, default=lambda v: dict(v))
 
 
 @dataclass(frozen=True)
@@ -284,8 +187,6 @@ def plan_build(
             elif keyword in ("ENV", "LABEL"):
                 target = env if keyword == "ENV" else labels
                 target.update(_pairs(ins, words, one))
-            elif keyword == "MAINTAINER":
-                labels["maintainer"] = ins.args
             elif keyword == "WORKDIR":
                 workdir = posixpath.normpath(posixpath.join(workdir, one(ins.args)))
                 workdir = "/" + workdir.lstrip("/")
@@ -302,18 +203,8 @@ def plan_build(
             elif keyword == "SHELL":
                 shell = tuple(ins.json_args or ())
                 labels[LABEL_PREFIX + "shell"] = json.dumps(list(shell))
-            elif keyword in ("CMD", "ENTRYPOINT"):
-                argv = ins.json_args if ins.json_args is not None else (*shell, ins.args)
-                labels[LABEL_PREFIX + keyword.lower()] = json.dumps(list(argv) if ins.args else [])
-            elif keyword in ("EXPOSE", "VOLUME"):
-                key = LABEL_PREFIX + keyword.lower()
-                found = [one(v) for v in ins.json_args] if ins.json_args else words(ins.args)
-                labels[key] = " ".join(filter(None, (labels.get(key), *found)))
-            elif keyword == "STOPSIGNAL":
-                labels[LABEL_PREFIX + "stopsignal"] = one(ins.args)
-            elif keyword == "HEALTHCHECK":
-                flags = " ".join(f"--{k}={v}" for k, v in ins.flags)
-                labels[LABEL_PREFIX + "healthcheck"] = f"{flags} {ins.args}".strip()
+            else:
+                _record(ins, labels, shell, words, one)
         except DockerfileError as exc:
             problems.append(str(exc))
     unused = sorted(set(build_args) - declared - {n for n in global_scope if n in build_args})
@@ -326,6 +217,28 @@ def plan_build(
         labels[LABEL_PREFIX + "stage"] = stage_name
     config = ImageConfig(env=env, workdir=None if workdir == "/" else workdir, user=user)
     return BuildPlan(name, stage_name, tuple(steps), config, labels)
+
+
+def _record(
+    ins: Instruction, labels: dict[str, str], shell: tuple[str, ...], words: _Words, one: _One
+) -> None:
+    """Record an instruction without a filesystem effect in the image's ``labels``:
+    MAINTAINER, CMD, ENTRYPOINT, EXPOSE, VOLUME, STOPSIGNAL, HEALTHCHECK."""
+    keyword = ins.keyword
+    if keyword == "MAINTAINER":
+        labels["maintainer"] = ins.args
+    elif keyword in ("CMD", "ENTRYPOINT"):
+        argv = ins.json_args if ins.json_args is not None else (*shell, ins.args)
+        labels[LABEL_PREFIX + keyword.lower()] = json.dumps(list(argv) if ins.args else [])
+    elif keyword in ("EXPOSE", "VOLUME"):
+        key = LABEL_PREFIX + keyword.lower()
+        found = [one(v) for v in ins.json_args] if ins.json_args else words(ins.args)
+        labels[key] = " ".join(filter(None, (labels.get(key), *found)))
+    elif keyword == "STOPSIGNAL":
+        labels[LABEL_PREFIX + "stopsignal"] = one(ins.args)
+    elif keyword == "HEALTHCHECK":
+        flags = " ".join(f"--{k}={v}" for k, v in ins.flags)
+        labels[LABEL_PREFIX + "healthcheck"] = f"{flags} {ins.args}".strip()
 
 
 def _located(instruction: Instruction, call: Callable[[], _T]) -> _T:

@@ -17,15 +17,9 @@ from rllm.sandboxes.images.context import BuildContext, apply_copy, owner
 from rllm.sandboxes.images.derived import derived_recipe, normalize_name
 from rllm.sandboxes.images.dockerfile import expand, expand_words, parse_dockerfile
 from rllm.sandboxes.images.importer import import_rootfs
-from rllm.sandboxes.images.plan import (
-    CopyStep,
-    RunStep,
-    WorkdirStep,
-    base_image,
-    plan_build,
-    stages,
-)
+from rllm.sandboxes.images.plan import base_image, plan_build, stages
 from rllm.sandboxes.images.rootfs import LayerView, LayerWriter
+from rllm.sandboxes.images.steps import CopyStep, RunStep, WorkdirStep
 from rllm.sandboxes.images.store import ImageConfig, ImageStore
 
 root_only = pytest.mark.usefixtures("as_root")
