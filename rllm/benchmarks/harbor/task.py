@@ -116,7 +116,8 @@ def _strip_canary(text: str) -> str:
 def _dockerfile_workdir(dockerfile: Path) -> str | None:
     """The last ``WORKDIR`` of a Dockerfile (relative ones joined); None when it has none
     or cannot be parsed (``bench check`` reports that)."""
-    from rllm.sandboxes.images.dockerfile import expand, parse_dockerfile
+    from rllm.sandboxes.images.dockerfile import parse_dockerfile
+    from rllm.sandboxes.images.words import expand
 
     try:
         instructions = parse_dockerfile(dockerfile.read_text(), str(dockerfile))

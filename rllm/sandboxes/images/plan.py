@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from rllm.sandboxes.errors import DockerfileError
-from rllm.sandboxes.images.dockerfile import Heredoc, Instruction, expand, expand_words
+from rllm.sandboxes.images.dockerfile import Heredoc, Instruction
 from rllm.sandboxes.images.steps import BuildPlan, CopyStep, RunStep, Step, WorkdirStep
 from rllm.sandboxes.images.store import ImageConfig
+from rllm.sandboxes.images.words import expand, expand_words
 
 __all__ = [
     "DEFAULT_SHELL",

@@ -15,12 +15,13 @@ from rllm.sandboxes.errors import DockerfileError, ImageError
 from rllm.sandboxes.images.build import build_image, resolve_from
 from rllm.sandboxes.images.context import BuildContext, apply_copy, owner
 from rllm.sandboxes.images.derived import derived_recipe, normalize_name
-from rllm.sandboxes.images.dockerfile import expand, expand_words, parse_dockerfile
+from rllm.sandboxes.images.dockerfile import parse_dockerfile
 from rllm.sandboxes.images.importer import import_rootfs
 from rllm.sandboxes.images.plan import base_image, plan_build, stages
 from rllm.sandboxes.images.rootfs import LayerView, LayerWriter
 from rllm.sandboxes.images.steps import CopyStep, RunStep, WorkdirStep
 from rllm.sandboxes.images.store import ImageConfig, ImageStore
+from rllm.sandboxes.images.words import expand, expand_words
 
 root_only = pytest.mark.usefixtures("as_root")
 """Layers keep owners, so these need root (as CI and the sandboxes run): they fail
