@@ -7,13 +7,13 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 from rich.table import Table
 
+from rllm.cli.backends import age, backend_option, with_backend
 from rllm.cli.common import (
     console,
     err_console,
@@ -22,43 +22,11 @@ from rllm.cli.common import (
     print_table,
     reports_errors,
 )
+from rllm.cli.snapshot import snapshot
 
 __all__ = ["sandbox"]
 
 T = TypeVar("T")
-
-
-def _backend_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--backend",
-        default=None,
-        envvar="RLLM_SANDBOX_BACKEND",
-        help="local, docker, daytona or modal [default: local].",
-    )(func)
-
-
-def _with_backend(
-    name: str | None,
-    work: Callable[[Any], Awaitable[T]],
-    substitutes: dict[str, str] | None = None,
-) -> T:
-    """Run ``work(backend)`` on a fresh event loop, closing the backend afterwards;
-    ``substitutes`` add to ``RLLM_SANDBOX_IMAGE_SUBSTITUTES``."""
-    from rllm.sandboxes import SandboxSettings, get_backend
-
-    settings = SandboxSettings()
-    if substitutes:
-        merged = {**settings.image_substitutes, **substitutes}
-        settings = settings.model_copy(update={"image_substitutes": merged})
-
-    async def main() -> T:
-        backend = get_backend(name, settings)
-        try:
-            return await work(backend)
-        finally:
-            await backend.aclose()
-
-    return asyncio.run(main())
 
 
 def _pairs(values: tuple[str, ...], flag: str) -> dict[str, str]:
@@ -77,7 +45,7 @@ def sandbox() -> None:
 
 
 @sandbox.command(context_settings={"ignore_unknown_options": True})
-@_backend_option
+@backend_option
 @click.option("--image", default="debian:bookworm", show_default=True, help="Image or rootfs dir.")
 @click.option(
     "--network",
@@ -138,7 +106,7 @@ def run(
 
     if argv:
         cmd: str | list[str] = argv[0] if len(argv) == 1 and " " in argv[0] else argv
-        result = _with_backend(backend, lambda b: run_once(b, spec, cmd, timeout_s), substitutes)
+        result = with_backend(backend, lambda b: run_once(b, spec, cmd, timeout_s), substitutes)
         sys.stdout.write(result.stdout)
         sys.stderr.write(result.stderr)
         if result.error:
@@ -165,11 +133,11 @@ def run(
         finally:
             await box.close()
 
-    sys.exit(_with_backend(backend, shell, substitutes))
+    sys.exit(with_backend(backend, shell, substitutes))
 
 
 @sandbox.command("ls")
-@_backend_option
+@backend_option
 @click.option("--owner", default=None, help="Only this owner's sandboxes.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @reports_errors
@@ -177,7 +145,7 @@ def ls(backend: str | None, owner: str | None, as_json: bool) -> None:
     """Sandboxes of a backend, with their owner label and age."""
     from rllm.sandboxes import OWNER_LABEL
 
-    infos = _with_backend(backend, lambda b: b.sandboxes({OWNER_LABEL: owner} if owner else None))
+    infos = with_backend(backend, lambda b: b.sandboxes({OWNER_LABEL: owner} if owner else None))
     if as_json:
         click.echo(
             json.dumps(
@@ -206,14 +174,14 @@ def ls(backend: str | None, owner: str | None, as_json: bool) -> None:
             i.backend,
             i.image,
             i.labels.get(OWNER_LABEL, "-"),
-            _age(i.age_s),
+            age(i.age_s),
             "yes" if i.alive else "no",
         )
     print_table(table)
 
 
 @sandbox.command()
-@_backend_option
+@backend_option
 @click.option("--owner", default=None, help="Only this owner's sandboxes.")
 @click.option("--label", "labels", multiple=True, help="KEY=VALUE a sandbox must carry.")
 @click.option("--older-than", default=None, help="Only those older than this (90s, 15m, 2h).")
@@ -229,7 +197,7 @@ def reap(
     if owner:
         wanted[OWNER_LABEL] = owner
     age = parse_duration(older_than) if older_than else None
-    reaped = _with_backend(backend, lambda b: b.reap(wanted or None, age))
+    reaped = with_backend(backend, lambda b: b.reap(wanted or None, age))
     console.print(
         f"reaped {len(reaped)} sandbox(es)" + (": " + ", ".join(reaped) if reaped else "")
     )
@@ -241,7 +209,7 @@ def image() -> None:
 
 
 @image.command("build")
-@_backend_option
+@backend_option
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--name", default=None, help="Image name [default: from the content hash].")
 @image_substitute_option
@@ -252,19 +220,19 @@ def image_build(
     """Build DIRECTORY/Dockerfile (DIRECTORY is the build context), each step cached."""
     started = time.monotonic()
     substitutes = image_substitutes(image_substitute)
-    info = _with_backend(backend, lambda b: b.build_image(directory, name), substitutes)
+    info = with_backend(backend, lambda b: b.build_image(directory, name), substitutes)
     console.print(
         f"built {info.name} ({info.backend}, id {info.id}) in {time.monotonic() - started:.1f} s"
     )
 
 
 @image.command("ls")
-@_backend_option
+@backend_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @reports_errors
 def image_ls(backend: str | None, as_json: bool) -> None:
     """Images a backend can create sandboxes from."""
-    infos = _with_backend(backend, lambda b: b.images())
+    infos = with_backend(backend, lambda b: b.images())
     if as_json:
         click.echo(json.dumps([dataclasses.asdict(i) for i in infos], indent=2))
         return
@@ -273,7 +241,7 @@ def image_ls(backend: str | None, as_json: bool) -> None:
         table.add_column(column, overflow="fold")  # a name or id shown whole, never cut
     for i in infos:
         size = f"{i.size_bytes / 1e6:.0f} MB" if i.size_bytes is not None else "-"
-        created = _age(time.time() - i.created_at) + " ago" if i.created_at else "-"
+        created = age(time.time() - i.created_at) + " ago" if i.created_at else "-"
         table.add_row(i.name, i.backend, i.id, size, created)
     print_table(table)
 
@@ -317,92 +285,4 @@ def image_import(name: str, rootfs: Path) -> None:
     console.print(f"imported {imported.name} (id {imported.id}) from {rootfs}")
 
 
-@sandbox.group()
-def snapshot() -> None:
-    """Snapshots: a sandbox after its setup, frozen for later sandboxes to start from."""
-
-
-@snapshot.command("create")
-@_backend_option
-@click.argument("name")
-@click.option("--image", default="debian:bookworm", show_default=True)
-@click.option("--setup", default=None, help="Shell command to run before freezing.")
-@click.option(
-    "--network",
-    type=click.Choice(["none", "host"]),
-    default="none",
-    show_default=True,
-    help="Network of the setup (host: installs).",
-)
-@reports_errors
-def snapshot_create(
-    backend: str | None, name: str, image: str, setup: str | None, network: str
-) -> None:
-    """Create snapshot NAME from IMAGE after SETUP (reused while the same recipe is valid)."""
-    from rllm.sandboxes import NetworkMode, SandboxSpec
-    from rllm.sandboxes.ops import snapshot_after
-
-    spec = SandboxSpec(image=image, network=NetworkMode(network))
-    info = _with_backend(backend, lambda b: snapshot_after(b, spec, name, setup))
-    verb = "created" if info.name == name else f"reused {info.name} for"
-    console.print(f"{verb} snapshot {name}: start from it with --image {info.image}")
-
-
-@snapshot.command("list")
-@_backend_option
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@reports_errors
-def snapshot_list(backend: str | None, as_json: bool) -> None:
-    """Snapshots of a backend with their age and TTL."""
-    infos = _with_backend(backend, lambda b: b.snapshots.all())
-    if as_json:
-        rows = [{**dataclasses.asdict(i), "expired": i.expired} for i in infos]
-        click.echo(json.dumps(rows, indent=2, default=dict))
-        return
-    table = Table(title=f"{len(infos)} snapshots")
-    for column in ("name", "backend", "image", "key", "age", "ttl", "expired"):
-        table.add_column(column, overflow="fold")  # a name or id shown whole, never cut
-    for i in infos:
-        table.add_row(
-            i.name,
-            i.backend,
-            i.image,
-            i.key or "-",
-            _age(time.time() - i.created_at),
-            _age(i.ttl_s) if i.ttl_s else "-",
-            "yes" if i.expired else "no",
-        )
-    print_table(table)
-
-
-@snapshot.command("delete")
-@_backend_option
-@click.argument("name")
-@reports_errors
-def snapshot_delete(backend: str | None, name: str) -> None:
-    """Delete snapshot NAME."""
-    _with_backend(backend, lambda b: b.snapshots.delete(name))
-    console.print(f"deleted snapshot {name}")
-
-
-@snapshot.command("prune")
-@_backend_option
-@reports_errors
-def snapshot_prune(backend: str | None) -> None:
-    """Delete every snapshot past its TTL (RLLM_SANDBOX_SNAPSHOT_TTL_S)."""
-
-    async def prune(b: Any) -> list[str]:
-        expired = [i.name for i in await b.snapshots.all() if i.expired]
-        for name in expired:
-            await b.snapshots.delete(name)
-        return expired
-
-    pruned = _with_backend(backend, prune)
-    console.print(f"pruned {len(pruned)} expired snapshot(s)" + "".join(f"\n  {n}" for n in pruned))
-
-
-def _age(seconds: float) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f}{unit}"
-    return f"{seconds:.0f}s"
+sandbox.add_command(snapshot)
