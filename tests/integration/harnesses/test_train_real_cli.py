@@ -1,0 +1,121 @@
+"""Training through a third-party CLI agent, mechanically: ``rllm-cli train --agent codex``
+runs the real Codex CLI (npm) in local sandboxes against a real gateway in front of the
+scripted model, a real processors worker assembles its runs, the local backend updates a
+tiny model and the gateway adopts the version. Learning is not asked of a tiny model; what
+is checked is that the loop is sound: every model call captured as a step, one trajectory
+per rollout, only sampled tokens carrying loss, one update, the next rollouts on it."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from rllm.cli.main import cli
+from rllm.consumers.trainer.masking import trajectory_sequences
+from rllm.sandboxes import SandboxSettings
+from rllm.schemas.codec import AvroCodec
+from rllm.schemas.topics import EPISODES, POLICY_UPDATES
+from rllm.schemas.types import EpisodeAssembled, PolicyServed, PolicyUpdated
+from rllm.settings import KafkaSettings
+from tests.fakes.scripted import ScriptedUpstream
+from tests.fakes.upstream import ThreadedServer
+from tests.integration.harnesses.helpers import needs_local_sandbox
+from tests.integration.harnesses.scripts import CODEX_SOLVE
+from tests.integration.helpers import read_all
+from tests.integration.processors.helpers import Workers
+
+TASKS = Path(__file__).resolve().parents[2] / "fixtures" / "harbor_tasks"
+RUN = "codex-train"
+
+pytestmark = needs_local_sandbox
+
+
+def _model(directory: Path) -> Path:
+    """The tiny test model widened to the scripted model's token ids (bytes + 3), with one
+    attention head: Codex's prompt is ~20k tokens, and CPU attention holds length squared
+    per head while it trains."""
+    import transformers
+
+    from rllm.models.tiny import tiny_model_dir
+
+    tf: Any = transformers  # untyped
+    tiny_model_dir(directory)
+    config = tf.LlamaConfig(
+        vocab_size=320, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+        num_attention_heads=1, num_key_value_heads=1, max_position_embeddings=65536,
+        eos_token_id=1, pad_token_id=0, bos_token_id=None, tie_word_embeddings=True,
+    )  # fmt: skip
+    tf.LlamaForCausalLM(config).save_pretrained(directory)
+    return directory
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_training_through_the_codex_cli_captures_masks_updates_and_adopts(
+    kafka: KafkaSettings,
+    start_gateway: Callable[..., ThreadedServer],
+    upstream: ScriptedUpstream,
+    sandbox_settings: SandboxSettings,
+    tmp_path: Path,
+) -> None:
+    upstream.script[:] = CODEX_SOLVE  # its shell tool writes the file, then a final message
+    tasks = tmp_path / "tasks"
+    shutil.copytree(TASKS / "hello-file", tasks / "hello-file")
+    gateway = start_gateway(follow_policy_updates=True)
+    workers = Workers(kafka, tmp_path)
+    workers.start()
+    env = {"RLLM_SANDBOX_HOME": str(sandbox_settings.home), "RLLM_SANDBOX_BACKEND": "local"}
+    try:
+        result = CliRunner().invoke(
+            cli,
+            ["train", "--tasks-dir", str(tasks), "--agent", "codex", "--group-size", "2",
+             "--batch-size", "1", "--epochs", "2", "--uniform-reward", "keep",
+             "--model", str(_model(tmp_path / "model")), "--served-model", "scripted",
+             "--lr", "0.01", "--checkpoint-dir", str(tmp_path / "ckpt"), "--run-id", RUN,
+             "--gateway-url", gateway.url, "-b", kafka.bootstrap_servers,
+             "--topic-prefix", kafka.topic_prefix],
+            env=env,
+            catch_exceptions=False,
+        )  # fmt: skip
+    finally:
+        workers.close()
+    assert result.exit_code == 0, result.output
+    assert "training on tasks with harness codex: 1 tasks x 2 rollouts" in result.stdout
+    assert "rollouts of v0: reward 1.000 (100% correct) -> v1; " in result.stdout
+    assert "rollouts of v1: reward 1.000 (100% correct) -> v2; " in result.stdout
+
+    codec = AvroCodec()
+    episodes = [codec.decode(m.value() or b"") for m in read_all(kafka, kafka.topic(EPISODES))]
+    ours = [e for e in episodes if isinstance(e, EpisodeAssembled) and e.run_id == RUN]
+    assert sorted(e.task.task_id for e in ours) == ["hello-file", "hello-file@e2"]
+    for episode, version in zip(sorted(ours, key=lambda e: e.task.task_id), (0, 1), strict=True):
+        # one trajectory per rollout, each of Codex's two model calls (the tool call that
+        # writes the file, then the final message), rewarded by the task's verifier
+        assert [t.reward for t in episode.trajectories] == [1.0, 1.0]
+        assert [len(t.steps) for t in episode.trajectories] == [2, 2]
+        assert {s.policy_version for t in episode.trajectories for s in t.steps} == {version}
+        for trajectory in episode.trajectories:
+            sampled = [s.response_ids.tolist() for s in trajectory.steps]
+            sequences = trajectory_sequences(trajectory, episode.event_id, 1.0)
+            # loss only on what the model sampled, in order; Codex's instructions, the
+            # tool's output and the second prompt are all masked
+            carried = [
+                token
+                for seq in sequences
+                for token, mask in zip(seq.input_ids_T, seq.loss_mask_T, strict=True)
+                if mask
+            ]
+            assert carried == [t for response in sampled for t in response]
+            prompt_tokens = sum(len(s.input_ids_T) for s in sequences) - len(carried)
+            assert prompt_tokens > 1000  # Codex's own system prompt and tools, masked
+    updates = [codec.decode(m.value() or b"") for m in read_all(kafka, kafka.topic(POLICY_UPDATES))]
+    versions = [u.version for u in updates if isinstance(u, PolicyUpdated) and u.run_id == RUN]
+    assert versions == [0, 1, 2]
+    served = [u.version for u in updates if isinstance(u, PolicyServed) and u.run_id == RUN]
+    assert served[:3] == [0, 1, 2]
+    assert len(upstream.requests) == 8  # 2 epochs x 2 rollouts x 2 calls
