@@ -12,6 +12,13 @@ installed, what every later run pays, as a snapshot would), seconds from a rollo
 to its first model call (p50), gateway calls per rollout, rollouts per minute, and the
 sandbox's share of a rollout (creating, preparing and closing it, over the rollout's wall
 time). Target: the harness's own startup dominates (``sandbox_share`` <= 0.10).
+
+``--family shell-basics`` runs each rollout on its own generated task (``rllm-cli bench
+gen``) instead of hello-file. ``--gateway-url URL --model NAME`` sends the rollouts through
+a running gateway (``rllm-cli up``: SmolLM2 on the local model server) instead of the
+scripted model; then ``outside_model_share`` (the part of a rollout's wall time not spent
+waiting for the model's answers: sandbox, harness startup, tool runs, the verifier) is the
+figure issue 35 sets at <= 0.10 for ``bash``.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import sys
 import tempfile
 import time
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -61,19 +69,34 @@ def _install_cold_s(name: str, home: Path) -> tuple[float, float, bool]:
     return cold, cached, measured
 
 
-def _task_dir(name: str, tmp: Path) -> Path:
-    from tests.integration.harnesses.scripts import hello_file
+def _task_dirs(name: str, tmp: Path, family: str | None, count: int) -> list[Path]:
+    """The task folder of each rollout: hello-file for every one, or ``count`` generated
+    tasks of ``family`` (one each, in order)."""
+    if family is None:
+        from tests.integration.harnesses.scripts import hello_file
 
-    return hello_file(name, tmp)
+        return [hello_file(name, tmp)] * count
+    from rllm.benchmarks.harbor.generate import generate_family
+
+    split = generate_family(family, count + 1, tmp / f"{family}-{name}", test_fraction=0.5)
+    folders = sorted([*split.train.iterdir(), *split.test.iterdir()])
+    return [folders[i % len(folders)] for i in range(count)]
 
 
 async def _measure(
-    name: str, rollouts: int, in_flight: int, gateway_url: str, proxy: Any, tmp: Path
+    name: str,
+    rollouts: int,
+    in_flight: int,
+    proxy: Any,
+    tmp: Path,
+    family: str | None = None,
+    model: str = "scripted",
 ) -> dict[str, Any]:
     backend = get_backend("local", SandboxSettings())
     owner = f"perf-{uuid.uuid4().hex[:8]}"
     rollout = HarnessRollout(get_harness(name), backend, labels={OWNER_LABEL: owner})
-    task = to_task(load_task(_task_dir(name, tmp)), "harbor-fixtures")
+    folders = _task_dirs(name, tmp, family, rollouts + 1)
+    tasks = [to_task(load_task(folder), "perf") for folder in folders]
     client = GatewayClient(proxy.url)
     gate = asyncio.Semaphore(in_flight)
     starts: dict[str, float] = {}
@@ -82,8 +105,8 @@ async def _measure(
     async def one(index: int) -> None:
         async with gate:
             began = time.perf_counter()
-            outcome = await rollout.run(task, client, run_id=f"perf-{name}-{owner}",
-                                        model="scripted", rollout_index=max(index, 0))  # fmt: skip
+            outcome = await rollout.run(tasks[index + 1], client, run_id=f"perf-{name}-{owner}",
+                                        model=model, rollout_index=max(index, 0))  # fmt: skip
             starts[outcome.session_id] = began
             results.append((outcome, time.perf_counter() - began))
 
@@ -102,11 +125,12 @@ async def _measure(
     wall = time.perf_counter() - began
     ok = [o for o, _ in results if o.status is SessionStatus.OK and o.output.get("reward") == 1.0]
     calls = [r for r in proxy.requests if "/v1/" in r.path]
-    first = []
+    first, model_s = [], 0.0
     for sid, start in starts.items():
-        mine = [r.arrived for r in calls if sid in r.path]
+        mine = [r for r in calls if sid in r.path]
         if mine:
-            first.append(min(mine) - start)
+            first.append(min(r.arrived for r in mine) - start)
+        model_s += sum((r.finished or r.arrived) - r.arrived for r in mine)
     sandbox_s = sum(float(o.output.get("sandbox_s", 0.0)) for o, _ in results)
     total_s = sum(seconds for _, seconds in results)
     return {
@@ -117,6 +141,8 @@ async def _measure(
         "rollout_p50_s": round(statistics.median(s for _, s in results), 3),
         "rollouts_per_min": round(len(results) / wall * 60, 1),
         "sandbox_share": round(sandbox_s / total_s, 3) if total_s else None,
+        "outside_model_share": round(1 - model_s / total_s, 3) if total_s else None,
+        "model_s_per_rollout": round(model_s / max(1, len(results)), 3),
     }
 
 
@@ -126,6 +152,9 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=8)
     parser.add_argument("--in-flight", type=int, default=8)
     parser.add_argument("--bootstrap", default=None, help="a running broker [start one here]")
+    parser.add_argument("--family", default=None, help="generated tasks (shell-basics)")
+    parser.add_argument("--gateway-url", default=None, help="a running gateway [scripted]")
+    parser.add_argument("--model", default="local", help="with --gateway-url [local]")
     args = parser.parse_args()
     names = [n.strip() for n in args.harnesses.split(",") if n.strip()]
 
@@ -141,54 +170,56 @@ def main() -> None:
 
     home = harnesses_home()
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="rllm-perf-harnesses-") as tmp_s:
+    with tempfile.TemporaryDirectory(prefix="rllm-perf-harnesses-") as tmp_s, ExitStack() as stack:
         tmp = Path(tmp_s)
-        broker = None
-        bootstrap = args.bootstrap
-        if bootstrap is None:
-            broker = LocalBroker(free_broker_port(), tmp / "kafka")
-            broker.start()
-            bootstrap = broker.bootstrap_servers
-        kafka = KafkaSettings(
-            bootstrap_servers=bootstrap, topic_prefix=f"perf-{uuid.uuid4().hex[:6]}."
-        )
-        ensure_topics(kafka, partitions=3)
-        upstream = start_scripted_upstream(["done"])
-        gateway = ThreadedServer(
-            create_app(
-                GatewaySettings(upstream_url=upstream.url, spool_dir=tmp / "spool",
-                                spool_fsync=False, follow_policy_updates=False, insecure=True),
-                kafka,
-            ),
-            lifespan="on",
-        )  # fmt: skip
-        proxy = RecordingProxy(gateway.url)
-        try:
-            for name in names:
+        if args.gateway_url:
+            proxy, upstream, model = RecordingProxy(args.gateway_url), None, args.model
+        else:
+            bootstrap = args.bootstrap
+            if bootstrap is None:
+                broker = LocalBroker(free_broker_port(), tmp / "kafka")
+                broker.start()
+                stack.callback(broker.stop, purge=True)
+                bootstrap = broker.bootstrap_servers
+            kafka = KafkaSettings(
+                bootstrap_servers=bootstrap, topic_prefix=f"perf-{uuid.uuid4().hex[:6]}."
+            )
+            ensure_topics(kafka, partitions=3)
+            upstream = start_scripted_upstream(["done"])
+            stack.callback(upstream.stop)
+            gateway = ThreadedServer(
+                create_app(
+                    GatewaySettings(upstream_url=upstream.url, spool_dir=tmp / "spool",
+                                    spool_fsync=False, follow_policy_updates=False,
+                                    insecure=True),
+                    kafka,
+                ),
+                lifespan="on",
+            )  # fmt: skip
+            stack.callback(gateway.stop)
+            proxy, model = RecordingProxy(gateway.url), "scripted"
+        stack.callback(proxy.stop)
+        for name in names:
+            if upstream is not None:
                 upstream.script[:] = list(SOLVE[name]) or ["done"]
-                cold, cached, measured = _install_cold_s(name, home)
-                figures = asyncio.run(
-                    _measure(name, args.rollouts, args.in_flight, gateway.url, proxy, tmp)
-                )
-                row = {"harness": name, "version": get_harness(name).version,
-                       "install_cold_s": round(cold, 1), "install_measured_now": measured,
-                       "install_cached_s": round(cached, 4), **figures}  # fmt: skip
-                rows.append(row)
-                print(
-                    f"{name:<15} install {row['install_cold_s']:>6.1f} s cold, "
-                    f"{row['install_cached_s'] * 1000:.1f} ms cached; first call "
-                    f"{row['first_call_p50_s']} s; {row['calls_per_rollout']} calls/rollout; "
-                    f"{row['rollouts_per_min']} rollouts/min ({args.in_flight} in flight); "
-                    f"sandbox share {row['sandbox_share']}; solved {row['solved']}/"
-                    f"{row['rollouts']}",
-                    flush=True,
-                )
-        finally:
-            proxy.stop()
-            gateway.stop()
-            upstream.stop()
-            if broker is not None:
-                broker.stop(purge=True)
+            cold, cached, measured = _install_cold_s(name, home)
+            figures = asyncio.run(
+                _measure(name, args.rollouts, args.in_flight, proxy, tmp, args.family, model)
+            )
+            row = {"harness": name, "version": get_harness(name).version, "model": model,
+                   "tasks": args.family or "hello-file",
+                   "install_cold_s": round(cold, 1), "install_measured_now": measured,
+                   "install_cached_s": round(cached, 4), **figures}  # fmt: skip
+            rows.append(row)
+            print(
+                f"{name:<15} install {row['install_cold_s']:>6.1f} s cold, "
+                f"{row['install_cached_s'] * 1000:.1f} ms cached; first call "
+                f"{row['first_call_p50_s']} s; {row['calls_per_rollout']} calls/rollout; "
+                f"{row['rollouts_per_min']} rollouts/min ({args.in_flight} in flight); "
+                f"sandbox share {row['sandbox_share']}; outside the model "
+                f"{row['outside_model_share']}; solved {row['solved']}/{row['rollouts']}",
+                flush=True,
+            )
     print(json.dumps({"harnesses": rows, "in_flight": args.in_flight}))
 
 

@@ -43,6 +43,8 @@ class RecordedRequest:
     """The JSON body (None when it was not a JSON object)."""
     status: int = 0
     arrived: float = field(default_factory=time.perf_counter)
+    finished: float | None = None
+    """When the answer's last byte went back (``time.perf_counter``); None until then."""
 
     @property
     def fields(self) -> list[str]:
@@ -105,6 +107,7 @@ class RecordingProxy(ThreadedServer):
                     async for chunk in answer.aiter_raw():
                         yield chunk
                 finally:  # one client a request, closed with it: nothing outlives the test
+                    record.finished = time.perf_counter()
                     await answer.aclose()
                     await client.aclose()
 
