@@ -101,72 +101,109 @@ def create_app(
             and the pages that say it is empty.
     """
     settings = settings or ViewerSettings()
-    templates = _templates()
+    pages = _Pages(source, settings, where)
+    handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+        Exception: pages.on_error,
+        HTTPException: pages.on_error,
+        ViewerError: pages.on_error,
+        HistoryError: pages.on_error,
+    }
+    hosts = (
+        ["127.0.0.1", "localhost", "[::1]", settings.host]
+        if is_loopback(settings.host)
+        else ["*"]  # --insecure: served to the network on purpose
+    )
+    return Starlette(
+        routes=[
+            Route("/", pages.runs),
+            Route("/runs/{run_id:path}", pages.run),
+            Route("/live/runs/{run_id:path}", pages.run_live),
+            Route("/trajectories/{session_id:path}", pages.trajectory),
+            Route("/compare", pages.compare),
+            Route("/healthz", _health),
+            Mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static"),
+        ],
+        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
+        exception_handlers=handlers,
+    )
 
-    def page(request: Request, name: str, status: int = 200, **context: Any) -> Response:
+
+def _health(request: Request) -> Response:
+    return PlainTextResponse("ok", headers={VIEWER_HEADER: "1"})
+
+
+def _params(request: Request) -> dict[str, str]:
+    """The query's parameters; one given twice is a bad request."""
+    seen: dict[str, str] = {}
+    for k, v in request.query_params.multi_items():
+        if k in seen:
+            raise BadRequestError(f"parameter {k!r} given twice")
+        seen[k] = v
+    return seen
+
+
+class _Pages:
+    """The viewer's pages over one history source."""
+
+    def __init__(
+        self, source: StoreSource, settings: ViewerSettings, where: str | Callable[[], str]
+    ) -> None:
+        self.source, self.settings, self.where = source, settings, where
+        self.templates = _templates()
+
+    def page(self, request: Request, name: str, status: int = 200, **context: Any) -> Response:
+        where = self.where
         context.setdefault("where", where() if callable(where) else where)
-        context.setdefault("refresh_s", settings.refresh_s)
-        context.setdefault("idle_refresh_s", settings.idle_refresh_s)
-        resp = templates.TemplateResponse(request, name, context, status_code=status)
+        context.setdefault("refresh_s", self.settings.refresh_s)
+        context.setdefault("idle_refresh_s", self.settings.idle_refresh_s)
+        resp = self.templates.TemplateResponse(request, name, context, status_code=status)
         resp.headers.update(_HEADERS)
         return resp
 
-    def params(request: Request) -> dict[str, str]:
-        multi = request.query_params.multi_items()
-        seen: dict[str, str] = {}
-        for k, v in multi:
-            if k in seen:
-                raise BadRequestError(f"parameter {k!r} given twice")
-            seen[k] = v
-        return seen
-
-    def runs(request: Request) -> Response:
-        flt = reads.RunFilter.parse(params(request))
-        with source() as store:
-            data = reads.runs_page(store, flt, settings.live_window_s)
+    def runs(self, request: Request) -> Response:
+        flt = reads.RunFilter.parse(_params(request))
+        with self.source() as store:
+            data = reads.runs_page(store, flt, self.settings.live_window_s)
         name = "_runs_table.html" if request.headers.get("HX-Request") else "runs.html"
-        return page(request, name, flt=flt, data=data, columns=reads.RUN_COLUMNS)
+        return self.page(request, name, flt=flt, data=data, columns=reads.RUN_COLUMNS)
 
-    def run(request: Request, live: bool = False) -> Response:
+    def run(self, request: Request, live: bool = False) -> Response:
         run_id = request.path_params["run_id"]
-        got = params(request)
+        got = _params(request)
         extra = sorted(set(got) - {"k"})
         if extra:
             raise BadRequestError(f"unknown query parameter {extra[0]!r}; known: k")
         k = reads.int_param(got, "k", 1, 1, 10_000)
-        with source() as store:
-            data = reads.run_page(store, run_id, k, settings.live_window_s)
+        with self.source() as store:
+            data = reads.run_page(store, run_id, k, self.settings.live_window_s)
         name = "_run_live.html" if live else "run.html"
-        return page(request, name, data=data, k=k, now=datetime.now(UTC))
+        return self.page(request, name, data=data, k=k, now=datetime.now(UTC))
 
-    def run_live(request: Request) -> Response:
-        return run(request, live=True)
+    def run_live(self, request: Request) -> Response:
+        return self.run(request, live=True)
 
-    def trajectory(request: Request) -> Response:
+    def trajectory(self, request: Request) -> Response:
         if request.query_params:
             raise BadRequestError("a trajectory's page takes no query parameters")
-        with source() as store:
+        with self.source() as store:
             data = trajectory_page(store, request.path_params["session_id"])
-        return page(request, "trajectory.html", data=data)
+        return self.page(request, "trajectory.html", data=data)
 
-    def compare(request: Request) -> Response:
-        got = params(request)
+    def compare(self, request: Request) -> Response:
+        got = _params(request)
         extra = sorted(set(got) - {"a", "b", "av", "bv"})
         if extra:
             raise BadRequestError(f"unknown query parameter {extra[0]!r}; known: a, av, b, bv")
-        with source() as store:
+        with self.source() as store:
             all_runs = reads.run_ids(store)
             if not got.get("a") or not got.get("b"):
-                return page(request, "compare.html", runs=all_runs, got=got, result=None)
+                return self.page(request, "compare.html", runs=all_runs, got=got, result=None)
             a = comparing.CompareSide(got["a"], reads.int_param(got, "av", -1, -1, 1 << 62))
             b = comparing.CompareSide(got["b"], reads.int_param(got, "bv", -1, -1, 1 << 62))
             result = comparing.compare(store, a, b)
-        return page(request, "compare.html", runs=all_runs, got=got, a=a, b=b, result=result)
+        return self.page(request, "compare.html", runs=all_runs, got=got, a=a, b=b, result=result)
 
-    def health(request: Request) -> Response:
-        return PlainTextResponse("ok", headers={VIEWER_HEADER: "1"})
-
-    async def on_error(request: Request, exc: Exception) -> Response:
+    async def on_error(self, request: Request, exc: Exception) -> Response:
         if isinstance(exc, ViewerError):
             status, title, message = exc.status, _TITLES.get(exc.status, "Error"), str(exc)
         elif isinstance(exc, HTTPException):
@@ -181,32 +218,7 @@ def create_app(
             message = (
                 f"{type(exc).__name__} while showing this page; the viewer's log has the details"
             )
-        return page(request, "error.html", status=status, title=title, message=message)
-
-    handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
-        Exception: on_error,
-        HTTPException: on_error,
-        ViewerError: on_error,
-        HistoryError: on_error,
-    }
-    hosts = (
-        ["127.0.0.1", "localhost", "[::1]", settings.host]
-        if is_loopback(settings.host)
-        else ["*"]  # --insecure: served to the network on purpose
-    )
-    return Starlette(
-        routes=[
-            Route("/", runs),
-            Route("/runs/{run_id:path}", run),
-            Route("/live/runs/{run_id:path}", run_live),
-            Route("/trajectories/{session_id:path}", trajectory),
-            Route("/compare", compare),
-            Route("/healthz", health),
-            Mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static"),
-        ],
-        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
-        exception_handlers=handlers,
-    )
+        return self.page(request, "error.html", status=status, title=title, message=message)
 
 
 _TITLES = {400: "Bad request", 404: "Not found", 500: "Internal error", 503: "Unavailable"}
