@@ -188,7 +188,7 @@ def main() -> None:
     parser.add_argument("--image-substitute", action="append", default=[], metavar="FROM=TO")
     args = parser.parse_args()
     started = time.monotonic()
-    checks = check_tasks(args.tasks)
+    checks = check_tasks(args.tasks, substitutes=parse_substitutes(args.image_substitute) or None)
     took = time.monotonic() - started
     kinds = collections.Counter(_kind(p) for c in checks for p in c.problems)
     tasks_by_kind = collections.Counter(

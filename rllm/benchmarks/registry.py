@@ -5,11 +5,19 @@ from __future__ import annotations
 import difflib
 import importlib
 import re
+from collections.abc import Callable
+from typing import Any
 
 from rllm.benchmarks.errors import UnknownBenchmarkError
 from rllm.benchmarks.types import BenchmarkSpec, Category
 
-__all__ = ["all_benchmarks", "benchmark_names", "get_benchmark", "register_benchmarks"]
+__all__ = [
+    "all_benchmarks",
+    "benchmark_kind",
+    "benchmark_names",
+    "get_benchmark",
+    "register_benchmarks",
+]
 
 _SPECS: dict[str, BenchmarkSpec] = {}
 _ALIASES: dict[str, str] = {}
@@ -30,6 +38,24 @@ _loaded = False
 def _key(name: str) -> str:
     """Lookup key: case, dashes, dots and spaces do not matter (``MATH-500`` == ``math500``)."""
     return re.sub(r"[\s_.\-]+", "", name.lower())
+
+
+def benchmark_kind(category: Category, **shared: Any) -> Callable[..., BenchmarkSpec]:
+    """A builder for one kind of catalog entry: the kind's shared settings, which an entry
+    may override, so that each entry states only what sets it apart."""
+
+    def build(
+        name: str,
+        title: str,
+        hf_id: str | None = None,
+        fields: dict[str, str] | None = None,
+        **kw: Any,
+    ) -> BenchmarkSpec:
+        given = {"hf_id": hf_id, "fields": fields}
+        settings = shared | {key: value for key, value in given.items() if value is not None} | kw
+        return BenchmarkSpec(name=name, title=title, category=category, **settings)
+
+    return build
 
 
 def register_benchmarks(*specs: BenchmarkSpec) -> None:

@@ -18,7 +18,9 @@ from rllm.cli.common import (
 
 __all__ = ["analytics"]
 
-_NAMES = ("runs", "rewards", "passk", "tokens", "latency", "staleness", "failures", "sql")
+_NAMES = (
+    "runs", "rewards", "passk", "tokens", "latency", "staleness", "failures", "sql", "tables",
+)  # fmt: skip
 
 
 @click.command()
@@ -71,20 +73,25 @@ def analytics(
     staleness  policy-version lag of the tokens that reached training
     failures   failed steps, unfinished sessions, dead letters
     sql        one read-only SELECT over the tables (rllm.steps, rllm.sessions, ...)
+    tables     the history's tables: what a row is, and their columns
     """
     from rllm.consumers.history import QueryError, open_store, run_named, run_sql
-    from rllm.consumers.history.queries import QUERIES
+    from rllm.consumers.history.queries import QUERIES, table_list
     from rllm.consumers.history.render import to_csv, to_json, to_rich, to_tsv
 
     settings = history_settings(history_dir, clickhouse_url)
     given = {k: v for k, v in params.items() if v is not None}
+    if query == "tables" and (sql_text or given or plot):
+        raise QueryError("tables: takes no SQL, filter or --plot")
     if query == "sql" and not sql_text:
         raise QueryError("sql: give the SELECT statement as the second argument")
     if query != "sql" and sql_text:
         raise QueryError(f"{query}: takes no SQL argument (got {sql_text!r}); use `sql`")
-    store = open_store(settings)
+    store = open_store(settings) if query != "tables" else None
     try:
-        if query == "sql":
+        if store is None:
+            result = table_list(settings.history_database)
+        elif query == "sql":
             result = run_sql(store, str(sql_text))
         else:
             for key in given:
@@ -95,7 +102,8 @@ def analytics(
                     raise QueryError(f"parameter {key!r} does not apply to {query}")
             result = run_named(store, query, by, **given)
     finally:
-        store.close()
+        if store is not None:
+            store.close()
     if plot is not None:
         _plot(query, by, result, plot)
     if fmt == "json":

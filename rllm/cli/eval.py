@@ -316,3 +316,5 @@ def _table(summary: Any) -> None:
         console.print(
             f"[red]error[/red] {escape(failure['task'])}: {escape(failure['error'])}", markup=True
         )
+    for line in summary.notes(shown=len(summary.verifications)):
+        console.print(escape(line), markup=True)

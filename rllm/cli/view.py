@@ -41,10 +41,14 @@ __all__ = ["view"]
 def view(history_dir: Path | None, clickhouse_url: str | None, **flags: Any) -> None:
     """Serve a read-only web page over the history that `rllm-cli analytics` reads."""
     from rllm.consumers.viewer import ViewerSettings, is_loopback, serve
+    from rllm.consumers.viewer.serve import already_serving
 
     settings = ViewerSettings(**{k: v for k, v in flags.items() if v is not None})
     settings.check_host()
     history = history_settings(history_dir, clickhouse_url)
+    if already_serving(settings):
+        console.print(f"view: the viewer is already at {settings.base_url}")
+        return
     if not is_loopback(settings.host):
         err_console.print(
             f"[red]warning:[/red] --insecure: serving the history on {settings.host}; anyone "

@@ -71,11 +71,7 @@ class HostedSandbox(ABC):
 
     @abstractmethod
     async def _execute(
-        self,
-        command: RemoteCommand,
-        env: Mapping[str, str] | None,
-        timeout_s: float | None,
-        started: float,
+        self, command: RemoteCommand, env: Mapping[str, str] | None, started: float
     ) -> ExecResult:
         """Run ``command.script`` and parse its output (``command.parse``)."""
 
@@ -129,7 +125,7 @@ class HostedSandbox(ABC):
         if command.stdin_path is not None and stdin is not None:
             await self._upload(stdin.encode() if isinstance(stdin, str) else stdin,
                                command.stdin_path)  # fmt: skip
-        return await self._execute(command, env, timeout_s, started)
+        return await self._execute(command, env, started)
 
     async def _must(self, command: str, what: str) -> None:
         result = await self.exec(["/bin/sh", "-c", command], cwd="/", timeout_s=600)

@@ -50,14 +50,20 @@ class ToolboxRoutes:
         found = self.sandboxes.get(sid)
         return found or next((s for s in self.sandboxes.values() if s.dto["name"] == sid), None)
 
-    # --- toolbox ----------------------------------------------------------------------
-    async def execute(self, request: Request) -> Response:
+    def _started(self, request: Request) -> Sandbox | Response:
+        """The engine sandbox of a started sandbox, or the proxy's error response."""
         found = self._sandbox(request)
         if found is None:
             return error(404, "Sandbox not found", source="DAYTONA_PROXY")
-        engine = found.engine
-        if engine is None or found.dto["state"] != "started":
+        if found.engine is None or found.dto["state"] != "started":
             return error(400, f"Sandbox {found.dto['id']} is not started", source="DAYTONA_PROXY")
+        return found.engine
+
+    # --- toolbox ----------------------------------------------------------------------
+    async def execute(self, request: Request) -> Response:
+        engine = self._started(request)
+        if isinstance(engine, Response):
+            return engine
         body = await request.json()
         timeout = body.get("timeout") or DEFAULT_EXEC_TIMEOUT_S
         result = await engine.exec(
@@ -71,12 +77,9 @@ class ToolboxRoutes:
         return JSONResponse({"exitCode": result.exit_code, "result": result.stdout + result.stderr})
 
     async def upload(self, request: Request) -> Response:
-        found = self._sandbox(request)
-        if found is None:
-            return error(404, "Sandbox not found", source="DAYTONA_PROXY")
-        engine = found.engine
-        if engine is None or found.dto["state"] != "started":
-            return error(400, f"Sandbox {found.dto['id']} is not started", source="DAYTONA_PROXY")
+        engine = self._started(request)
+        if isinstance(engine, Response):
+            return engine
         async with request.form() as form:
             paths: dict[str, str] = {}
             files: dict[str, UploadFile] = {}
@@ -92,12 +95,9 @@ class ToolboxRoutes:
         return Response(status_code=200)
 
     async def download(self, request: Request) -> Response:
-        found = self._sandbox(request)
-        if found is None:
-            return error(404, "Sandbox not found", source="DAYTONA_PROXY")
-        engine = found.engine
-        if engine is None or found.dto["state"] != "started":
-            return error(400, f"Sandbox {found.dto['id']} is not started", source="DAYTONA_PROXY")
+        engine = self._started(request)
+        if isinstance(engine, Response):
+            return engine
         boundary = uuid.uuid4().hex
         parts: list[bytes] = []
         for path in (await request.json())["paths"]:
@@ -124,12 +124,9 @@ class ToolboxRoutes:
         return Response(body, media_type=f"multipart/form-data; boundary={boundary}")
 
     async def permissions(self, request: Request) -> Response:
-        found = self._sandbox(request)
-        if found is None:
-            return error(404, "Sandbox not found", source="DAYTONA_PROXY")
-        engine = found.engine
-        if engine is None or found.dto["state"] != "started":
-            return error(400, f"Sandbox {found.dto['id']} is not started", source="DAYTONA_PROXY")
+        engine = self._started(request)
+        if isinstance(engine, Response):
+            return engine
         q = request.query_params
         mode = q.get("mode")
         if mode:

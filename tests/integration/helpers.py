@@ -1,9 +1,11 @@
 """Small helpers for integration tests: read a topic to its end; how far a consumer group
-has committed, and how many members it has."""
+has committed, and how many members it has; wait until a condition holds."""
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Callable
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -65,3 +67,13 @@ def members(kafka: KafkaSettings, group: str) -> int:
             return 0
         raise
     return len(found.members) if found.state == ConsumerGroupState.STABLE else 0
+
+
+def until(
+    what: str, ready: Callable[[], bool], timeout_s: float = 60.0, every_s: float = 0.1
+) -> None:
+    """Poll ``ready`` every ``every_s`` until it holds; fail naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        assert time.monotonic() < deadline, what
+        time.sleep(every_s)

@@ -4,6 +4,7 @@ load (named, paired with their own error), and a summary that lists every error.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -123,6 +124,41 @@ def test_verifier_outcomes_name_why_each_attempt_fell_short() -> None:
         {"task": "timed-out", "reward": None, "exit_code": None, "error": "timed out after 5 s",
          "output_tail": ""},
     ]  # fmt: skip
+
+
+def test_the_plain_summary_and_table_say_why_verifiers_fell_short(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--json`` is not the only place a 0 carries its reason: the text summary shows the
+    first five (then a count), the CLI table all of them, and each substituted image."""
+    from rllm.cli.eval import _table
+
+    verifications = [
+        {"task": "wrong", "reward": 0.0, "exit_code": 1, "error": None,
+         "output_tail": "collected 2 items\nFAILED test_out - expected 56, got 65\n\n"},
+        {"task": "no-file", "reward": None, "exit_code": 0, "error": "no reward file",
+         "output_tail": "done\n"},
+        *[{"task": f"t{i}", "reward": 0.0, "exit_code": 2, "error": None, "output_tail": ""}
+          for i in range(4)],
+    ]  # fmt: skip
+    base = summarize("r", "tasks", "m", [], attempts=1, seconds=1.0)
+    summary = dataclasses.replace(
+        base,
+        verifications=verifications,
+        substituted_images={"ubuntu:24.04": "debian:trixie"},
+    )
+    notes = [
+        "image ubuntu:24.04 ran as debian:trixie",
+        "verifier wrong: reward 0 · exit 1 · FAILED test_out - expected 56, got 65",
+        "verifier no-file: no reward · exit 0 · no reward file",
+        *[f"verifier t{i}: reward 0 · exit 2 · no output" for i in range(4)],
+    ]
+    assert str(summary).splitlines()[4:] == [
+        *[f"  {line}" for line in notes[:6]],
+        "  ... and 1 more verification",
+    ]
+    _table(summary)
+    assert capsys.readouterr().out.splitlines()[-7:] == notes
 
 
 def test_rows_of_an_agentic_benchmark_point_at_tasks_dir_before_the_stack(

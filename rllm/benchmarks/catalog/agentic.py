@@ -2,106 +2,91 @@
 
 from __future__ import annotations
 
-from rllm.benchmarks.registry import register_benchmarks
-from rllm.benchmarks.types import BenchmarkSpec, Category, Need
+from rllm.benchmarks.registry import benchmark_kind, register_benchmarks
+from rllm.benchmarks.types import Category, Need
 
 __all__: list[str] = []
 
-_G = Category.AGENTIC
-_HS = frozenset({Need.HARNESS, Need.SANDBOX})
+_HARNESS_ONLY = frozenset({Need.HARNESS})
+_GRADED: dict[str, object] = {
+    "truth": "",
+    "reward_fn": "harness",
+    "needs": frozenset({Need.HARNESS, Need.SANDBOX}),
+}
+_agentic = benchmark_kind(Category.AGENTIC)
+# Task folders run by a harness that grades them; the row carries only the instruction.
+_task_folders = benchmark_kind(
+    Category.AGENTIC,
+    **_GRADED,
+    source="harness",
+    id_field="task_id",
+    fields={"instruction": "instruction"},
+    prompt="{instruction}",
+)
+_swebench = benchmark_kind(
+    Category.AGENTIC,
+    **(_GRADED | {"truth": "instance_id"}),
+    id_field="instance_id",
+    fields={"repo": "repo", "problem": "problem_statement", "instance_id": "instance_id"},
+    prompt="Resolve this issue in {repo}:\n\n{problem}",
+    agent="harness:swebench",
+)
 
 register_benchmarks(
-    BenchmarkSpec(
-        name="swebench_verified",
-        title="SWE-bench Verified",
-        category=_G,
-        hf_id="princeton-nlp/SWE-bench_Verified",
-        id_field="instance_id",
-        fields={"repo": "repo", "problem": "problem_statement", "instance_id": "instance_id"},
+    _swebench(
+        "swebench_verified",
+        "SWE-bench Verified",
+        "princeton-nlp/SWE-bench_Verified",
         optional={"base_commit": "base_commit", "version": "version"},
         metadata=("repo", "base_commit", "version"),
-        truth="instance_id",
-        prompt="Resolve this issue in {repo}:\n\n{problem}",
-        reward_fn="harness",
-        agent="harness:swebench",
-        needs=_HS,
         aliases=("swe_bench_verified", "swebench"),
         description="500 human-validated GitHub issues; graded by running repo tests.",
     ),
-    BenchmarkSpec(
-        name="swebench_lite",
-        title="SWE-bench Lite",
-        category=_G,
-        hf_id="princeton-nlp/SWE-bench_Lite",
-        id_field="instance_id",
-        fields={"repo": "repo", "problem": "problem_statement", "instance_id": "instance_id"},
-        truth="instance_id",
-        prompt="Resolve this issue in {repo}:\n\n{problem}",
-        reward_fn="harness",
-        agent="harness:swebench",
-        needs=_HS,
+    _swebench(
+        "swebench_lite",
+        "SWE-bench Lite",
+        "princeton-nlp/SWE-bench_Lite",
         aliases=("swe_bench_lite",),
         description="300 self-contained SWE-bench issues.",
     ),
-    BenchmarkSpec(
-        name="terminal_bench2",
-        title="Terminal-Bench 2.0",
-        category=_G,
-        hf_id="harborframework/terminal-bench-2.0",
-        source="harness",
-        id_field="task_id",
-        fields={"instruction": "instruction"},
-        truth="",
-        prompt="{instruction}",
-        reward_fn="harness",
+    _task_folders(
+        "terminal_bench2",
+        "Terminal-Bench 2.0",
+        "harborframework/terminal-bench-2.0",
         agent="harness:terminal_bench",
-        needs=_HS,
         aliases=("terminal_bench", "tbench2", "terminal-bench-2.0"),
         homepage="https://www.tbench.ai",
         description="89 terminal tasks in containers, each with its own tests.",
     ),
-    BenchmarkSpec(
-        name="skillsbench",
-        title="SkillsBench",
-        category=_G,
-        hf_id="benchflow/skillsbench",
-        source="harness",
-        id_field="task_id",
-        fields={"instruction": "instruction"},
-        truth="",
-        prompt="{instruction}",
-        reward_fn="harness",
+    _task_folders(
+        "skillsbench",
+        "SkillsBench",
+        "benchflow/skillsbench",
         agent="harness:skillsbench",
-        needs=_HS,
         homepage="https://www.skillsbench.ai",
         description="Tasks measuring how well agents use skill folders.",
     ),
-    BenchmarkSpec(
-        name="bfcl",
-        title="Berkeley Function-Calling Leaderboard",
-        category=_G,
-        hf_id="gorilla-llm/Berkeley-Function-Calling-Leaderboard",
-        source="harness",
+    _task_folders(
+        "bfcl",
+        "Berkeley Function-Calling Leaderboard",
+        "gorilla-llm/Berkeley-Function-Calling-Leaderboard",
+        {"question": "question", "functions": "function"},
         id_field="id",
-        fields={"question": "question", "functions": "function"},
-        truth="",
         metadata=("functions",),
         prompt="{question}",
-        reward_fn="harness",
         agent="harness:bfcl",
-        needs=frozenset({Need.HARNESS}),
+        needs=_HARNESS_ONLY,
         aliases=("bfcl_v3",),
         description="Function-calling accuracy (AST and executable checks).",
     ),
-    BenchmarkSpec(
-        name="gaia",
-        title="GAIA",
-        category=_G,
-        hf_id="gaia-benchmark/GAIA",
+    _agentic(
+        "gaia",
+        "GAIA",
+        "gaia-benchmark/GAIA",
+        {"question": "Question", "answer": "Final answer"},
         config="2023_all",
         split="validation",
         id_field="task_id",
-        fields={"question": "Question", "answer": "Final answer"},
         optional={"level": "Level", "file_name": "file_name"},
         metadata=("level", "file_name"),
         prompt="{question}\n\nEnd with 'FINAL ANSWER: <answer>'.",
@@ -110,34 +95,19 @@ register_benchmarks(
         needs=frozenset({Need.SEARCH, Need.HARNESS}),
         description="General assistant tasks with tools and files (gated).",
     ),
-    BenchmarkSpec(
-        name="tau_bench",
-        title="tau-bench",
-        category=_G,
-        source="harness",
-        id_field="task_id",
-        fields={"instruction": "instruction"},
-        truth="",
-        prompt="{instruction}",
-        reward_fn="harness",
+    _task_folders(
+        "tau_bench",
+        "tau-bench",
         agent="harness:tau_bench",
-        needs=frozenset({Need.HARNESS}),
+        needs=_HARNESS_ONLY,
         aliases=("tau2_bench", "taubench"),
         homepage="https://github.com/sierra-research/tau-bench",
         description="Tool-agent-user conversations in retail and airline domains.",
     ),
-    BenchmarkSpec(
-        name="appworld",
-        title="AppWorld",
-        category=_G,
-        source="harness",
-        id_field="task_id",
-        fields={"instruction": "instruction"},
-        truth="",
-        prompt="{instruction}",
-        reward_fn="harness",
+    _task_folders(
+        "appworld",
+        "AppWorld",
         agent="harness:appworld",
-        needs=_HS,
         homepage="https://appworld.dev",
         description="Everyday tasks over 9 simulated apps via their APIs.",
     ),

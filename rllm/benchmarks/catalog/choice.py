@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rllm.benchmarks.registry import register_benchmarks
-from rllm.benchmarks.types import BenchmarkSpec, Category
+from rllm.benchmarks.registry import benchmark_kind, register_benchmarks
+from rllm.benchmarks.types import Category
 
 __all__ = ["MCQ_PROMPT"]
 
@@ -11,25 +11,9 @@ MCQ_PROMPT = (
     "{question}\n\n{choices_text}\n\nThink it through, then end with "
     "'Answer: X' where X is the letter of the correct option."
 )
-_Q = Category.MCQ
 
 
-def _mcq(
-    name: str, title: str, hf_id: str, fields: dict[str, str], adapter: str, **kw: object
-) -> BenchmarkSpec:
-    return BenchmarkSpec(
-        name=name,
-        title=title,
-        category=_Q,
-        hf_id=hf_id,
-        fields=fields,
-        adapter=adapter,
-        prompt=str(kw.pop("prompt", MCQ_PROMPT)),
-        reward_fn="mcq",
-        **kw,
-    )
-
-
+_mcq = benchmark_kind(Category.MCQ, prompt=MCQ_PROMPT, reward_fn="mcq")
 _QCA = {"question": "question", "choices": "choices", "answer": "answer"}
 
 register_benchmarks(
@@ -38,7 +22,7 @@ register_benchmarks(
         "MMLU",
         "cais/mmlu",
         _QCA,
-        "index_choices",
+        adapter="index_choices",
         config="all",
         optional={"subject": "subject"},
         metadata=("subject",),
@@ -49,7 +33,7 @@ register_benchmarks(
         "MMLU-Pro",
         "TIGER-Lab/MMLU-Pro",
         {"question": "question", "choices": "options", "answer": "answer"},
-        "letter_choices",
+        adapter="letter_choices",
         id_field="question_id",
         optional={"category": "category"},
         metadata=("category",),
@@ -61,7 +45,7 @@ register_benchmarks(
         "MMLU-Redux 2.0",
         "edinburgh-dawg/mmlu-redux-2.0",
         _QCA,
-        "index_choices",
+        adapter="index_choices",
         config="abstract_algebra",
         optional={"error_type": "error_type"},
         metadata=("error_type",),
@@ -91,7 +75,7 @@ register_benchmarks(
         "SuperGPQA",
         "m-a-p/SuperGPQA",
         {"question": "question", "choices": "options", "answer": "answer_letter"},
-        "letter_choices",
+        adapter="letter_choices",
         split="train",
         id_field="uuid",
         optional={"discipline": "discipline", "difficulty": "difficulty"},
@@ -103,7 +87,7 @@ register_benchmarks(
         "C-Eval",
         "ceval/ceval-exam",
         {"question": "question", "A": "A", "B": "B", "C": "C", "D": "D", "answer": "answer"},
-        "column_choices",
+        adapter="column_choices",
         config="computer_network",
         split="val",
         id_field="id",
@@ -115,7 +99,7 @@ register_benchmarks(
         "CMMLU",
         "haonan-li/cmmlu",
         {"question": "Question", "A": "A", "B": "B", "C": "C", "D": "D", "answer": "Answer"},
-        "column_choices",
+        adapter="column_choices",
         config="agronomy",
         description="Chinese massive multitask language.",
     ),
@@ -124,7 +108,7 @@ register_benchmarks(
         "ARC-Challenge",
         "allenai/ai2_arc",
         {"question": "question", "choices": "choices", "answer": "answerKey"},
-        "labeled_choices",
+        adapter="labeled_choices",
         config="ARC-Challenge",
         id_field="id",
         aliases=("arc", "arc_c"),
@@ -135,7 +119,7 @@ register_benchmarks(
         "ARC-Easy",
         "allenai/ai2_arc",
         {"question": "question", "choices": "choices", "answer": "answerKey"},
-        "labeled_choices",
+        adapter="labeled_choices",
         config="ARC-Easy",
         id_field="id",
         aliases=("arc_e",),
@@ -146,7 +130,7 @@ register_benchmarks(
         "CommonsenseQA",
         "tau/commonsense_qa",
         {"question": "question", "choices": "choices", "answer": "answerKey"},
-        "labeled_choices",
+        adapter="labeled_choices",
         split="validation",
         id_field="id",
         aliases=("csqa",),
@@ -157,7 +141,7 @@ register_benchmarks(
         "OpenBookQA",
         "allenai/openbookqa",
         {"question": "question_stem", "choices": "choices", "answer": "answerKey"},
-        "labeled_choices",
+        adapter="labeled_choices",
         config="main",
         id_field="id",
         aliases=("obqa",),
@@ -168,7 +152,7 @@ register_benchmarks(
         "HellaSwag",
         "Rowan/hellaswag",
         {"question": "ctx", "choices": "endings", "answer": "label"},
-        "index_choices",
+        adapter="index_choices",
         split="validation",
         id_field="ind",
         prompt="Choose the most plausible continuation.\n\n{question}\n\n{choices_text}\n\n"
@@ -180,7 +164,7 @@ register_benchmarks(
         "WinoGrande",
         "allenai/winogrande",
         {"question": "sentence", "option1": "option1", "option2": "option2", "answer": "answer"},
-        "winogrande",
+        adapter="winogrande",
         config="winogrande_xl",
         split="validation",
         prompt="Which option fills the blank (_)?\n\n{question}\n\n{choices_text}\n\n"
@@ -192,7 +176,7 @@ register_benchmarks(
         "PIQA",
         "ybisk/piqa",
         {"question": "goal", "option1": "sol1", "option2": "sol2", "answer": "label"},
-        "piqa",
+        adapter="piqa",
         split="validation",
         description="Physical commonsense: which solution works?",
     ),
@@ -201,7 +185,7 @@ register_benchmarks(
         "TruthfulQA (MC1)",
         "truthfulqa/truthful_qa",
         {"question": "question", "targets": "mc1_targets"},
-        "mc1_targets",
+        adapter="mc1_targets",
         config="multiple_choice",
         split="validation",
         aliases=("truthfulqa",),
@@ -218,7 +202,7 @@ register_benchmarks(
             "wrong2": "distractor2",
             "wrong3": "distractor3",
         },
-        "sciq",
+        adapter="sciq",
         description="Crowd-sourced science exam questions.",
     ),
     _mcq(
@@ -226,7 +210,7 @@ register_benchmarks(
         "MedQA (USMLE, 4 options)",
         "GBaker/MedQA-USMLE-4-options",
         {"question": "question", "choices": "options", "answer": "answer_idx"},
-        "dict_choices",
+        adapter="dict_choices",
         description="US medical licensing exam questions.",
     ),
 )

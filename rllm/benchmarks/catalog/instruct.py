@@ -2,38 +2,32 @@
 
 from __future__ import annotations
 
-from rllm.benchmarks.registry import register_benchmarks
-from rllm.benchmarks.types import BenchmarkSpec, Category
+from rllm.benchmarks.registry import benchmark_kind, register_benchmarks
+from rllm.benchmarks.types import Category
 
 __all__: list[str] = []
 
-_FIELDS = {"prompt": "prompt", "instruction_ids": "instruction_id_list", "kwargs": "kwargs"}
+_ifeval = benchmark_kind(
+    Category.INSTRUCTION,
+    split="train",
+    id_field="key",
+    fields={"prompt": "prompt", "instruction_ids": "instruction_id_list", "kwargs": "kwargs"},
+    adapter="ifeval",
+    prompt="{prompt}",
+    reward_fn="ifeval",
+)
 
 register_benchmarks(
-    BenchmarkSpec(
-        name="ifeval",
-        title="IFEval",
-        category=Category.INSTRUCTION,
-        hf_id="google/IFEval",
-        split="train",
-        id_field="key",
-        fields=_FIELDS,
-        adapter="ifeval",
-        prompt="{prompt}",
-        reward_fn="ifeval",
+    _ifeval(
+        "ifeval",
+        "IFEval",
+        "google/IFEval",
         description="541 prompts with 25 kinds of verifiable instructions.",
     ),
-    BenchmarkSpec(
-        name="ifbench",
-        title="IFBench",
-        category=Category.INSTRUCTION,
-        hf_id="allenai/IFBench_test",
-        split="train",
-        id_field="key",
-        fields=_FIELDS,
-        adapter="ifeval",
-        prompt="{prompt}",
-        reward_fn="ifeval",
+    _ifeval(
+        "ifbench",
+        "IFBench",
+        "allenai/IFBench_test",
         description="58 new out-of-domain constraints (only IFEval-style ids are "
         "graded here; others raise).",
     ),

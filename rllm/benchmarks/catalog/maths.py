@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from rllm.benchmarks.registry import register_benchmarks
+from functools import partial
+from typing import Any
+
+from rllm.benchmarks.registry import benchmark_kind, register_benchmarks
 from rllm.benchmarks.types import BenchmarkSpec, Category
 
 __all__ = ["MATH_PROMPT"]
 
 MATH_PROMPT = "{question}\n\nReason step by step, and put your final answer within \\boxed{{}}."
-_M = Category.MATH
+
+
+_maths = benchmark_kind(Category.MATH, prompt=MATH_PROMPT, reward_fn="math")
 
 
 def _math(
@@ -17,19 +22,14 @@ def _math(
     hf_id: str,
     question: str = "problem",
     answer: str = "answer",
-    **kw: object,
+    **kw: Any,
 ) -> BenchmarkSpec:
-    fields = {"question": question, "answer": answer, **kw.pop("fields", {})}  # type: ignore[dict-item]
-    return BenchmarkSpec(
-        name=name,
-        title=title,
-        category=_M,
-        hf_id=hf_id,
-        fields=fields,
-        prompt=MATH_PROMPT,
-        reward_fn="math",
-        **kw,
-    )
+    fields = {"question": question, "answer": answer, **kw.pop("fields", {})}
+    return _maths(name, title, hf_id, fields, **kw)
+
+
+# Competition sets: one training split of problems with a numeric final answer.
+_contest = partial(_math, split="train", adapter="number_answer")
 
 
 register_benchmarks(
@@ -66,74 +66,60 @@ register_benchmarks(
         aliases=("math",),
         description="Competition maths; config is the subject.",
     ),
-    _math(
+    _contest(
         "aime24",
         "AIME 2024",
         "HuggingFaceH4/aime_2024",
-        split="train",
         id_field="id",
-        adapter="number_answer",
         aliases=("aime2024", "aime_2024"),
         description="American Invitational Mathematics Examination 2024 (I and II).",
     ),
-    _math(
+    _contest(
         "aime25",
         "AIME 2025",
         "MathArena/aime_2025",
-        split="train",
         id_field="problem_idx",
-        adapter="number_answer",
         aliases=("aime2025", "aime_2025"),
         description="AIME 2025 I and II, as curated by MathArena.",
     ),
-    _math(
+    _contest(
         "aime_1983_2024",
         "AIME 1983-2024",
         "di-zhang-fdu/AIME_1983_2024",
-        split="train",
         id_field="ID",
         question="Question",
         answer="Answer",
-        adapter="number_answer",
         description="Every AIME problem from 1983 to 2024.",
     ),
-    _math(
+    _contest(
         "amc",
         "AMC (AIMO validation)",
         "AI-MO/aimo-validation-amc",
-        split="train",
         id_field="id",
-        adapter="number_answer",
         aliases=("amc22", "amc23"),
         description="AMC 12 2022-2023 problems with integer answers.",
     ),
-    _math(
+    _contest(
         "hmmt25",
         "HMMT February 2025",
         "MathArena/hmmt_feb_2025",
-        split="train",
         id_field="problem_idx",
-        adapter="number_answer",
         aliases=("hmmt", "hmmt_feb_2025"),
         description="Harvard-MIT Mathematics Tournament, February 2025.",
     ),
-    _math(
+    _contest(
         "brumo25",
         "BRUMO 2025",
         "MathArena/brumo_2025",
-        split="train",
         id_field="problem_idx",
-        adapter="number_answer",
         aliases=("brumo",),
         description="Brown University Math Olympiad 2025.",
     ),
-    _math(
+    _contest(
         "cmimc25",
         "CMIMC 2025",
         "MathArena/cmimc_2025",
-        split="train",
         id_field="problem_idx",
-        adapter="number_answer",
         aliases=("cmimc",),
         description="Carnegie Mellon Informatics and Mathematics Competition 2025.",
     ),
@@ -175,14 +161,12 @@ register_benchmarks(
         metadata=("difficulty",),
         description="Olympiad-level maths across 33 domains.",
     ),
-    _math(
+    _contest(
         "gsm_hard",
         "GSM-Hard",
         "reasoning-machines/gsm-hard",
-        split="train",
         question="input",
         answer="target",
-        adapter="number_answer",
         description="GSM8K with large, unusual numbers.",
     ),
     _math(
@@ -201,13 +185,12 @@ register_benchmarks(
         "ByteDance-Seed/BeyondAIME",
         description="100 problems harder than AIME, integer answers.",
     ),
-    BenchmarkSpec(
-        name="countdown",
-        title="Countdown",
-        category=_M,
-        hf_id="Jiayi-Pan/Countdown-Tasks-3to4",
+    _maths(
+        "countdown",
+        "Countdown",
+        "Jiayi-Pan/Countdown-Tasks-3to4",
+        {"target": "target", "nums": "nums"},
         split="train",
-        fields={"target": "target", "nums": "nums"},
         adapter="countdown",
         prompt=(
             "Using the numbers [{nums_text}], each exactly once, and the operations "
@@ -218,10 +201,9 @@ register_benchmarks(
         aliases=("countdown34",),
         description="Reach a target number with arithmetic on 3-4 given numbers.",
     ),
-    BenchmarkSpec(
-        name="multiply",
-        title="Single-digit multiplication",
-        category=_M,
+    _maths(
+        "multiply",
+        "Single-digit multiplication",
         source="synthetic:multiply",
         split="all",
         id_field="id",

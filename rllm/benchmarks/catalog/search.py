@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rllm.benchmarks.registry import register_benchmarks
-from rllm.benchmarks.types import BenchmarkSpec, Category, Need
+from rllm.benchmarks.registry import benchmark_kind, register_benchmarks
+from rllm.benchmarks.types import Category, Need
 
 __all__: list[str] = []
 
@@ -11,62 +11,48 @@ _PROMPT = (
     "Use the search tool as often as you need, then answer.\n\nQuestion: {question}\n\n"
     "End with 'Exact Answer: <answer>'."
 )
-_NEEDS = frozenset({Need.SEARCH, Need.JUDGE})
-_S = Category.SEARCH
+_search = benchmark_kind(
+    Category.SEARCH,
+    prompt=_PROMPT,
+    reward_fn="llm_judge",
+    agent="search",
+    needs=frozenset({Need.SEARCH, Need.JUDGE}),
+)
+_QA = {"question": "question", "answer": "answer"}
 
 register_benchmarks(
-    BenchmarkSpec(
-        name="browsecomp_plus",
-        title="BrowseComp-Plus",
-        category=_S,
-        hf_id="Tevatron/browsecomp-plus",
+    _search(
+        "browsecomp_plus",
+        "BrowseComp-Plus",
+        "Tevatron/browsecomp-plus",
+        {"question": "query", "answer": "answer"},
         id_field="query_id",
-        fields={"question": "query", "answer": "answer"},
-        prompt=_PROMPT,
-        reward_fn="llm_judge",
-        agent="search",
-        needs=_NEEDS,
         aliases=("browsecomp",),
         description="BrowseComp over a fixed 100k-page corpus (Tevatron indexes).",
     ),
-    BenchmarkSpec(
-        name="sealqa",
-        title="SealQA (Seal-0)",
-        category=_S,
-        hf_id="vtllms/sealqa",
+    _search(
+        "sealqa",
+        "SealQA (Seal-0)",
+        "vtllms/sealqa",
+        _QA,
         config="seal_0",
-        fields={"question": "question", "answer": "answer"},
-        prompt=_PROMPT,
-        reward_fn="llm_judge",
-        agent="search",
-        needs=_NEEDS,
         aliases=("seal_0", "seal0"),
         description="Questions where search returns conflicting or noisy results.",
     ),
-    BenchmarkSpec(
-        name="sealqa_hard",
-        title="SealQA (Seal-Hard)",
-        category=_S,
-        hf_id="vtllms/sealqa",
+    _search(
+        "sealqa_hard",
+        "SealQA (Seal-Hard)",
+        "vtllms/sealqa",
+        _QA,
         config="seal_hard",
-        fields={"question": "question", "answer": "answer"},
-        prompt=_PROMPT,
-        reward_fn="llm_judge",
-        agent="search",
-        needs=_NEEDS,
         aliases=("seal_hard",),
         description="The larger, hard SealQA split.",
     ),
-    BenchmarkSpec(
-        name="frames",
-        title="FRAMES",
-        category=_S,
-        hf_id="google/frames-benchmark",
-        fields={"question": "Prompt", "answer": "Answer"},
-        prompt=_PROMPT,
-        reward_fn="llm_judge",
-        agent="search",
-        needs=_NEEDS,
+    _search(
+        "frames",
+        "FRAMES",
+        "google/frames-benchmark",
+        {"question": "Prompt", "answer": "Answer"},
         description="Multi-hop factual retrieval over Wikipedia articles.",
     ),
 )

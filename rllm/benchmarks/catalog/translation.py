@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rllm.benchmarks.registry import register_benchmarks
-from rllm.benchmarks.types import BenchmarkSpec, Category
+from rllm.benchmarks.registry import benchmark_kind, register_benchmarks
+from rllm.benchmarks.types import Category
 
 __all__ = ["MT_PROMPT"]
 
@@ -11,49 +11,42 @@ MT_PROMPT = (
     "Translate the following {source_lang} text into {target_lang}. Reply with the "
     "translation only.\n\n{source}"
 )
+_translation = benchmark_kind(Category.TRANSLATION, prompt=MT_PROMPT, reward_fn="chrf")
 
 register_benchmarks(
-    BenchmarkSpec(
-        name="wmt24pp",
-        title="WMT24++",
-        category=Category.TRANSLATION,
-        hf_id="google/wmt24pp",
+    _translation(
+        "wmt24pp",
+        "WMT24++",
+        "google/wmt24pp",
         config="en-de_DE",
         split="train",
         fields={"lp": "lp", "source": "source", "answer": "target"},
         optional={"domain": "domain", "is_bad_source": "is_bad_source"},
         metadata=("domain", "is_bad_source"),
         adapter="wmt24pp",
-        prompt=MT_PROMPT,
-        reward_fn="chrf",
         aliases=("wmt24",),
         description="WMT24 English sources into 55 languages (config en-xx_XX).",
     ),
-    BenchmarkSpec(
-        name="flores",
-        title="FLORES-200",
-        category=Category.TRANSLATION,
-        hf_id="facebook/flores",
+    _translation(
+        "flores",
+        "FLORES-200",
+        "facebook/flores",
         config="eng_Latn-deu_Latn",
         split="devtest",
         id_field="id",
         fields={"source": "sentence_eng_Latn", "answer": "sentence_deu_Latn"},
         prompt=MT_PROMPT.replace("{source_lang}", "English").replace("{target_lang}", "German"),
-        reward_fn="chrf",
         aliases=("flores200", "flores_plus"),
         description="Wikipedia sentences in 200 languages (English to German here).",
     ),
-    BenchmarkSpec(
-        name="wmt19_de_en",
-        title="WMT19 de-en",
-        category=Category.TRANSLATION,
-        hf_id="wmt/wmt19",
+    _translation(
+        "wmt19_de_en",
+        "WMT19 de-en",
+        "wmt/wmt19",
         config="de-en",
         split="validation",
         fields={"translation": "translation"},
         adapter="wmt_pair",
-        prompt=MT_PROMPT,
-        reward_fn="chrf",
         aliases=("wmt19",),
         description="WMT19 news, German to English.",
     ),

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from rllm.benchmarks.registry import register_benchmarks
-from rllm.benchmarks.types import BenchmarkSpec, Category, Need
+from rllm.benchmarks.registry import benchmark_kind, register_benchmarks
+from rllm.benchmarks.types import Category, Need
 
 __all__: list[str] = []
 
-_V = Category.VISION
-_NEEDS = frozenset({Need.VISION})
 _MC = (
     "{question}{choices_text}\n\nIf options are given, end with 'Answer: X' (the letter); "
     "otherwise end with 'Answer: <answer>'."
@@ -16,19 +14,7 @@ _MC = (
 _SHORT = "{question}\n\nAnswer with a single word or phrase, as 'Answer: <answer>'."
 
 
-def _vlm(name: str, title: str, hf_id: str, fields: dict[str, str], **kw: object) -> BenchmarkSpec:
-    return BenchmarkSpec(
-        name=name,
-        title=title,
-        category=_V,
-        hf_id=hf_id,
-        fields=fields,
-        agent="vlm",
-        needs=_NEEDS,
-        **kw,
-    )
-
-
+_vlm = benchmark_kind(Category.VISION, agent="vlm", needs=frozenset({Need.VISION}))
 _IMG_QA = {"image": "image", "question": "question", "answer": "answer"}
 
 register_benchmarks(

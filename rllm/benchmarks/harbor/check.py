@@ -69,11 +69,11 @@ def _unknown_image(
 ) -> str | None:
     """Why ``image`` (or the substitute the user named for it) does not build here, or
     None when it does."""
-    from rllm.sandboxes.images.derived import normalize_name, refusal
+    from rllm.sandboxes.images.derived import derived_recipe, normalize_name, refusal
     from rllm.sandboxes.images.resolve import substitution_for
 
     image = substitution_for(image, substitutes or {}) or image
-    if image in known or normalize_name(image) in known:
+    if image in known or normalize_name(image) in known or derived_recipe(image):
         return None
     hint = refusal(normalize_name(image))
     return hint or f"use one built here ({_summary(known)}) or --image-substitute {image}=NAME"

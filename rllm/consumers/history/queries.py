@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from rllm.consumers.history import sql
+from rllm.consumers.history.ddl import TABLES
 from rllm.consumers.history.types import HistoryStore, QueryError, QueryResult
 
-__all__ = ["QUERIES", "NamedQuery", "run_named", "run_sql"]
+__all__ = ["QUERIES", "NamedQuery", "run_named", "run_sql", "table_list"]
 
 
 def _int(lo: int, hi: int) -> Callable[[str, Any], int]:
@@ -147,4 +148,29 @@ def run_sql(store: HistoryStore, text: str) -> QueryResult:
     Raises:
         QueryError: naming what was refused, the limit that stopped it, or the syntax error.
     """
-    return store.query_user(text.replace("__DB__", f"`{store.database}`"))
+    try:
+        return store.query_user(text.replace("__DB__", f"`{store.database}`"))
+    except QueryError as exc:
+        if "Unknown table" not in str(exc) and "UNKNOWN_TABLE" not in str(exc):
+            raise
+        raise QueryError(
+            f"{exc} (the history's tables are read as {store.database}.<table> or "
+            f"__DB__.<table>; `rllm-cli analytics tables` lists them and their columns)"
+        ) from None
+
+
+def table_list(database: str) -> QueryResult:
+    """The history's tables, each with what a row is and its columns (name and type)."""
+    return QueryResult(
+        ("table", "row", "columns"),
+        [
+            (
+                f"{database}.{t.name}",
+                t.doc,
+                "; ".join(
+                    f"{c.name} {c.ch_type.removesuffix(' CODEC(ZSTD(1))')}" for c in t.columns
+                ),
+            )
+            for t in TABLES.values()
+        ],
+    )

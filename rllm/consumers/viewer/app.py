@@ -33,10 +33,13 @@ from rllm.consumers.viewer.settings import ViewerSettings, is_loopback
 from rllm.consumers.viewer.source import StoreSource
 from rllm.consumers.viewer.trajectory import trajectory_page
 
-__all__ = ["create_app"]
+__all__ = ["VIEWER_HEADER", "create_app"]
 
 log = logging.getLogger("rllm.viewer")
 _HERE = Path(__file__).parent
+VIEWER_HEADER = "x-rllm-viewer"
+"""Set on ``/healthz``: how ``rllm-cli view`` tells a viewer already serving from another
+program holding the port."""
 _CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
@@ -161,7 +164,7 @@ def create_app(
         return page(request, "compare.html", runs=all_runs, got=got, a=a, b=b, result=result)
 
     def health(request: Request) -> Response:
-        return PlainTextResponse("ok")
+        return PlainTextResponse("ok", headers={VIEWER_HEADER: "1"})
 
     async def on_error(request: Request, exc: Exception) -> Response:
         if isinstance(exc, ViewerError):

@@ -10,6 +10,7 @@ from rllm.consumers.history import HistoryStore
 from rllm.consumers.viewer import sql, turns
 from rllm.consumers.viewer.errors import NotFoundError
 from rllm.consumers.viewer.reads import as_time, number, read
+from rllm.consumers.viewer.tokenizers import decoder_for
 
 __all__ = ["TrajectoryPage", "trajectory_page"]
 
@@ -71,9 +72,11 @@ def trajectory_page(store: HistoryStore, session_id: str) -> TrajectoryPage:
         answer = turns.response_messages(api, response) if not step["error_kind"] else []
         step["new_messages"] = turns.new_messages(earlier, sent)
         step["answer"] = answer
+        decode = decoder_for(str(step["model"]))
         step["tokens"] = turns.tokens(
-            api, response, step.pop("response_token_ids"), step.pop("response_logprobs")
+            api, response, step.pop("response_token_ids"), step.pop("response_logprobs"), decode
         )
+        step["decoded"] = decode is not None
         step["started_at"] = as_time(step["started_at"])
         step["sampling"] = turns.parse_json(step.pop("sampling_params_json"))
         earlier = sent + answer

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -256,12 +256,19 @@ def _token_texts(api: str, response: Any, n: int) -> list[str]:
 
 
 def tokens(
-    api: str, response: Any, token_ids: Sequence[int], logprobs: Sequence[float]
+    api: str,
+    response: Any,
+    token_ids: Sequence[int],
+    logprobs: Sequence[float],
+    decode: Callable[[int], str] | None = None,
 ) -> list[Token]:
-    """The sampled tokens of a step, each with its text (when known) and logprob."""
+    """The sampled tokens of a step, each with its text (the answer's, else ``decode``'s;
+    '' when neither knows it) and logprob."""
     ids = [int(i) for i in token_ids]
     lps: list[float | None] = (
         [float(x) for x in logprobs] if len(logprobs) == len(ids) else [None] * len(ids)
     )
     texts = _token_texts(api, response, len(ids))
+    if decode is not None and not any(texts):
+        texts = [decode(i) for i in ids]
     return [Token(i, t, lp) for i, t, lp in zip(ids, texts, lps, strict=True)]

@@ -91,7 +91,19 @@ class EvalSummary:
         lines += [f"  error {f['task']}: {f['error']}" for f in self.failures[:shown]]
         if len(self.failures) > shown:
             lines.append(f"  ... and {len(self.failures) - shown} more errors")
-        return "\n".join(lines)
+        return "\n".join(lines + [f"  {line}" for line in self.notes(shown)])
+
+    def notes(self, shown: int = 5) -> list[str]:
+        """What the figures rest on, a line each: the image substitutes the tasks ran on and
+        why the first ``shown`` verifications gave less than full reward (``verifications``)."""
+        lines = [f"image {asked} ran as {used}" for asked, used in self.substituted_images.items()]
+        for v in self.verifications[:shown]:
+            reward = "no reward" if v.get("reward") is None else f"reward {v['reward']:g}"
+            why = v.get("error") or _last_line(v.get("output_tail") or "") or "no output"
+            lines.append(f"verifier {v['task']}: {reward} · exit {v.get('exit_code')} · {why}")
+        if (more := len(self.verifications) - shown) > 0:
+            lines.append(f"... and {more} more verification{'' if more == 1 else 's'}")
+        return lines
 
     def __repr__(self) -> str:
         """One line: what ran and how it scored (every field: ``dataclasses.asdict``)."""
@@ -101,6 +113,12 @@ class EvalSummary:
             f"accuracy={self.accuracy:.4g}, mean_reward={self.mean_reward:.4g}, "
             f"errors={self.errors}, seconds={self.seconds:.1f})"
         )
+
+
+def _last_line(text: str, width: int = 120) -> str:
+    """The last non-blank line of ``text``, cut to ``width`` characters."""
+    last = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
+    return last if len(last) <= width else last[: width - 1] + "…"
 
 
 def summarize(

@@ -56,11 +56,7 @@ class DaytonaSandbox(HostedSandbox):
             await self._remote.fs.upload_file(data, path)
 
     async def _execute(
-        self,
-        command: RemoteCommand,
-        env: Mapping[str, str] | None,
-        timeout_s: float | None,
-        started: float,
+        self, command: RemoteCommand, env: Mapping[str, str] | None, started: float
     ) -> ExecResult:
         try:
             response = await self._remote.process.exec(
@@ -69,7 +65,9 @@ class DaytonaSandbox(HostedSandbox):
                 timeout=command.server_timeout_s(self._spec.lifetime_s or _NO_DEADLINE_S),
             )
         except DaytonaTimeoutError as exc:
-            return abnormal(started, True, f"timed out after {timeout_s} s (Daytona: {exc})")
+            return abnormal(
+                started, True, f"timed out after {command.timeout_s} s (Daytona: {exc})"
+            )
         except DaytonaError as exc:
             if not_found(exc) or not await self.is_alive():
                 return abnormal(started, False, f"sandbox died: {exc}")

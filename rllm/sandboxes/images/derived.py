@@ -1,5 +1,6 @@
 """Built-in derived images: names a Dockerfile's FROM commonly uses (``python:3.11-slim``,
-``buildpack-deps:bookworm``) as recipes on top of a debootstrapped base image.
+``buildpack-deps:bookworm``, ``ghcr.io/astral-sh/uv:0.8.14``) as recipes on top of a
+debootstrapped base image.
 
 When no registry answers, ``FROM buildpack-deps:bookworm`` is built locally by the
 Dockerfile builder from a recipe below, once, and kept in the image store under that
@@ -53,6 +54,22 @@ _BUILDPACK = _CURL.replace(
     "pkg-config file bzip2 xz-utils unzip libssl-dev libffi-dev zlib1g-dev",
 )
 
+_UV = """\
+FROM python:3.11-slim
+RUN python3 -m pip download --no-deps --only-binary=:all: --dest /tmp/uv "uv=={version}" \\
+ && python3 -m zipfile -e /tmp/uv/uv-{version}-*.whl /tmp/uv/x \\
+ && cd /tmp/uv/x/uv-{version}.data/scripts && install -m 0755 uv uvx / && cd / \\
+ && rm -rf /tmp/uv /root/.cache
+ENTRYPOINT ["/uv"]
+"""
+"""``ghcr.io/astral-sh/uv:X.Y.Z`` (which Dockerfiles use as ``COPY --from=... /uv /uvx
+/bin/``): the same release's ``uv`` and ``uvx`` binaries, taken from its wheel on the
+package index (Astral builds both from one release), at the image's paths ``/uv`` and
+``/uvx``. Unlike the distroless original, a Debian system sits beside them; a ``COPY
+--from`` of the two binaries cannot tell. Only exact versions: a moving tag is refused."""
+
+_UV_NAME = re.compile(r"^ghcr\.io/astral-sh/uv:(?P<version>[0-9]+\.[0-9]+\.[0-9]+)$")
+
 DERIVED_IMAGES: dict[str, str] = {
     **{
         f"python:{version}{variant}": _PYTHON
@@ -84,6 +101,8 @@ def derived_recipe(name: str) -> str | None:
     """The Dockerfile that builds image ``name`` here, or None when there is none.
     ``python:3.11.X`` takes the 3.11 recipe (Debian's 3.11 patch level)."""
     recipe = DERIVED_IMAGES.get(name)
+    if uv := _UV_NAME.match(name):
+        return _UV.format(version=uv.group("version"))
     match = _PYTHON_NAME.match(name)
     if recipe is None and match and (match.group("version") or "").startswith("3.11."):
         recipe = DERIVED_IMAGES.get(f"python:3.11{match.group('variant') or ''}")
@@ -103,7 +122,7 @@ def offline_images() -> str:
     )
     return (
         f"debian:{{{','.join(debian)}}}[-slim] (and 11, 12, 13), {python}"
-        f"buildpack-deps:bookworm[-curl|-scm]"
+        f"buildpack-deps:bookworm[-curl|-scm], ghcr.io/astral-sh/uv:X.Y.Z (from its wheel)"
     )
 
 
@@ -126,6 +145,11 @@ def refusal(name: str) -> str | None:
             f"{name} cannot be built here: the Pythons offline are {', '.join(built)} "
             f"(asked for {version}); install another with pyenv on this host, or use "
             f"uv python install in a RUN step"
+        )
+    if name.startswith("ghcr.io/astral-sh/uv:"):
+        return (
+            f"{name} is not an exact uv release: uv images are built here from the wheel of "
+            f"one version (ghcr.io/astral-sh/uv:0.8.14)"
         )
     distro = name.partition(":")[0].rpartition("/")[2]
     if distro in ("ubuntu", "alpine", "fedora", "centos", "rockylinux", "archlinux"):

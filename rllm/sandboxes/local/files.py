@@ -112,15 +112,25 @@ class SandboxFiles:
         parent = str(PurePosixPath(_inside(path)).parent)
         with self._root_fd() as root_fd:
             os.close(self._makedirs(root_fd, parent, 0o755))
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK
-            fd = self._open(root_fd, path, flags, mode & 0o7777)
+            fd = self._create(root_fd, path, mode)
             try:
-                _require_regular(fd, path)
-                self._claim(fd)
-                os.fchmod(fd, mode & 0o7777)
                 _write_all(fd, data)
             finally:
                 os.close(fd)
+
+    def _create(self, root_fd: int, path: str, mode: int) -> int:
+        """Open ``path`` for writing, created or emptied: a regular file, the sandbox
+        root's, with exactly ``mode``. The caller closes the descriptor."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK
+        fd = self._open(root_fd, path, flags, mode & 0o7777)
+        try:
+            _require_regular(fd, path)
+            self._claim(fd)
+            os.fchmod(fd, mode & 0o7777)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def _claim(self, fd: int) -> None:
         """Give a file that host root owns (one we just made) to the sandbox's root."""
@@ -178,12 +188,8 @@ class SandboxFiles:
             os.close(dir_fd)
 
     def _copy_in(self, root_fd: int, host: Path, path: str, mode: int) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK
-        fd = self._open(root_fd, path, flags, mode & 0o7777)
+        fd = self._create(root_fd, path, mode)
         try:
-            _require_regular(fd, path)
-            self._claim(fd)
-            os.fchmod(fd, mode & 0o7777)
             with open(host, "rb") as src:
                 while chunk := src.read(_COPY_CHUNK):
                     _write_all(fd, chunk)

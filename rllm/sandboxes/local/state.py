@@ -110,6 +110,10 @@ def read_states(run_dir: Path) -> list[SandboxState]:
     return sorted(states, key=lambda s: s.created_at)
 
 
+KILLED_WAIT_S = 30.0
+"""How long ``teardown`` waits for a SIGKILLed bubblewrap to exit and be reaped."""
+
+
 def teardown(state: SandboxState, popen: subprocess.Popen[bytes] | None = None) -> None:
     """Kill every process of the sandbox, unmount its root, remove its cgroups and run
     directory. Idempotent; safe on a half-created sandbox and from another process.
@@ -131,7 +135,9 @@ def teardown(state: SandboxState, popen: subprocess.Popen[bytes] | None = None) 
             popen.wait(1.0)
         popen.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
-            popen.wait(2.0)
+            # SIGKILLed, it ends once the kernel has torn its namespaces down: seconds on
+            # a loaded machine; unreaped, it would stay a zombie (and warn when collected)
+            popen.wait(KILLED_WAIT_S)
     elif state.alive() and state.pid is not None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(state.pid, signal.SIGKILL)

@@ -53,11 +53,7 @@ class ModalSandbox(HostedSandbox):
             await self._remote.filesystem.write_bytes.aio(data, path)
 
     async def _execute(
-        self,
-        command: RemoteCommand,
-        env: Mapping[str, str] | None,
-        timeout_s: float | None,
-        started: float,
+        self, command: RemoteCommand, env: Mapping[str, str] | None, started: float
     ) -> ExecResult:
         try:
             process = await self._remote.exec.aio(
@@ -75,7 +71,9 @@ class ModalSandbox(HostedSandbox):
                 return abnormal(started, False, f"sandbox died: {exc}")
             raise SandboxError(f"exec in modal sandbox {self.id} failed: {exc}") from exc
         if code == _SERVICE_TIMEOUT:
-            return abnormal(started, True, f"timed out after {timeout_s} s (Modal's deadline)")
+            return abnormal(
+                started, True, f"timed out after {command.timeout_s} s (Modal's deadline)"
+            )
         return command.parse(str(output), time.monotonic() - started)
 
     async def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:

@@ -5,7 +5,6 @@ against the stack refuses any switch, naming the run, before anything is publish
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,6 +29,7 @@ from rllm.serving.updates import PolicyFollower
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
 from tests.integration.gateway.fixtures import ADMIN, ADMIN_KEY
+from tests.integration.helpers import until
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 GREEDY = SamplingParams(temperature=0, max_tokens=6)
@@ -62,17 +62,10 @@ def stack(
                 checkpoint_uri=(tmp_path / "r" / "v000001").as_uri(),
             ),
         )
-    _until("the gateway never served r v1", lambda: _stamped(gw) == ("r", 1))
+    until("the gateway never served r v1", lambda: _stamped(gw) == ("r", 1))
     yield gw, engine
     server.stop()
     follower.stop()
-
-
-def _until(what: str, ready: Callable[[], bool], timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not ready():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
 
 
 def _stamped(gw: ThreadedServer) -> tuple[str, int]:
@@ -159,7 +152,7 @@ def test_a_run_training_against_the_stack_refuses_a_switch_naming_it(
     trainer = GatewayServes(gw.url, "train-busy", kafka, ADMIN_KEY).start()
     try:
         # its consumer group has members once it joined
-        _until("the training run was never seen", lambda: training_runs(kafka) == ["train-busy"])
+        until("the training run was never seen", lambda: training_runs(kafka) == ["train-busy"])
         with (
             pytest.raises(ConfigError) as refused,
             served_for(parse_policy("base"), kafka, gw.url, ADMIN_KEY),
@@ -229,7 +222,7 @@ def test_a_policy_the_upstream_refuses_fails_the_eval_and_the_one_before_is_back
             "r",
             PolicyUpdated(event_id="r/v1", run_id="r", version=1, checkpoint_uri=str(tmp_path)),
         )
-    _until("the gateway never served r v1", lambda: _stamped(gw) == ("r", 1))
+    until("the gateway never served r v1", lambda: _stamped(gw) == ("r", 1))
     ran: list[str] = []
     with (
         pytest.raises(RllmError, match=r"did not load the base weights: .*restart it to serve"),
@@ -238,7 +231,7 @@ def test_a_policy_the_upstream_refuses_fails_the_eval_and_the_one_before_is_back
         ran.append("eval")
     assert ran == []
     assert [(r.run_id, r.version) for r in read_policy_log(kafka)] == [("r", 1), ("", 0), ("r", 1)]
-    _until("the gateway never served r v1 again", lambda: _stamped(gw) == ("r", 1))
+    until("the gateway never served r v1 again", lambda: _stamped(gw) == ("r", 1))
 
 
 def test_an_eval_holding_a_policy_refuses_another_evals_switch(
@@ -249,7 +242,7 @@ def test_an_eval_holding_a_policy_refuses_another_evals_switch(
     not."""
     gw, _engine = stack
     with served_for(parse_policy("base"), kafka, gw.url, ADMIN_KEY):
-        _until("the eval's hold was never seen", lambda: pinning_evals(kafka) == ["base"])
+        until("the eval's hold was never seen", lambda: pinning_evals(kafka) == ["base"])
         with (
             pytest.raises(ConfigError, match=r"another eval has this stack serve policy base"),
             served_for(parse_policy("r:1"), kafka, gw.url, ADMIN_KEY),
@@ -257,7 +250,7 @@ def test_an_eval_holding_a_policy_refuses_another_evals_switch(
             pass
         assert _stamped(gw) == ("", 0)
     assert _stamped(gw) == ("r", 1)
-    _until("the hold was never released", lambda: pinning_evals(kafka) == [])
+    until("the hold was never released", lambda: pinning_evals(kafka) == [])
 
 
 def test_a_run_published_during_the_eval_is_left_served(
@@ -274,5 +267,5 @@ def test_a_run_published_during_the_eval_is_left_served(
                 event_id="s/v0", run_id="s", version=0, checkpoint_uri=tiny_model.as_uri()
             ),
         )
-    _until("the new run was never served", lambda: _stamped(gw) == ("s", 0))
+    until("the new run was never served", lambda: _stamped(gw) == ("s", 0))
     assert [(r.run_id, r.version) for r in read_policy_log(kafka)] == [("r", 1), ("", 0), ("s", 0)]

@@ -23,15 +23,13 @@ from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
 from tests.fakes_training.vllm import FakeVllm
 from tests.integration.gateway.fixtures import ADMIN
+from tests.integration.helpers import until
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 
 
 def _until(what: str, ready: Callable[[], bool], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not ready():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
+    until(what, ready, timeout_s, every_s=0.05)
 
 
 def _adapter(tmp_path: Path, version: int) -> Path:

@@ -8,7 +8,6 @@ the other one with a note in its next step."""
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,7 +28,7 @@ from rllm.serving.updates import PolicyFollower
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
 from tests.integration.gateway.fixtures import ADMIN
-from tests.integration.helpers import read_all
+from tests.integration.helpers import read_all, until
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 
@@ -49,13 +48,6 @@ def servers(engines: list[Engine]) -> Iterator[list[ThreadedServer]]:
     for server in started:
         if server._thread.is_alive():
             server.stop()
-
-
-def _until(what: str, ready: Callable[[], bool], timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not ready():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
 
 
 def _open(gw: ThreadedServer, sid: str) -> dict[str, Any]:
@@ -132,7 +124,7 @@ def test_sessions_stick_move_when_a_replica_dies_and_a_version_waits_for_both(
         )
         with EventPublisher(kafka) as pub:
             pub.publish_sync(POLICY_UPDATES, "r", update)
-        _until("a never served v1", lambda: policy()["replicas"][0]["policy_version"] == 1)
+        until("a never served v1", lambda: policy()["replicas"][0]["policy_version"] == 1)
         now = policy()
         assert (now["policy_version"], now["replicas"][1]["policy_version"]) == (0, 0)
         assert now["announced_policy_version"] == 1
@@ -144,9 +136,9 @@ def test_sessions_stick_move_when_a_replica_dies_and_a_version_waits_for_both(
 
         # b loads it too: now the gateway serves v1 and says so once
         follow_b.start()
-        _until("the gateway never served v1", lambda: policy()["policy_version"] == 1)
+        until("the gateway never served v1", lambda: policy()["policy_version"] == 1)
         assert [r["policy_version"] for r in policy()["replicas"]] == [1, 1]
-        _until("no PolicyServed for v1", lambda: _served(kafka) == [1])
+        until("no PolicyServed for v1", lambda: _served(kafka) == [1])
 
         # a goes down: its session moves to b, and its next step says so
         a.stop()

@@ -6,7 +6,6 @@ version the server reports serving; once the server loads one, the gateway takes
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,6 +25,7 @@ from rllm.serving.updates import PolicyFollower
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
 from tests.integration.gateway.fixtures import ADMIN
+from tests.integration.helpers import until
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 
@@ -41,13 +41,6 @@ def model_server(
     yield server, follower
     server.stop()
     follower.stop()
-
-
-def _until(what: str, ready: Callable[[], bool], timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not ready():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
 
 
 def _publish(kafka: KafkaSettings, version: int, uri: str) -> None:
@@ -86,10 +79,10 @@ def test_a_checkpoint_the_server_cannot_load_is_never_adopted(
     gw = start_gateway(upstream_url=server.url, follow_policy_updates=True)
     (tmp_path / "empty").mkdir()
     _publish(kafka, 36, (tmp_path / "empty").as_uri())
-    _until("the server never tried the checkpoint", lambda: bool(follower.errors))
+    until("the server never tried the checkpoint", lambda: bool(follower.errors))
     assert "has no *.safetensors weights" in follower.errors[0]
     policy = lambda: httpx.get(f"{gw.url}/admin/policy", headers=ADMIN).json()  # noqa: E731
-    _until("the gateway never read the update", lambda: policy()["announced_policy_version"] == 36)
+    until("the gateway never read the update", lambda: policy()["announced_policy_version"] == 36)
     health = httpx.get(f"{gw.url}/health").json()
     assert (health["policy_version"], health["policy_run"]) == (0, ""), "what the server serves"
     assert (health["announced_policy_version"], health["announced_policy_run"]) == (36, "r")
@@ -101,7 +94,7 @@ def test_a_checkpoint_the_server_cannot_load_is_never_adopted(
 
     load_model(str(tiny_model_dir(tmp_path / "tiny"))).model.save_pretrained(tmp_path / "v37")
     _publish(kafka, 37, (tmp_path / "v37").as_uri())
-    _until(
+    until(
         "the gateway never took v37",
         lambda: httpx.get(f"{gw.url}/health").json()["policy_version"] == 37,
     )

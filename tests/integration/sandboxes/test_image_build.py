@@ -272,6 +272,37 @@ async def test_run_steps_trust_the_build_ca_bundle(
         await local.aclose()
 
 
+@pytest.mark.slow
+async def test_copy_from_a_uv_image_takes_its_binaries_from_the_release_wheel(
+    sandbox_settings: SandboxSettings, store: ImageStore, tmp_path: Path
+) -> None:
+    """Two TB2 tasks ``COPY --from=ghcr.io/astral-sh/uv:0.8.14 /uv /uvx /bin/``: with no
+    registry reachable the image is built once from that release's wheel (the shared store
+    keeps it), and the binaries copied report that version."""
+    bundle = Path(os.environ.get("SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt"))
+    trusting = sandbox_settings.model_copy(update={"build_ca_bundle": bundle})
+    local = get_backend("local", trusting)
+    (tmp_path / "Dockerfile").write_text(
+        "FROM debian:bookworm\n"
+        "COPY --from=ghcr.io/astral-sh/uv:0.8.14 /uv /uvx /bin/\n"
+        "RUN uv --version > /versions && uvx --version >> /versions\n"
+    )
+    name = f"{PREFIX}uv-{uuid.uuid4().hex[:8]}"
+    try:
+        await build_image(local, store, tmp_path, name)
+        assert store.find("ghcr.io/astral-sh/uv:0.8.14") is not None
+        sandbox = await local.create(SandboxSpec(image=name))
+        try:
+            seen = await sandbox.exec("cat /versions; ls /bin/uv /bin/uvx")
+            assert seen.ok, seen
+            lines = seen.stdout.split("\n")
+            assert lines == ["uv 0.8.14", "uvx 0.8.14", "/bin/uv", "/bin/uvx", ""], seen.stdout
+        finally:
+            await sandbox.close()
+    finally:
+        await local.aclose()
+
+
 MULTI_STAGE = """\
 ARG BASE=debian:bookworm
 FROM ${BASE} AS Build

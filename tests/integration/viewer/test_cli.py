@@ -5,12 +5,15 @@ it while the viewer runs."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx
+from click.testing import CliRunner
 
+from rllm.cli.main import cli
 from tests.fakes.server import free_port
 from tests.integration.viewer.browser import wait_for
 
@@ -74,9 +77,27 @@ def test_view_reads_a_chdb_directory_it_does_not_hold(tmp_path: Path) -> None:
         assert other.stdout.strip() == "[]"
         wrong_host = httpx.get(url + "/", headers={"Host": "rebound.example"}, timeout=10)
         assert wrong_host.status_code == 400
+        again = CliRunner().invoke(
+            cli, ["view", "--port", str(port), "--history-dir", str(history)]
+        )
+        assert (again.exit_code, again.output) == (0, f"view: the viewer is already at {url}\n")
     finally:
         proc.terminate()
         proc.wait(timeout=30)
         log.close()
     said = (tmp_path / "view.log").read_text()
     assert f"view: {url} over the history in {history} (read-only)" in said
+
+
+def test_view_on_a_port_another_program_holds_says_so(tmp_path: Path) -> None:
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        flags = ["view", "--port", str(port), "--history-dir", str(tmp_path / "history")]
+        result = CliRunner().invoke(cli, flags)
+    assert result.exit_code != 0
+    assert (
+        f"port {port} on 127.0.0.1 is held by another program (not an rllm viewer): choose "
+        "another with --port or RLLM_VIEW_PORT"
+    ) in " ".join(result.output.split())

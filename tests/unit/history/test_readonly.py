@@ -428,3 +428,33 @@ def test_multi_line_sql_runs_through_the_service(
     res = CliRunner().invoke(cli, ["analytics", "sql", sql, "--format", "json"], env=service)
     assert res.exit_code == 0, res.output
     assert json.loads(res.output) == [{"n": 500}]
+
+
+def test_an_unprefixed_table_is_answered_with_where_the_tables_are(
+    service: dict[str, str],
+) -> None:
+    res = CliRunner().invoke(cli, ["analytics", "sql", "SELECT count() FROM steps"], env=service)
+    assert res.exit_code == 1, res.output
+    said = " ".join(res.output.split())
+    assert "Unknown table" in said and "Traceback" not in said
+    database = service["RLLM_HISTORY_DATABASE"]
+    assert said.endswith(
+        f"(the history's tables are read as {database}.<table> or __DB__.<table>; `rllm-cli "
+        "analytics tables` lists them and their columns)"
+    ), said
+
+
+def test_analytics_tables_lists_every_table_and_its_columns() -> None:
+    from rllm.consumers.history.ddl import TABLES
+
+    res = CliRunner().invoke(cli, ["analytics", "tables", "--format", "tsv"])
+    assert res.exit_code == 0, res.output
+    head, *rows = [line.split("\t") for line in res.output.splitlines()]
+    assert head == ["table", "row", "columns"]
+    assert [r[0] for r in rows] == [f"rllm.{name}" for name in TABLES] and len(rows) == 8
+    steps = dict((r[0], r[2]) for r in rows)["rllm.steps"].split("; ")
+    assert steps[:3] == [f"{c.name} {c.ch_type}" for c in TABLES["steps"].columns[:3]]
+    assert len(steps) == len(TABLES["steps"].columns)
+    assert all("CODEC" not in column for column in steps)
+    refused = CliRunner().invoke(cli, ["analytics", "tables", "--run", "r"])
+    assert refused.exit_code == 1 and "tables: takes no SQL, filter or --plot" in refused.output

@@ -503,7 +503,10 @@ def test_the_projects_own_dockerfile_plans() -> None:
     kinds = [type(step).__name__ for step in built.steps]
     assert kinds.count("RunStep") == 2 and kinds.count("CopyStep") == 3
     last_run = [s for s in built.steps if isinstance(s, RunStep)][-1]
-    assert last_run.env["EXTRAS"] == "gateway,clickhouse,eval,train" and last_run.workdir == "/app"
+    assert (
+        last_run.env["EXTRAS"] == "gateway,clickhouse,eval,train,tinker,fireworks"
+        and last_run.workdir == "/app"
+    )
     assert built.config.env["RLLM_HOME"] == "/data" and "EXTRAS" not in built.config.env
     assert built.labels["rllm.dockerfile.entrypoint"] == '["rllm-cli"]'
 

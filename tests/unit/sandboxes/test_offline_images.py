@@ -13,7 +13,7 @@ from rllm.benchmarks.harbor import load_task
 from rllm.cli.main import cli
 from rllm.producers.evaluation.harbor import substituted_images
 from rllm.sandboxes.images.base import PYTHON_IMAGES
-from rllm.sandboxes.images.derived import offline_images, refusal
+from rllm.sandboxes.images.derived import derived_recipe, offline_images, refusal
 from rllm.sandboxes.images.pyenv import image_env, python_images, runtime_packages
 from rllm.sandboxes.images.resolve import parse_substitutes, substitute
 from tests.unit.benchmarks.test_harbor_task import make_task
@@ -64,6 +64,21 @@ def test_refusals_name_what_builds_offline() -> None:
     assert all(b.version in why for b in PYTHON_IMAGES.values())
     assert "glibc" in (refusal("python:3.12-slim-bullseye") or "")
     assert "--image-substitute ubuntu:24.04=debian:bookworm" in (refusal("ubuntu:24.04") or "")
+
+
+def test_uv_images_are_built_from_the_same_release_s_wheel() -> None:
+    """TB2 copies ``/uv /uvx`` from ``ghcr.io/astral-sh/uv:0.8.14``: an exact version has a
+    recipe pinned to it; a moving tag or another path under the registry does not."""
+    recipe = derived_recipe("ghcr.io/astral-sh/uv:0.8.14") or ""
+    assert recipe.startswith("FROM python:3.11-slim\n")
+    assert '"uv==0.8.14"' in recipe
+    assert "uv-0.8.14.data/scripts && install -m 0755 uv uvx /" in recipe
+    assert derived_recipe("ghcr.io/astral-sh/uv:0.8.15") != recipe
+    assert derived_recipe("ghcr.io/astral-sh/uv:latest") is None
+    assert derived_recipe("ghcr.io/astral-sh/uv:0.8.14-alpine") is None
+    assert derived_recipe("ghcr.io/astral-sh/ruff:0.8.14") is None
+    assert "exact uv release" in (refusal("ghcr.io/astral-sh/uv:latest") or "")
+    assert "ghcr.io/astral-sh/uv:X.Y.Z" in offline_images()
 
 
 def test_substitute_warns_naming_both(caplog: pytest.LogCaptureFixture) -> None:

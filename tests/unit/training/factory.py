@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rllm.consumers.trainer.batching import episode_sequences
+from rllm.consumers.trainer.types import LossKind, TrainBatch, TrainSequence
 from rllm.schemas import types as t
 from rllm.schemas.tokens import pack_logprobs, pack_tokens
 
@@ -84,3 +86,14 @@ def episode(
         group_size=len(rewards),
         uniform_reward=len(set(rewards)) == 1,
     )
+
+
+def batch(n: int = 2) -> TrainBatch:
+    """``n`` GRPO episodes of two trajectories (rewards 1 and 0) as one training batch."""
+    seqs: list[TrainSequence] = []
+    ids = []
+    for i in range(n):
+        ep = episode(f"e{i}", rewards=(1.0, 0.0), prompt=[3 + i, 4, 5, 6])
+        seqs += episode_sequences(ep, LossKind.GRPO)
+        ids.append(ep.event_id)
+    return TrainBatch(sequences=seqs, episode_ids=ids, rewards=[1.0, 0.0] * n)

@@ -13,12 +13,11 @@ from rllm.consumers.backends import make_backend
 from rllm.consumers.backends.fireworks.backend import FireworksBackend
 from rllm.consumers.backends.local.backend import LocalBackend
 from rllm.consumers.backends.verl.convert import to_verl_batch, verl_config
-from rllm.consumers.trainer.batching import episode_sequences
 from rllm.consumers.trainer.errors import CapabilityError
 from rllm.consumers.trainer.settings import BackendName, TrainerSettings
 from rllm.consumers.trainer.types import LossAgg, LossKind, TrainBatch, TrainSequence
 from rllm.errors import ConfigError
-from tests.unit.training.factory import episode
+from tests.unit.training.factory import batch
 
 
 @pytest.mark.parametrize(
@@ -60,22 +59,12 @@ def test_unsupported_setting_refused_before_training(
         assert f in str(err.value)
 
 
-def _batch(n: int = 2) -> TrainBatch:
-    seqs: list[TrainSequence] = []
-    ids = []
-    for i in range(n):
-        ep = episode(f"e{i}", rewards=(1.0, 0.0), prompt=[3 + i, 4, 5, 6])
-        seqs += episode_sequences(ep, LossKind.GRPO)
-        ids.append(ep.event_id)
-    return TrainBatch(sequences=seqs, episode_ids=ids, rewards=[1.0, 0.0] * n)
-
-
 def test_local_backend_update_checkpoint_roundtrip(tiny_model: Path, tmp_path: Path) -> None:
     settings = TrainerSettings(model=str(tiny_model), lr=1e-2, micro_batch_size=2, kl_coef=0.05)
     backend = make_backend(settings)
     assert isinstance(backend, LocalBackend)
     before = {k: v.clone() for k, v in backend.state_dict().items()}
-    res = backend.update(_batch())
+    res = backend.update(batch())
     assert res.version == 1 == backend.version
     assert {"loss", "kl", "clip_frac", "grad_norm"} <= set(res.metrics)
     changed = [k for k, v in backend.state_dict().items() if not torch.equal(v, before[k])]
@@ -210,6 +199,6 @@ def test_engine_and_backend_compute_on_the_compute_thread(tiny_model: Path) -> N
     settings = TrainerSettings(model=str(tiny_model), run_id=uuid.uuid4().hex, torch_threads="auto")
     backend = LocalBackend(settings)
     backend.compute.register_forward_pre_hook(record)
-    result = backend.update(_batch())
+    result = backend.update(batch())
     assert result.version == 1 and result.metrics["threads"] >= 1
     assert len(seen) == 1 and seen.pop().startswith("rllm-torch")

@@ -15,24 +15,13 @@ from pydantic import SecretStr
 from rllm.consumers.backends.fireworks.backend import FireworksBackend
 from rllm.consumers.backends.tinker.backend import TinkerBackend, tinker_errors
 from rllm.consumers.backends.tinker.datums import to_datums
-from rllm.consumers.trainer.batching import episode_sequences
 from rllm.consumers.trainer.errors import FireworksError, TinkerError
 from rllm.consumers.trainer.settings import BackendName, TrainerSettings
-from rllm.consumers.trainer.types import LossAgg, LossKind, TrainBatch, TrainSequence
+from rllm.consumers.trainer.types import LossAgg, LossKind
 from rllm.errors import ConfigError
 from tests.fakes_training.fireworks import FakeFireworks
 from tests.fakes_training.tinker import LOSS_INPUTS, FakeTinker
-from tests.unit.training.factory import episode
-
-
-def _batch(n: int = 2) -> TrainBatch:
-    seqs: list[TrainSequence] = []
-    ids = []
-    for i in range(n):
-        ep = episode(f"e{i}", rewards=(1.0, 0.0), prompt=[3 + i, 4, 5, 6])
-        seqs += episode_sequences(ep, LossKind.GRPO)
-        ids.append(ep.event_id)
-    return TrainBatch(sequences=seqs, episode_ids=ids, rewards=[1.0, 0.0] * n)
+from tests.unit.training.factory import batch
 
 
 @pytest.fixture
@@ -60,7 +49,7 @@ def test_tinker_backend_trains_saves_and_resumes_through_the_sdk(
 ) -> None:
     fake, url = tinker_service
     backend = TinkerBackend(_tinker_settings(url))
-    res = backend.update(_batch())
+    res = backend.update(batch())
     assert res.version == 1 and res.metrics == {"loss:sum": 0.5} and fake.steps == 1
     assert fake.ops() == ["create_model", "get_info", "forward_backward", "optim_step"]
     (create,) = fake.bodies("create_model")
@@ -88,7 +77,7 @@ def test_tinker_backend_trains_saves_and_resumes_through_the_sdk(
     assert load["path"] == "tinker://session-1:train:0/weights/r1-v000001"
     assert load["optimizer"] is True and load["model_seq_id"] == 1
     assert backend.version == 1 and backend.sampler_path == uri
-    assert backend.update(_batch()).version == 2  # the resumed model trains on
+    assert backend.update(batch()).version == 2  # the resumed model trains on
     assert fake.bodies("forward_backward")[-1]["model_id"] == "session-1:train:1"
     backend.close()
     assert fake.finished == ["success"] and fake.unknown == []
@@ -125,7 +114,7 @@ def test_every_tinker_loss_sends_the_inputs_the_service_takes(
 ) -> None:
     fake, url = tinker_service
     backend = TinkerBackend(_tinker_settings(url, loss=loss))
-    assert backend.update(_batch(1)).version == 1
+    assert backend.update(batch(1)).version == 1
     (fb,) = fake.bodies("forward_backward")
     assert fb["loss_fn"] == loss_fn
     assert {name: t["dtype"] for name, t in fb["data"][0]["loss_fn_inputs"].items()} == (
@@ -141,7 +130,7 @@ def test_the_fake_refuses_a_datum_the_service_would_refuse(
     loss does not take, come back as a failed request, as from the service."""
     fake, url = tinker_service
     poisoned = TinkerBackend(_tinker_settings(url))
-    (good,) = to_datums(_batch(1).sequences[:1], "ppo", LossAgg.TOKEN_MEAN)
+    (good,) = to_datums(batch(1).sequences[:1], "ppo", LossAgg.TOKEN_MEAN)
     short = dict(good.loss_fn_inputs)
     short["logprobs"] = tinker.TensorData(data=[0.0] * 5, dtype="float32", shape=[5])
     refused = r"datum 0: logprobs has shape \[5\], model_input has 6"
@@ -194,7 +183,7 @@ def test_fireworks_backend_tunes_warm_starts_and_loads_through_the_sdk(
 ) -> None:
     fake, url = fireworks_service
     backend = _fireworks(url)
-    res = backend.update(_batch())
+    res = backend.update(batch())
     assert res.version == 1 and res.metrics == {"rows": 4.0}
     assert fake.datasets["run-a-v1"][0]["messages"] == [
         {"role": "user", "content": "3,4,5,6"},
@@ -223,13 +212,13 @@ def test_fireworks_backend_tunes_warm_starts_and_loads_through_the_sdk(
         ("POST", "deployedModels"),
         ("GET", "deployedModels/dm-1"),  # waited for DEPLOYING -> DEPLOYED
     ]
-    backend.update(_batch())
+    backend.update(batch())
     second = fake.jobs["run-a-v2"]
     assert second["warmStartFrom"] == "accounts/acct/models/run-a-v1" and "baseModel" not in second
     assert backend.save(tmp_path / "c") == "fireworks://accounts/acct/models/run-a-v2"
     resumed = _fireworks(url)
     resumed.load(tmp_path / "c", 2)
-    assert resumed.update(_batch()).version == 3
+    assert resumed.update(batch()).version == 3
     assert fake.jobs["run-a-v3"]["warmStartFrom"] == "accounts/acct/models/run-a-v2"
     backend.close()
     resumed.close()
@@ -241,19 +230,19 @@ def test_fireworks_refusals_surface_as_fireworks_errors(
     fake, url = fireworks_service
     backend = _fireworks(url)
     with pytest.raises(FireworksError, match=r"at least 3 examples; the batch has 2"):
-        backend.update(_batch(1))
+        backend.update(batch(1))
     fake.fail["run-a-v1"] = "out of memory"
     with pytest.raises(
         FireworksError, match="fine-tuning job run-a-v1 ended JOB_STATE_FAILED: out of memory"
     ):
-        backend.update(_batch())
+        backend.update(batch())
     assert backend.version == 0 and fake.deployed == []
     with pytest.raises(FireworksError, match=r"dataset run-a-v1 answered 400: .*already exists"):
-        backend.update(_batch())  # the version's dataset id is taken: the API refuses a retry
+        backend.update(batch())  # the version's dataset id is taken: the API refuses a retry
     wrong = _fireworks(url)
     wrong.client.api_key = "fw-wrong"
     with pytest.raises(FireworksError, match="401"):
-        wrong.update(_batch())
+        wrong.update(batch())
     backend.close()
     wrong.close()
 

@@ -302,3 +302,40 @@ def test_a_run_s_state_from_its_last_event_and_open_sessions() -> None:
     assert state({"opened": 4, "closed": 4, "last_event": ago(61)}, now, 60) == "finished"
     # the history service's JSON carries the time as text
     assert state({"opened": 1, "closed": 0, "last_event": ago(5).isoformat()}, now, 60) == "running"
+
+
+def test_the_run_page_heads_each_passk_column_once(client: TestClient) -> None:
+    heads = lambda page: re.findall(  # noqa: E731
+        r"<th>([^<]*)</th>", page.split('id="passk"', 1)[1].split("</thead>", 1)[0]
+    )
+    assert heads(client.get("/runs/run-1").text) == [
+        "benchmark", "model", "tasks", "samples", "pass@1",
+    ]  # fmt: skip
+    assert heads(client.get("/runs/run-1?k=2").text) == [
+        "benchmark", "model", "tasks", "samples", "pass@2", "pass@1",
+    ]  # fmt: skip
+
+
+def test_tokens_the_answer_spelled_out_need_no_tokenizer(client: TestClient) -> None:
+    page = client.get(f"/trajectories/{CHAT_SESSION}").text  # calc-model: no tokenizer here
+    texts = re.findall(
+        r'<span class="tok lp\w" data-id="\d+" data-logprob="[^"]*" title="[^"]*">([^<]*)<', page
+    )
+    assert texts and "⟨" not in "".join(texts)
+    assert "no-tokenizer-" not in page
+
+
+def test_policy_updates_show_the_key_metrics_in_columns(
+    client: TestClient, history: HistoryStore
+) -> None:
+    page = client.get("/runs/run-1").text
+    shown = table(page, "updates")
+    losses = history.query(
+        f"SELECT version, metrics['loss'] FROM `{history.database}`.policy_updates FINAL "
+        "WHERE run_id = 'run-1' ORDER BY version"
+    ).rows
+    assert shown and [(int(u["version"]), u["loss"]) for u in shown] == [
+        (v, _fmt(loss)) for v, loss in losses
+    ]
+    assert {u["grad_norm"] for u in shown} == {"\u2013"}  # not in these updates: a dash
+    assert {u["other"] for u in shown} == {""}  # nothing else to fold
