@@ -1,5 +1,6 @@
 """The verl backend against verl itself (0.9.1, CPU): its config classes, ``DataProto``,
-the tensors its trainer hands ``update_actor``, and its worker groups on a CPU Ray pool.
+the tensors its trainer hands ``update_actor``, its worker groups on a CPU Ray pool, and the
+checkpoint folder the rollout servers load.
 
 Runs in the verl venv (``make test-verl``), not the main one: verl needs transformers 5,
 which the main venv cannot have. FSDP's ``init_model`` and ``update_actor`` need CUDA and
@@ -9,6 +10,8 @@ are not run here.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 import ray
@@ -20,6 +23,7 @@ from verl.utils.config import omega_conf_to_dataclass
 from verl.workers.config import FSDPActorConfig
 
 from rllm.consumers.backends import make_backend
+from rllm.consumers.backends.verl.backend import VerlBackend
 from rllm.consumers.backends.verl.convert import to_data_proto, to_verl_batch
 from rllm.consumers.backends.verl.workers import (
     build_worker_groups,
@@ -31,6 +35,11 @@ from rllm.consumers.backends.verl.workers import (
 from rllm.consumers.trainer.settings import BackendName, TrainerSettings
 from rllm.consumers.trainer.types import LossAgg, LossKind, TrainBatch, TrainSequence
 from rllm.errors import ConfigError
+
+pytestmark = pytest.mark.filterwarnings(
+    # verl 0.9.1 imports ray.experimental.state, which Ray 2.60 deprecates
+    "ignore:Ray state API is no longer experimental:DeprecationWarning"
+)
 
 
 def batch() -> TrainBatch:
@@ -123,14 +132,59 @@ def test_backend_refuses_at_start_without_cuda() -> None:
         make_backend(TrainerSettings(backend=BackendName.VERL))
 
 
+class SavingActor:
+    """Stands in for the actor worker group's checkpoint calls (FSDP needs CUDA): writes
+    what verl 0.9.1's FSDP checkpoint manager writes with ``hf_model`` in save_contents."""
+
+    def __init__(self) -> None:
+        self.loaded: list[str] = []
+
+    def save_checkpoint(self, local_path: str, global_step: int = 0) -> None:
+        path = Path(local_path)
+        (path / "huggingface").mkdir(parents=True)
+        (path / "model_world_size_1_rank_0.pt").write_bytes(b"shard")
+        for name in ("config.json", "model.safetensors", "tokenizer.json"):
+            (path / "huggingface" / name).write_text(f"{name} of step {global_step}")
+
+    def load_checkpoint(self, local_path: str) -> None:
+        self.loaded.append(local_path)
+
+
+def test_a_checkpoint_folder_is_what_the_rollout_servers_load(tmp_path: Path) -> None:
+    actor: Any = SavingActor()
+    backend = VerlBackend(TrainerSettings(model="m", kl_coef=0.0), actor=actor)
+    folder = tmp_path / "r" / "v000001"
+    assert backend.save(folder) == folder.resolve().as_uri()
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "verl",
+    ]
+    assert (folder / "config.json").read_text() == "config.json of step 0"
+    assert (folder / "verl" / "model_world_size_1_rank_0.pt").is_file()
+    backend.load(folder, 1)
+    assert (actor.loaded, backend.version) == ([str(folder / "verl")], 1)
+
+
+def test_a_verl_checkpoint_without_hf_weights_is_an_error(tmp_path: Path) -> None:
+    actor: Any = SavingActor()
+    actor.save_checkpoint = lambda local_path, global_step=0: Path(local_path).mkdir(parents=True)
+    backend = VerlBackend(TrainerSettings(model="m", kl_coef=0.0), actor=actor)
+    with pytest.raises(RuntimeError, match=r"verl saved no HF weights under .*huggingface"):
+        backend.save(tmp_path / "v1")
+
+
 @pytest.fixture
 def local_ray() -> Iterator[None]:
+    """A Ray of 2 CPUs of its own: the pool's placement group takes both (one bundle of
+    ``max_colocate_count`` CPUs), so each test that builds a pool gets a fresh Ray."""
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 
 
-def test_actor_and_reference_worker_groups_on_a_cpu_pool(local_ray: None) -> None:
+def test_actor_and_reference_worker_groups_share_one_cpu_pool(local_ray: None) -> None:
     cfg = compose_config(TrainerSettings(model="m", kl_coef=0.01), 1)
     actor, ref = build_worker_groups(cfg, 1, use_gpu=False)
     assert (actor.world_size, ref.world_size) == (1, 1)
@@ -141,5 +195,12 @@ def test_actor_and_reference_worker_groups_on_a_cpu_pool(local_ray: None) -> Non
         for g in (actor, ref)
     ]
     assert roles == [("actor", 0, 1), ("ref", 0, 1)]
-    no_kl = compose_config(TrainerSettings(model="m"), 1)
-    assert build_worker_groups(no_kl, 1, use_gpu=False)[1] is None
+    groups = [name for name in ray.available_resources() if name.startswith("CPU_group_")]
+    assert len(groups) == 2, f"one placement group (its name and bundle 0), got {groups}"
+
+
+def test_no_reference_worker_group_without_kl(local_ray: None) -> None:
+    actor, ref = build_worker_groups(compose_config(TrainerSettings(model="m"), 1), 1, False)
+    assert ref is None
+    role = ray.get(actor.workers[0].__ray_call__.remote(lambda w: (w.role, w.world_size)))
+    assert role == ("actor", 1)

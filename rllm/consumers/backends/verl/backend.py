@@ -19,6 +19,9 @@ from rllm.errors import ConfigError
 
 __all__ = ["VERL_CAPABILITIES", "VerlBackend"]
 
+VERL_SUBDIR = "verl"
+"""Where in a checkpoint folder verl's own checkpoint (sharded model, optimizer) goes."""
+
 VERL_CAPABILITIES = Capabilities(
     # verl has no estimator with the plain reward of loss=reinforce (its REINFORCE++ is
     # estimator reinforce_plus_plus under loss=grpo), so loss=reinforce is refused.
@@ -73,7 +76,7 @@ class VerlBackend:
         self._version = 0
 
     def _build(self, n_gpus: int, with_ref: bool) -> tuple[Any, Any]:
-        import ray  # type: ignore[import-not-found]  # comes with verl
+        import ray  # comes with verl
 
         from rllm.consumers.backends.verl.workers import build_worker_groups
 
@@ -113,19 +116,31 @@ class VerlBackend:
         return UpdateResult(self._version, _metrics(out))
 
     def save(self, directory: Path) -> str:
-        """Actor checkpoint via verl, with the HF weights the rollout servers load."""
-        self.actor.save_checkpoint(str(directory), global_step=self._version)
+        """Actor checkpoint via verl in ``directory/verl``, its HF weights (verl's
+        ``huggingface`` folder) moved up into ``directory``: the folder the policy update
+        names is one vLLM, SGLang and our model server load as it is, and keeps its version's
+        name (the gateway's ``upstream_checkpoint_dir`` maps it by that name)."""
+        verl_dir = directory / VERL_SUBDIR
+        self.actor.save_checkpoint(str(verl_dir), global_step=self._version)
+        hf = verl_dir / "huggingface"
+        if not (hf / "config.json").is_file():
+            raise RuntimeError(
+                f"verl saved no HF weights under {hf} (checkpoint.save_contents lacks "
+                f"hf_model?): the rollout servers would have nothing to load"
+            )
+        for item in hf.iterdir():
+            item.replace(directory / item.name)
         return directory.resolve().as_uri()
 
     def load(self, directory: Path, version: int) -> None:
-        """Restore the actor from a verl checkpoint."""
-        self.actor.load_checkpoint(str(directory))
+        """Restore the actor from a checkpoint ``save`` wrote."""
+        self.actor.load_checkpoint(str(directory / VERL_SUBDIR))
         self._version = version
 
     def close(self) -> None:
         """Shut down the Ray cluster this backend started (its worker groups with it)."""
         if self._own_ray:
-            import ray  # type: ignore[import-not-found]
+            import ray
 
             ray.shutdown()
             self._own_ray = False
@@ -146,4 +161,3 @@ def _metrics(out: Any) -> dict[str, float]:
         if numbers:
             metrics[key] = sum(numbers) / len(numbers)
     return metrics
-

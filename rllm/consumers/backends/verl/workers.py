@@ -47,7 +47,7 @@ SETTING_OF = {
 
 
 def _verl_yaml() -> Path:
-    import verl.trainer.config  # type: ignore[import-not-found]  # optional: the verl venv
+    import verl.trainer.config  # optional: the verl venv
 
     return Path(verl.trainer.config.__file__).with_name("_generated_ppo_trainer.yaml")
 
@@ -58,8 +58,8 @@ def compose_config(settings: TrainerSettings, n_gpus: int) -> Any:
     Raises:
         ConfigError: naming our setting and its value when verl refuses what it became.
     """
-    from omegaconf import OmegaConf  # type: ignore[import-not-found]  # comes with verl
-    from verl.utils.config import omega_conf_to_dataclass  # type: ignore[import-not-found]
+    from omegaconf import OmegaConf  # comes with verl
+    from verl.utils.config import omega_conf_to_dataclass
 
     overrides = verl_config(settings, n_gpus)
     overrides.update(
@@ -92,7 +92,9 @@ def compose_config(settings: TrainerSettings, n_gpus: int) -> Any:
         omega_conf_to_dataclass(cfg.algorithm)
         actor.validate(n_gpus, cfg.data.train_batch_size)
     except (ValueError, AssertionError, TypeError) as exc:
-        raise ConfigError(f"backend 'verl': verl refuses these settings ({_named(exc, settings)})") from exc
+        raise ConfigError(
+            f"backend 'verl': verl refuses these settings ({_named(exc, settings)})"
+        ) from exc
     return cfg
 
 
@@ -109,7 +111,7 @@ def _named(exc: BaseException, settings: TrainerSettings) -> str:
 
 def needs_reference(cfg: Any) -> bool:
     """verl's own rule: a reference policy when the KL loss (or KL in reward) is on."""
-    from verl.trainer.ppo.utils import need_reference_policy  # type: ignore[import-not-found]
+    from verl.trainer.ppo.utils import need_reference_policy
 
     return bool(need_reference_policy(cfg))
 
@@ -120,13 +122,13 @@ def build_worker_groups(cfg: Any, n_workers: int, use_gpu: bool) -> tuple[Any, A
     Ray must be initialized. ``use_gpu=False`` gives a CPU resource pool (verl allows it;
     the workers are constructed but FSDP's ``init_model`` needs CUDA).
     """
-    import ray  # type: ignore[import-not-found]  # comes with verl
-    from verl.single_controller.ray import (  # type: ignore[import-not-found]
+    import ray  # comes with verl
+    from verl.single_controller.ray import (
         RayClassWithInitArgs,
         RayResourcePool,
         RayWorkerGroup,
     )
-    from verl.workers.engine_workers import ActorRolloutRefWorker  # type: ignore[import-not-found]
+    from verl.workers.engine_workers import ActorRolloutRefWorker
 
     with_ref = needs_reference(cfg)
     pool = RayResourcePool(
@@ -150,8 +152,8 @@ def update_inputs(data: Any, cfg: Any) -> Any:
     The same steps as verl's ``RayPPOTrainer._update_actor``: to a TensorDict, left/right
     padding to no-padding (nested tensors), and the loop settings as non-tensor entries.
     """
-    from verl.utils import tensordict_utils as tu  # type: ignore[import-not-found]
-    from verl.workers.utils.padding import left_right_2_no_padding  # type: ignore[import-not-found]
+    from verl.utils import tensordict_utils as tu
+    from verl.workers.utils.padding import left_right_2_no_padding
 
     actor = cfg.actor_rollout_ref.actor
     data.meta_info["multi_turn"] = True
@@ -175,8 +177,8 @@ def update_inputs(data: Any, cfg: Any) -> Any:
 
 def ref_inputs(data: Any) -> Any:
     """A ``DataProto`` batch as the ``TensorDict`` for ``compute_ref_log_prob``."""
-    from verl.utils import tensordict_utils as tu  # type: ignore[import-not-found]
-    from verl.workers.utils.padding import left_right_2_no_padding  # type: ignore[import-not-found]
+    from verl.utils import tensordict_utils as tu
+    from verl.workers.utils.padding import left_right_2_no_padding
 
     td = left_right_2_no_padding(data.to_tensordict())
     tu.assign_non_tensor(td, calculate_entropy=False, compute_loss=False)
@@ -185,7 +187,7 @@ def ref_inputs(data: Any) -> Any:
 
 def ref_log_probs(output: Any, td: Any) -> Any:
     """The reference worker's output back in the padded ``[B, R]`` layout."""
-    from verl.utils import tensordict_utils as tu  # type: ignore[import-not-found]
-    from verl.workers.utils.padding import no_padding_2_padding  # type: ignore[import-not-found]
+    from verl.utils import tensordict_utils as tu
+    from verl.workers.utils.padding import no_padding_2_padding
 
     return no_padding_2_padding(tu.get(output, "log_probs"), td).float()
