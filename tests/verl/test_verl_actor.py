@@ -176,9 +176,12 @@ def test_a_verl_checkpoint_without_hf_weights_is_an_error(tmp_path: Path) -> Non
 
 
 @pytest.fixture
-def local_ray() -> Iterator[None]:
+def local_ray(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A Ray of 2 CPUs of its own: the pool's placement group takes both (one bundle of
-    ``max_colocate_count`` CPUs), so each test that builds a pool gets a fresh Ray."""
+    ``max_colocate_count`` CPUs), so each test that builds a pool gets a fresh Ray. Ray's
+    memory monitor is off: on a machine shared with other jobs it killed the idle workers
+    (at 95% of the node's memory used, most of it not theirs)."""
+    monkeypatch.setenv("RAY_memory_monitor_refresh_ms", "0")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
