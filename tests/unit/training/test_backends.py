@@ -132,7 +132,7 @@ def test_verl_layout() -> None:
 
 
 def test_verl_backend_refuses_without_gpu_or_verl() -> None:
-    with pytest.raises(ConfigError, match="verl package and CUDA"):
+    with pytest.raises(ConfigError, match=r"needs the verl package \(pip install verl==0\.9\.1"):
         make_backend(TrainerSettings(backend=BackendName.VERL))
 
 
