@@ -34,6 +34,7 @@ from tests.unit.training.factory import batch
             ["'tinker'", "clip_eps_high=0.28"],
         ),
         ({"backend": BackendName.VERL, "loss": LossKind.DISTILL}, ["'verl'", "loss=distill"]),
+        ({"backend": BackendName.VERL, "lora_rank": 16}, ["'verl'", "lora_rank=16"]),
         ({"backend": BackendName.FIREWORKS, "lora_rank": 8}, ["'fireworks'", "loss=grpo"]),
         (
             {"backend": BackendName.TINKER, "lora_rank": 8, "precision": "bf16"},

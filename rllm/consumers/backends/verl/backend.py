@@ -29,7 +29,10 @@ VERL_CAPABILITIES = Capabilities(
     loss_aggs=frozenset(LossAgg),
     kl=True,
     clipping=True,
-    lora=True,
+    # refused at start until checked on a GPU: with lora_rank > 0 verl writes its
+    # huggingface/ folder from the PEFT-wrapped model, which a vLLM or SGLang server may
+    # not load, and a failed load at the first sync is what this backend must not do
+    lora=False,
     full_finetune=True,
     estimators=frozenset({"grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline"}),
 )
