@@ -54,8 +54,9 @@ sys.path.insert(0, str(ROOT))
 
 from perf.gateway import _broker  # noqa: E402
 from rllm.kafka import EventPublisher, ensure_topics  # noqa: E402
+from rllm.schemas.policy import PolicyUpdated  # noqa: E402
 from rllm.schemas.topics import POLICY_UPDATES, SESSION_EVENTS  # noqa: E402
-from rllm.schemas.types import PolicyUpdated, StepCaptured  # noqa: E402
+from rllm.schemas.types import StepCaptured  # noqa: E402
 from rllm.settings import KafkaSettings  # noqa: E402
 from tests.fakes.upstream import ThreadedServer  # noqa: E402
 

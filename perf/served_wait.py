@@ -21,8 +21,8 @@ from typing import Any
 
 from rllm.app.served import GatewayServes
 from rllm.kafka import EventPublisher, ensure_topics
+from rllm.schemas.policy import PolicyServed
 from rllm.schemas.topics import POLICY_UPDATES
-from rllm.schemas.types import PolicyServed
 from rllm.settings import KafkaSettings
 
 NOWHERE = "http://127.0.0.1:9"

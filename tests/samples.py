@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from rllm.schemas import policy
 from rllm.schemas import types as t
 from rllm.schemas.tokens import pack_logprobs, pack_tokens
 
@@ -107,7 +108,7 @@ EPISODE = t.EpisodeAssembled(
     uniform_reward=True,
     assembled_at=T0,
 )
-POLICY = t.PolicyUpdated(
+POLICY = policy.PolicyUpdated(
     event_id="pu-1",
     run_id="run-1",
     version=5,
@@ -119,7 +120,7 @@ POLICY = t.PolicyUpdated(
     num_tokens=1234,
     created_at=T0,
 )
-SERVED = t.PolicyServed(
+SERVED = policy.PolicyServed(
     event_id="gw-1/run-1/v5",
     gateway_id="gw-1",
     run_id="run-1",
@@ -139,7 +140,7 @@ DEAD = t.DeadLetter(
     failed_at=T0,
 )
 
-SAMPLES: dict[str, t._Record] = {
+SAMPLES: dict[str, t.AvroRecord] = {
     "Task": TASK,
     "Usage": USAGE,
     "StepError": STEP_ERROR,

@@ -29,7 +29,7 @@ from rllm.app.policy import (
 from rllm.app.served import FOLLOWER_NAME
 from rllm.errors import ConfigError, RllmError
 from rllm.schemas.lineage import BASE, PolicyPointer, switch_records
-from rllm.schemas.types import PolicyUpdated
+from rllm.schemas.policy import PolicyUpdated
 from rllm.settings import KafkaSettings
 from rllm.tls import shared_tls
 

@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlparse
 
 from rllm.errors import ConfigError
 from rllm.schemas.lineage import BASE, PolicyPointer, advance, base_record
-from rllm.schemas.types import PolicyUpdated
+from rllm.schemas.policy import PolicyUpdated
 
 __all__ = [
     "PolicyChoice",

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from rllm.kafka import PolicyFollower
-from rllm.schemas.types import PolicyServed
+from rllm.schemas.policy import PolicyServed
 from rllm.settings import KafkaSettings
 from rllm.tls import shared_tls
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from rllm.errors import KafkaUnavailableError
 from rllm.kafka.consume import TopicReader
+from rllm.schemas.policy import PolicyUpdated
 from rllm.schemas.topics import POLICY_UPDATES
-from rllm.schemas.types import PolicyUpdated
 from rllm.settings import KafkaSettings
 
 __all__ = ["PolicyFollower", "read_policy_log"]

@@ -12,13 +12,13 @@ from enum import StrEnum
 from typing import Any
 
 from rllm.errors import UnknownSchemaError
-from rllm.schemas import registry
+from rllm.schemas import policy, registry
 from rllm.schemas import types as t
 from rllm.schemas.tokens import pack_logprobs, pack_tokens, unpack_logprobs, unpack_tokens
 
 __all__ = ["MODELS", "from_avro", "from_json_dict", "to_avro", "to_json_dict"]
 
-MODELS: dict[str, type[t._Record]] = {
+MODELS: dict[str, type[t.AvroRecord]] = {
     cls.avro_name: cls
     for cls in (
         t.SessionEvent,
@@ -28,8 +28,8 @@ MODELS: dict[str, type[t._Record]] = {
         t.RewardAssigned,
         t.TrajectoryAssembled,
         t.EpisodeAssembled,
-        t.PolicyUpdated,
-        t.PolicyServed,
+        policy.PolicyUpdated,
+        policy.PolicyServed,
         t.DeadLetter,
         t.Task,
         t.Usage,
@@ -38,7 +38,7 @@ MODELS: dict[str, type[t._Record]] = {
 }
 
 
-def to_avro(record: t._Record) -> dict[str, Any]:
+def to_avro(record: t.AvroRecord) -> dict[str, Any]:
     """The Avro-shaped dict of a pydantic event."""
     datum = record.model_dump()
     if isinstance(record, t.SessionEvent):
@@ -64,7 +64,7 @@ _LOGPROB_FIELDS = {"response_logprobs"}
 
 
 def _jsonable(value: Any, field: str = "") -> Any:
-    if isinstance(value, t._Record):
+    if isinstance(value, t.AvroRecord):
         out = {k: _jsonable(getattr(value, k), k) for k in type(value).model_fields}
         if isinstance(value, t.SessionEvent):
             out["payload"] = {"type": type(value.payload).__name__, **out["payload"]}
@@ -86,7 +86,7 @@ def _jsonable(value: Any, field: str = "") -> Any:
     return value
 
 
-def to_json_dict(record: t._Record) -> dict[str, Any]:
+def to_json_dict(record: t.AvroRecord) -> dict[str, Any]:
     """A JSON-ready dict of an event: token arrays as lists of numbers, other bytes base64.
 
     ``SessionEvent.payload`` carries a ``type`` key naming its record. ``from_json_dict``
@@ -96,7 +96,7 @@ def to_json_dict(record: t._Record) -> dict[str, Any]:
     return result
 
 
-def _unjson(cls: type[t._Record], data: Any) -> Any:
+def _unjson(cls: type[t.AvroRecord], data: Any) -> Any:
     if not isinstance(data, dict):
         return data
     out = dict(data)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rllm.schemas.types import PolicyUpdated
+from rllm.schemas.policy import PolicyUpdated
 
 __all__ = ["BASE", "POLICY_HEADER", "PolicyPointer", "advance", "base_record", "switch_records"]
 

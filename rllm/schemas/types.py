@@ -19,11 +19,9 @@ from rllm.schemas.tokens import unpack_logprobs, unpack_tokens
 
 __all__ = [
     "ApiKind",
+    "AvroRecord",
     "DeadLetter",
     "EpisodeAssembled",
-    "Event",
-    "PolicyServed",
-    "PolicyUpdated",
     "RewardAssigned",
     "SessionClosed",
     "SessionEvent",
@@ -71,8 +69,9 @@ class SessionStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
-class _Record(BaseModel):
-    """Base of every mirrored Avro record."""
+class AvroRecord(BaseModel):
+    """Base of every mirrored Avro record: a frozen pydantic model whose ``avro_name`` is
+    its record's full name in ``rllm/schemas/avro`` (the codec and topics key on it)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
     avro_name: ClassVar[str] = ""
@@ -82,7 +81,7 @@ def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-class Task(_Record):
+class Task(AvroRecord):
     """One task an agent is run on."""
 
     avro_name: ClassVar[str] = "rllm.events.Task"
@@ -110,7 +109,7 @@ class Task(_Record):
         return dict(json.loads(self.metadata_json))
 
 
-class Usage(_Record):
+class Usage(AvroRecord):
     """Token usage of one call."""
 
     avro_name: ClassVar[str] = "rllm.events.Usage"
@@ -122,7 +121,7 @@ class Usage(_Record):
     """Prompt tokens served from the upstream's prefix cache."""
 
 
-class StepError(_Record):
+class StepError(AvroRecord):
     """Why an LLM call failed."""
 
     avro_name: ClassVar[str] = "rllm.events.StepError"
@@ -137,7 +136,7 @@ class StepError(_Record):
     """HTTP status the agent received."""
 
 
-class SessionOpened(_Record):
+class SessionOpened(AvroRecord):
     """A session (one agent run on one task) started."""
 
     avro_name: ClassVar[str] = "rllm.events.SessionOpened"
@@ -159,7 +158,7 @@ class SessionOpened(_Record):
     """Run-level metadata as a JSON object."""
 
 
-class StepCaptured(_Record):
+class StepCaptured(AvroRecord):
     """One LLM call; token arrays are packed little-endian int32 / float32 bytes."""
 
     avro_name: ClassVar[str] = "rllm.events.StepCaptured"
@@ -232,7 +231,7 @@ class StepCaptured(_Record):
         return unpack_logprobs(self.response_logprobs)
 
 
-class SessionClosed(_Record):
+class SessionClosed(AvroRecord):
     """A session ended."""
 
     avro_name: ClassVar[str] = "rllm.events.SessionClosed"
@@ -246,7 +245,7 @@ class SessionClosed(_Record):
     """Steps the gateway captured for the session."""
 
 
-class RewardAssigned(_Record):
+class RewardAssigned(AvroRecord):
     """A reward for a session."""
 
     avro_name: ClassVar[str] = "rllm.events.RewardAssigned"
@@ -265,7 +264,7 @@ class RewardAssigned(_Record):
 SessionPayload = SessionOpened | StepCaptured | SessionClosed | RewardAssigned
 
 
-class SessionEvent(_Record):
+class SessionEvent(AvroRecord):
     """Envelope on ``rllm.session-events``, keyed by ``session_id``."""
 
     avro_name: ClassVar[str] = "rllm.events.SessionEvent"
@@ -283,7 +282,7 @@ class SessionEvent(_Record):
     """The lifecycle or step record."""
 
 
-class TrajectoryAssembled(_Record):
+class TrajectoryAssembled(AvroRecord):
     """One agent run assembled from its session's events."""
 
     avro_name: ClassVar[str] = "rllm.events.TrajectoryAssembled"
@@ -332,7 +331,7 @@ class TrajectoryAssembled(_Record):
     """Anomalies (step_count_mismatch, missing_tokens, late_steps, ...)."""
 
 
-class EpisodeAssembled(_Record):
+class EpisodeAssembled(AvroRecord):
     """One task in one run: the group of trajectories with advantages."""
 
     avro_name: ClassVar[str] = "rllm.events.EpisodeAssembled"
@@ -360,53 +359,7 @@ class EpisodeAssembled(_Record):
     """When the group was completed."""
 
 
-class PolicyUpdated(_Record):
-    """A new policy version from the trainer."""
-
-    avro_name: ClassVar[str] = "rllm.events.PolicyUpdated"
-    event_id: str
-    """Unique id."""
-    run_id: str
-    """Training run."""
-    version: int
-    """New policy version."""
-    checkpoint_uri: str
-    """Where the weights are."""
-    base_model: str = ""
-    """Model the policy started from."""
-    backend: str = "local"
-    """Backend that produced it."""
-    metrics: dict[str, float] = Field(default_factory=dict)
-    """Training metrics of the update."""
-    num_episodes: int = 0
-    """Episodes in the batch."""
-    num_tokens: int = 0
-    """Trained tokens in the batch."""
-    created_at: datetime = Field(default_factory=utcnow)
-    """When the update finished."""
-
-
-class PolicyServed(_Record):
-    """A gateway stamps steps with a policy version from now on: the acknowledgement of a
-    ``PolicyUpdated``, on the same topic, that a trainer waits for."""
-
-    avro_name: ClassVar[str] = "rllm.events.PolicyServed"
-    event_id: str
-    """Unique id: ``<gateway_id>/<run_id>/v<version>``."""
-    gateway_id: str
-    """The gateway process that adopted it (``GET /admin/policy``'s ``gateway_id``)."""
-    run_id: str
-    """Training run of the policy ("" for an upstream's own weights)."""
-    version: int
-    """Policy version steps are stamped with from now on."""
-    upstream_reports: bool = False
-    """Whether the upstream reported the version itself (the local model server, after its
-    reload); False when it reports none and the gateway took what the log names."""
-    served_at: datetime = Field(default_factory=utcnow)
-    """When the gateway adopted it."""
-
-
-class DeadLetter(_Record):
+class DeadLetter(AvroRecord):
     """An event a consumer refused, with the reason."""
 
     avro_name: ClassVar[str] = "rllm.events.DeadLetter"
@@ -428,20 +381,3 @@ class DeadLetter(_Record):
     """Component that refused it."""
     failed_at: datetime = Field(default_factory=utcnow)
     """When it was refused."""
-
-
-Event = (
-    SessionEvent
-    | TrajectoryAssembled
-    | EpisodeAssembled
-    | PolicyUpdated
-    | PolicyServed
-    | DeadLetter
-    | SessionOpened
-    | StepCaptured
-    | SessionClosed
-    | RewardAssigned
-    | Task
-    | Usage
-    | StepError
-)

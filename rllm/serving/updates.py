@@ -12,7 +12,7 @@ import logging
 
 from rllm.kafka import PolicyFollower as KafkaFollower
 from rllm.schemas.lineage import BASE, PolicyPointer, advance
-from rllm.schemas.types import PolicyUpdated
+from rllm.schemas.policy import PolicyUpdated
 from rllm.serving.engine import Engine
 from rllm.settings import KafkaSettings
 

@@ -22,7 +22,7 @@ from rllm.errors import ConfigError
 from rllm.models.loading import load_model
 from rllm.models.tiny import tiny_model_dir
 from rllm.schemas.lineage import BASE, PolicyPointer, advance, base_record, switch_records
-from rllm.schemas.types import PolicyUpdated
+from rllm.schemas.policy import PolicyUpdated
 from rllm.serving.engine import Engine, SamplingParams
 from rllm.serving.updates import PolicyFollower
 from rllm.settings import KafkaSettings

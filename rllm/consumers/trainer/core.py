@@ -19,7 +19,7 @@ from rllm.consumers.trainer.checkpoint import CheckpointState, CheckpointStore
 from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.consumers.trainer.types import TrainBatch, TrainingBackend, UpdateResult
 from rllm.schemas.ids import policy_updated
-from rllm.schemas.types import PolicyUpdated
+from rllm.schemas.policy import PolicyUpdated
 
 __all__ = ["FaultHook", "TrainerCore"]
 

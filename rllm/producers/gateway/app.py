@@ -19,7 +19,7 @@ from starlette.types import Receive, Scope, Send
 
 from rllm.errors import ConfigError
 from rllm.kafka import EventPublisher, PolicyFollower
-from rllm.schemas.types import PolicyUpdated
+from rllm.schemas.policy import PolicyUpdated
 from rllm.settings import KafkaSettings
 
 from .admin import health, metrics, pause, policy

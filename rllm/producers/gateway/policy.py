@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 import httpx
 
 from rllm.schemas.lineage import PolicyPointer, advance
+from rllm.schemas.policy import PolicyServed, PolicyUpdated
 from rllm.schemas.topics import POLICY_UPDATES
-from rllm.schemas.types import PolicyServed, PolicyUpdated
 
 from .sync import (
     PolicyLoadRefused,

@@ -12,15 +12,9 @@ import pytest
 from rllm.kafka import EventPublisher
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.convert import to_json_dict
+from rllm.schemas.policy import PolicyServed, PolicyUpdated
 from rllm.schemas.topics import POLICY_UPDATES
-from rllm.schemas.types import (
-    PolicyServed,
-    PolicyUpdated,
-    SessionClosed,
-    SessionEvent,
-    SessionStatus,
-    StepCaptured,
-)
+from rllm.schemas.types import SessionClosed, SessionEvent, SessionStatus, StepCaptured
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import RunningUpstream, ThreadedServer
 from tests.integration.gateway.fixtures import ADMIN as DEFAULT_ADMIN

@@ -21,8 +21,9 @@ from rllm.kafka import EventPublisher, read_policy_log
 from rllm.models.loading import load_model
 from rllm.models.tiny import tiny_model_dir
 from rllm.producers.evaluation import EvalConfig
+from rllm.schemas.policy import PolicyUpdated
 from rllm.schemas.topics import POLICY_UPDATES
-from rllm.schemas.types import PolicyUpdated, SessionEvent, SessionOpened, StepCaptured
+from rllm.schemas.types import SessionEvent, SessionOpened, StepCaptured
 from rllm.serving.app import create_app as serving_app
 from rllm.serving.engine import Engine, SamplingParams
 from rllm.serving.updates import PolicyFollower

@@ -17,8 +17,9 @@ import httpx
 
 from rllm.app.served import GatewayServes
 from rllm.kafka import EventPublisher
+from rllm.schemas.policy import PolicyUpdated
 from rllm.schemas.topics import POLICY_UPDATES
-from rllm.schemas.types import PolicyUpdated, SessionEvent, SessionOpened, StepCaptured
+from rllm.schemas.types import SessionEvent, SessionOpened, StepCaptured
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
 from tests.fakes_training.vllm import FakeVllm

@@ -20,8 +20,9 @@ from rllm.kafka import EventPublisher
 from rllm.models.loading import load_model
 from rllm.models.tiny import tiny_model_dir
 from rllm.schemas.codec import AvroCodec
+from rllm.schemas.policy import PolicyServed, PolicyUpdated
 from rllm.schemas.topics import POLICY_UPDATES
-from rllm.schemas.types import PolicyServed, PolicyUpdated, SessionEvent, StepCaptured
+from rllm.schemas.types import SessionEvent, StepCaptured
 from rllm.serving.app import create_app as serving_app
 from rllm.serving.engine import Engine
 from rllm.serving.updates import PolicyFollower

@@ -17,8 +17,9 @@ import pytest
 from rllm.kafka import EventPublisher
 from rllm.models.loading import load_model
 from rllm.models.tiny import tiny_model_dir
+from rllm.schemas.policy import PolicyUpdated
 from rllm.schemas.topics import POLICY_UPDATES
-from rllm.schemas.types import PolicyUpdated, SessionEvent, SessionOpened, StepCaptured
+from rllm.schemas.types import SessionEvent, SessionOpened, StepCaptured
 from rllm.serving.app import create_app as serving_app
 from rllm.serving.engine import Engine
 from rllm.serving.updates import PolicyFollower

@@ -16,8 +16,9 @@ from click.testing import CliRunner
 from rllm.cli.main import cli
 from rllm.sandboxes import SandboxSettings
 from rllm.schemas.codec import AvroCodec
+from rllm.schemas.policy import PolicyUpdated
 from rllm.schemas.topics import EPISODES, POLICY_UPDATES
-from rllm.schemas.types import EpisodeAssembled, PolicyUpdated
+from rllm.schemas.types import EpisodeAssembled
 from rllm.settings import KafkaSettings
 from tests.fakes.scripted import ScriptedUpstream
 from tests.fakes.upstream import ThreadedServer

@@ -15,8 +15,9 @@ import pytest
 from rllm.app.demo import DemoConfig, run_demo
 from rllm.sandboxes import SandboxSettings
 from rllm.schemas.codec import AvroCodec
+from rllm.schemas.policy import PolicyUpdated
 from rllm.schemas.topics import EPISODES, POLICY_UPDATES
-from rllm.schemas.types import EpisodeAssembled, PolicyUpdated
+from rllm.schemas.types import EpisodeAssembled
 from rllm.settings import KafkaSettings
 from tests.integration.harnesses.helpers import needs_local_sandbox
 from tests.integration.helpers import read_all

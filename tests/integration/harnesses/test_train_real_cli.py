@@ -19,8 +19,9 @@ from rllm.cli.main import cli
 from rllm.consumers.trainer.masking import trajectory_sequences
 from rllm.sandboxes import SandboxSettings
 from rllm.schemas.codec import AvroCodec
+from rllm.schemas.policy import PolicyServed, PolicyUpdated
 from rllm.schemas.topics import EPISODES, POLICY_UPDATES
-from rllm.schemas.types import EpisodeAssembled, PolicyServed, PolicyUpdated
+from rllm.schemas.types import EpisodeAssembled
 from rllm.settings import KafkaSettings
 from tests.fakes.scripted import ScriptedUpstream
 from tests.fakes.upstream import ThreadedServer

@@ -10,8 +10,9 @@ import uuid
 from collections.abc import Callable
 
 from rllm.kafka import ConsumedRecord, EventPublisher, TopicReader, dead_letters_to
+from rllm.schemas.policy import PolicyUpdated
 from rllm.schemas.topics import DEAD_LETTERS, EPISODES
-from rllm.schemas.types import DeadLetter, EpisodeAssembled, PolicyUpdated
+from rllm.schemas.types import DeadLetter, EpisodeAssembled
 from rllm.settings import KafkaSettings
 from tests.integration.helpers import read_all
 from tests.unit.training.factory import episode

@@ -16,9 +16,10 @@ from rllm.agent_trainer import UpdateRecord
 from rllm.kafka import EventPublisher
 from rllm.producers.sdk import RolloutConfig, RolloutOutcome
 from rllm.schemas.codec import AvroCodec
+from rllm.schemas.policy import PolicyServed, PolicyUpdated
 from rllm.schemas.run import run_estimator
 from rllm.schemas.topics import EPISODES, POLICY_UPDATES, SESSION_EVENTS
-from rllm.schemas.types import PolicyServed, PolicyUpdated, Task
+from rllm.schemas.types import Task
 from rllm.settings import KafkaSettings
 from tests.integration.helpers import read_all
 from tests.integration.loop.fixtures import LoopStack

@@ -17,8 +17,8 @@ from rllm.app.demo import DemoConfig, held_out_split, run_demo
 from rllm.consumers import backends
 from rllm.kafka import EventPublisher
 from rllm.schemas.codec import AvroCodec
+from rllm.schemas.policy import PolicyUpdated
 from rllm.schemas.topics import EPISODES, POLICY_UPDATES
-from rllm.schemas.types import PolicyUpdated
 from rllm.settings import KafkaSettings
 from tests.integration.helpers import read_all
 from tests.integration.loop.fixtures import LoopStack

@@ -17,8 +17,8 @@ from rllm.kafka import EventPublisher
 from rllm.producers.gateway import GatewaySettings
 from rllm.producers.gateway import create_app as gateway_app
 from rllm.schemas.codec import AvroCodec
+from rllm.schemas.policy import PolicyServed, PolicyUpdated
 from rllm.schemas.topics import POLICY_UPDATES
-from rllm.schemas.types import PolicyServed, PolicyUpdated
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer, start_fake_upstream
 from tests.integration.helpers import read_all

@@ -15,8 +15,8 @@ from rllm.consumers.backends.local.backend import LocalBackend
 from rllm.consumers.trainer.loop import Trainer
 from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.kafka import EventPublisher, make_consumer
+from rllm.schemas.policy import PolicyUpdated
 from rllm.schemas.topics import DEAD_LETTERS, EPISODES
-from rllm.schemas.types import PolicyUpdated
 from rllm.settings import KafkaSettings
 from tests.integration.helpers import read_all
 from tests.unit.training.factory import episode

@@ -15,8 +15,8 @@ from confluent_kafka import TopicPartition
 
 from rllm.consumers.trainer.checkpoint import CheckpointStore
 from rllm.kafka import EventPublisher, make_codec, make_consumer
+from rllm.schemas.policy import PolicyUpdated
 from rllm.schemas.topics import EPISODES, POLICY_UPDATES
-from rllm.schemas.types import PolicyUpdated
 from rllm.settings import KafkaSettings
 from tests.integration.helpers import read_all
 from tests.integration.training.trainer_proc import CRASH_EXIT

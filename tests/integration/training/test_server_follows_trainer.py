@@ -16,8 +16,9 @@ from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.kafka import EventPublisher, make_codec
 from rllm.models.loading import load_model
 from rllm.schemas.lineage import PolicyPointer
+from rllm.schemas.policy import PolicyUpdated
 from rllm.schemas.topics import DEAD_LETTERS, EPISODES, POLICY_UPDATES
-from rllm.schemas.types import DeadLetter, PolicyUpdated
+from rllm.schemas.types import DeadLetter
 from rllm.serving.app import POLICY_HEADER, create_app
 from rllm.serving.engine import Engine, SamplingParams
 from rllm.serving.updates import PolicyFollower

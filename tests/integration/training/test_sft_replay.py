@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from rllm.cli.main import cli
 from rllm.kafka import EventPublisher, make_codec
+from rllm.schemas import policy
 from rllm.schemas import types as t
 from rllm.schemas.tokens import pack_logprobs, pack_tokens
 from rllm.schemas.topics import POLICY_UPDATES, SESSION_EVENTS
@@ -101,8 +102,8 @@ def test_replayed_sessions_train_and_publish_policy_versions(
 
     codec = make_codec(kafka)
     events = [codec.decode(m.value() or b"") for m in read_all(kafka, kafka.topic(POLICY_UPDATES))]
-    assert all(isinstance(e, t.PolicyUpdated) for e in events)
-    updates = [e for e in events if isinstance(e, t.PolicyUpdated)]
+    assert all(isinstance(e, policy.PolicyUpdated) for e in events)
+    updates = [e for e in events if isinstance(e, policy.PolicyUpdated)]
     assert [(e.event_id, e.version, e.num_tokens) for e in updates] == [
         ("sft-run/v1", 1, 9),
         ("sft-run/v2", 2, 9),

@@ -21,7 +21,7 @@ from rllm.producers.gateway.state import GatewayState
 from rllm.producers.gateway.sync import PolicyLoadRefused, SyncKind, checkpoint_of
 from rllm.producers.gateway.upstreams import Upstream
 from rllm.schemas.lineage import PolicyPointer
-from rllm.schemas.types import PolicyServed, PolicyUpdated
+from rllm.schemas.policy import PolicyServed, PolicyUpdated
 from tests.fakes_training.sglang import FakeSGLang
 from tests.fakes_training.vllm import FakeVllm
 

@@ -22,7 +22,7 @@ from rllm.producers.gateway.sink import EventSink
 from rllm.producers.gateway.state import GatewayState
 from rllm.producers.gateway.upstreams import Upstream
 from rllm.schemas.lineage import PolicyPointer
-from rllm.schemas.types import PolicyUpdated
+from rllm.schemas.policy import PolicyUpdated
 from tests.fakes_training.vllm import FakeVllm
 
 A, B, C = "http://a:8000", "http://b:8000", "http://c:8000"

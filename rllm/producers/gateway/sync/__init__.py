@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlparse
 import httpx
 
 from rllm.schemas.lineage import BASE, PolicyPointer
-from rllm.schemas.types import PolicyUpdated
+from rllm.schemas.policy import PolicyUpdated
 
 from ..settings import GatewaySettings, UpstreamKind
 from .errors import PolicyLoadRefused
