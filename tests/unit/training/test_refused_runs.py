@@ -119,7 +119,11 @@ def test_train_raises_after_a_run_whose_every_rollout_failed(
                                 config={"mode": "async"})  # fmt: skip
     fake = SimpleNamespace(version=0, failure=None,
                            report=TrainerReport(episodes_consumed=0))  # fmt: skip
-    running = SimpleNamespace(trainer=fake, settings=SimpleNamespace(run_estimator=lambda: None))
+    running = SimpleNamespace(
+        trainer=fake,
+        settings=SimpleNamespace(run_estimator=lambda: None),
+        raise_failure=lambda: None,  # the fake trainer did not fail
+    )
     monkeypatch.setattr(trainer, "_start", lambda progress=False: running)
     monkeypatch.setattr(trainer, "_one_batch", lambda run, batch: _record(4, "Boom: 400"))
     monkeypatch.setattr(trainer, "close", lambda: None)
