@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -24,6 +23,7 @@ from rllm.schemas.lineage import PolicyPointer
 from rllm.schemas.policy import PolicyServed, PolicyUpdated
 from tests.fakes_training.sglang import FakeSGLang
 from tests.fakes_training.vllm import FakeVllm
+from tests.unit.gateway.waiting import until
 
 
 class _Sink:
@@ -56,14 +56,6 @@ def _record(folder: Path, version: int, run: str = "r") -> PolicyUpdated:
     )
 
 
-async def _until(done: Callable[[], bool], what: str) -> None:
-    for _ in range(500):
-        if done():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(what)
-
-
 async def _tracking(state: GatewayState) -> tuple[PolicyTracker, asyncio.Task[None]]:
     tracker = PolicyTracker(state, poll_s=0.01, max_poll_s=0.05)
     return tracker, asyncio.create_task(tracker.run())
@@ -78,11 +70,11 @@ async def test_vllm_steps_keep_the_old_version_until_the_adapter_is_listed(
     tracker, task = await _tracking(state)
     try:
         tracker.offer(_record(_checkpoint(tmp_path, 1, lora=True), 1))
-        await _until(lambda: fake.loading == 1, "the load never reached vLLM")
+        await until(lambda: fake.loading == 1, "the load never reached vLLM")
         assert (state.policy_version, state.served_model) == (0, None), "not loaded yet"
         assert sink.records == []
         fake.gate.set()
-        await _until(lambda: state.policy_version == 1, "v1 never adopted")
+        await until(lambda: state.policy_version == 1, "v1 never adopted")
         assert state.served_model == "r-v1"
         assert fake.adapters == {"r-v1": str(tmp_path / "r" / "v000001")}
         assert [(r.run_id, r.version, r.upstream_reports) for r in sink.records] == [("r", 1, True)]
@@ -90,7 +82,7 @@ async def test_vllm_steps_keep_the_old_version_until_the_adapter_is_listed(
         # two more: the adapter before the served one stays for calls in flight
         for version in (2, 3):
             tracker.offer(_record(_checkpoint(tmp_path, version, lora=True), version))
-            await _until(lambda v=version: state.policy_version == v, f"v{version}")  # type: ignore[misc]
+            await until(lambda v=version: state.policy_version == v, f"v{version}")  # type: ignore[misc]
         assert (state.served_model, sorted(fake.adapters), fake.unloaded) == (
             "r-v3",
             ["r-v2", "r-v3"],
@@ -108,11 +100,11 @@ async def test_vllm_refusing_an_adapter_keeps_the_old_version_and_says_why(
     tracker, task = await _tracking(state)
     try:
         tracker.offer(_record(_checkpoint(tmp_path, 1, lora=True), 1))
-        await _until(lambda: state.policy_version == 1, "v1 never adopted")
+        await until(lambda: state.policy_version == 1, "v1 never adopted")
         bad = _checkpoint(tmp_path, 2, lora=True)
         fake.refuse.add(str(bad))
         tracker.offer(_record(bad, 2))
-        await _until(lambda: state.sync_error is not None, "the refusal was never noted")
+        await until(lambda: state.sync_error is not None, "the refusal was never noted")
         assert state.sync_error is not None
         pointer, reason = state.sync_error
         assert pointer == PolicyPointer("r", 2)
@@ -121,7 +113,7 @@ async def test_vllm_refusing_an_adapter_keeps_the_old_version_and_says_why(
         assert [r.version for r in sink.records] == [1]
         # a newer policy the server loads clears it
         tracker.offer(_record(_checkpoint(tmp_path, 3, lora=True), 3))
-        await _until(lambda: state.policy_version == 3, "v3 never adopted")
+        await until(lambda: state.policy_version == 3, "v3 never adopted")
         assert state.sync_error is None
     finally:
         task.cancel()
@@ -134,11 +126,11 @@ async def test_vllm_without_runtime_lora_or_dev_mode_is_refused_with_what_to_cha
     tracker, task = await _tracking(state)
     try:
         tracker.offer(_record(_checkpoint(tmp_path, 1, lora=True), 1))
-        await _until(lambda: state.sync_error is not None, "never refused")
+        await until(lambda: state.sync_error is not None, "never refused")
         assert state.sync_error is not None
         assert "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True" in state.sync_error[1]
         tracker.offer(_record(_checkpoint(tmp_path, 2, lora=False), 2))
-        await _until(lambda: state.sync_error and state.sync_error[0].version == 2, "full")  # type: ignore[arg-type, return-value]
+        await until(lambda: state.sync_error and state.sync_error[0].version == 2, "full")  # type: ignore[arg-type, return-value]
         assert "VLLM_SERVER_DEV_MODE=1" in state.sync_error[1]
         assert state.policy_version == 0
     finally:
@@ -153,7 +145,7 @@ async def test_vllm_dev_mode_reloads_full_weights_and_reads_the_version_back(
     tracker, task = await _tracking(state)
     try:
         tracker.offer(_record(_checkpoint(tmp_path, 4, lora=False), 4))
-        await _until(lambda: state.policy_version == 4, "v4 never adopted")
+        await until(lambda: state.policy_version == 4, "v4 never adopted")
         assert fake.weights_path == "/mnt/ckpt/r/v000004", "the server's view of the folder"
         assert (fake.weight_version, state.served_model) == ("r/v4", None)
         assert sink.records[0].upstream_reports is True
@@ -171,16 +163,16 @@ async def test_sglang_is_stamped_only_after_get_model_info_names_the_checkpoint(
     try:
         folder = _checkpoint(tmp_path, 1, lora=False)
         tracker.offer(_record(folder, 1))
-        await _until(lambda: fake.loading == 1, "the load never reached SGLang")
+        await until(lambda: fake.loading == 1, "the load never reached SGLang")
         assert state.sync is not None and state.sync.kind is SyncKind.SGLANG
         assert state.policy_version == 0
         fake.gate.set()
-        await _until(lambda: state.policy_version == 1, "v1 never adopted")
+        await until(lambda: state.policy_version == 1, "v1 never adopted")
         assert fake.model_path == str(folder)
         bad = _checkpoint(tmp_path, 2, lora=False)
         fake.refuse.add(str(bad))
         tracker.offer(_record(bad, 2))
-        await _until(lambda: state.sync_error is not None, "never refused")
+        await until(lambda: state.sync_error is not None, "never refused")
         assert state.sync_error is not None
         assert "failed to load" in state.sync_error[1] and "no such model" in state.sync_error[1]
         assert (state.policy_version, [r.version for r in sink.records]) == (1, [1])
@@ -200,12 +192,12 @@ async def test_the_local_server_is_detected_and_followed_on_health() -> None:
     tracker, task = await _tracking(state)
     try:
         tracker.offer(_record(Path("/nowhere/r/v000005"), 5))
-        await _until(lambda: state.sync is not None, "never detected")
+        await until(lambda: state.sync is not None, "never detected")
         assert state.sync is not None and state.sync.kind is SyncKind.LOCAL
         await asyncio.sleep(0.05)
         assert state.policy_version == 0, "the server has not loaded it"
         reported.update(policy_version=5, policy_run="r")
-        await _until(lambda: state.policy_version == 5, "v5 never adopted")
+        await until(lambda: state.policy_version == 5, "v5 never adopted")
         assert sink.records[0].upstream_reports is True
     finally:
         task.cancel()

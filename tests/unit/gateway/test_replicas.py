@@ -24,6 +24,7 @@ from rllm.producers.gateway.upstreams import Upstream
 from rllm.schemas.lineage import PolicyPointer
 from rllm.schemas.policy import PolicyUpdated
 from tests.fakes_training.vllm import FakeVllm
+from tests.unit.gateway.waiting import until
 
 A, B, C = "http://a:8000", "http://b:8000", "http://c:8000"
 
@@ -167,17 +168,9 @@ async def test_probing_brings_back_a_replica_whose_health_answers() -> None:
         await asyncio.sleep(0.05)
         assert a.live is False, "it answers, but has not confirmed a policy yet"
         a.policy = PolicyPointer("r", 3)
-        await _until(lambda: a.live, "never brought back")
+        await until(lambda: a.live, "never brought back")
     finally:
         probe.cancel()
-
-
-async def _until(done: Callable[[], bool], what: str) -> None:
-    for _ in range(500):
-        if done():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(what)
 
 
 class _Sink:
@@ -213,15 +206,15 @@ async def test_a_version_is_served_once_every_live_replica_confirms_it(
     task = asyncio.create_task(tracker.run())
     try:
         tracker.offer(_record(tmp_path, 1))
-        await _until(lambda: state.policy_version == 1, "v1 never served")
+        await until(lambda: state.policy_version == 1, "v1 never served")
         assert (a.policy_version, b.policy_version, state.served_model) == (1, 1, "r-v1")
         assert [r.version for r in sink.records] == [1]
         # b refuses v2: a serves it (its steps say so), the gateway's version stays 1
         fakes[B].refuse.add(str(tmp_path / "r" / "v000002"))
         caplog.set_level(logging.ERROR, "rllm.gateway")
         tracker.offer(_record(tmp_path, 2))
-        await _until(lambda: b.sync_error is not None, "b never refused")
-        await _until(lambda: a.policy_version == 2, "a never loaded v2")
+        await until(lambda: b.sync_error is not None, "b never refused")
+        await until(lambda: a.policy_version == 2, "a never loaded v2")
         assert (state.policy_version, b.policy_version, a.served_model) == (1, 1, "r-v2")
         assert state.sync_error is not None and state.sync_error[0] == PolicyPointer("r", 2)
         assert state.sync_error[1].startswith(f"upstream {B}: ")
