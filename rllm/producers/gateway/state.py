@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from rllm.schemas.envelope import envelope
 from rllm.schemas.lineage import PolicyPointer
 from rllm.schemas.topics import SESSION_EVENTS
 from rllm.schemas.types import SessionClosed, SessionEvent, SessionOpened, SessionStatus, Task
@@ -115,13 +116,7 @@ class GatewayState:
         """Register a session and publish its SessionOpened (always waiting for the ack)."""
         opened = opened or SessionOpened(task=task, policy_version=self.policy_version)
         session = self.sessions.open(session_id, run_id, task, model=opened.model)
-        event = SessionEvent(
-            event_id=uuid.uuid4().hex,
-            session_id=session_id,
-            run_id=run_id,
-            producer=self.settings.producer_name,
-            payload=opened,
-        )
+        event = envelope(session_id, run_id, self.settings.producer_name, opened)
         session.in_flight += 1  # not idle while its SessionOpened waits for the broker
         try:
             await self.publish(session, event, wait=True)
@@ -161,12 +156,6 @@ class GatewayState:
         )
         self.sessions.close(session.session_id)
         self.replicas.release(session.session_id)
-        event = SessionEvent(
-            event_id=uuid.uuid4().hex,
-            session_id=session.session_id,
-            run_id=session.run_id,
-            producer=self.settings.producer_name,
-            payload=closed,
-        )
+        event = envelope(session.session_id, session.run_id, self.settings.producer_name, closed)
         await self.publish(session, event, wait=True)
         return closed
