@@ -15,12 +15,8 @@ from typing import Any
 from starlette.responses import JSONResponse, Response
 
 from rllm.errors import MessageTooLargeError
-from rllm.schemas.lineage import POLICY_HEADER
-from rllm.schemas.topics import SESSION_EVENTS
-from rllm.schemas.types import ApiKind, utcnow
-
-from .adapters.base import Parsed
-from .capture import (
+from rllm.producers.gateway.adapters.base import Parsed
+from rllm.producers.gateway.capture import (
     Capture,
     choice_capture,
     choices_asked,
@@ -29,14 +25,17 @@ from .capture import (
     step_event,
     too_large,
 )
-from .clock import Timing
-from .context import Clamp
-from .errors import anthropic_error
-from .replicas import Replica
-from .sessions import Session
-from .settings import UpstreamKind
-from .state import GatewayState
-from .upstreams import UpstreamFailure
+from rllm.producers.gateway.clock import Timing
+from rllm.producers.gateway.context import Clamp
+from rllm.producers.gateway.errors import anthropic_error
+from rllm.producers.gateway.replicas import Replica
+from rllm.producers.gateway.sessions import Session
+from rllm.producers.gateway.settings import UpstreamKind
+from rllm.producers.gateway.state import GatewayState
+from rllm.producers.gateway.upstreams import UpstreamFailure
+from rllm.schemas.lineage import POLICY_HEADER
+from rllm.schemas.topics import SESSION_EVENTS
+from rllm.schemas.types import ApiKind, utcnow
 
 __all__ = ["Call"]
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from rllm.producers.gateway.adapters.base import MAX_CHOICES, Sample
+from rllm.producers.gateway.sessions import DeltaState, Session
 from rllm.schemas.delta import common_prefix_len, delta_prompt  # the one delta rule
 from rllm.schemas.envelope import envelope
 from rllm.schemas.tokens import pack_logprobs, pack_tokens
@@ -26,9 +28,6 @@ from rllm.schemas.types import (
     TokenStatus,
     Usage,
 )
-
-from .adapters.base import MAX_CHOICES, Sample
-from .sessions import DeltaState, Session
 
 __all__ = [
     "MAX_CHOICES",

@@ -11,18 +11,17 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from rllm.producers.gateway.metrics import Metrics
+from rllm.producers.gateway.replicas import Replica, ReplicaSet
+from rllm.producers.gateway.sessions import Session, SessionRegistry
+from rllm.producers.gateway.settings import CaptureMode, GatewaySettings
+from rllm.producers.gateway.sink import EventSink
+from rllm.producers.gateway.sync.types import PolicySync
+from rllm.producers.gateway.upstreams import Upstream
 from rllm.schemas.envelope import envelope
 from rllm.schemas.lineage import PolicyPointer
 from rllm.schemas.topics import SESSION_EVENTS
 from rllm.schemas.types import SessionClosed, SessionEvent, SessionOpened, SessionStatus, Task
-
-from .metrics import Metrics
-from .replicas import Replica, ReplicaSet
-from .sessions import Session, SessionRegistry
-from .settings import CaptureMode, GatewaySettings
-from .sink import EventSink
-from .sync.types import PolicySync
-from .upstreams import Upstream
 
 __all__ = ["GatewayState"]
 
