@@ -6,6 +6,7 @@ import json
 import uuid
 
 from rllm.kafka import EventPublisher
+from rllm.schemas.envelope import envelope
 from rllm.schemas.tokens import pack_logprobs, pack_tokens
 from rllm.schemas.topics import SESSION_EVENTS
 from rllm.schemas.types import (
@@ -68,16 +69,7 @@ def demo_session_events(session_id: str, run_id: str, num_steps: int = 3) -> lis
         parent = f"{session_id}:step-{i}"
     payloads.append(RewardAssigned(reward=1.0, is_correct=True, evaluator="exact_match"))
     payloads.append(SessionClosed(status=SessionStatus.OK, output_json='"56"', num_steps=num_steps))
-    return [
-        SessionEvent(
-            event_id=uuid.uuid4().hex,
-            session_id=session_id,
-            run_id=run_id,
-            producer="demo",
-            payload=p,
-        )
-        for p in payloads
-    ]
+    return [envelope(session_id, run_id, "demo", p) for p in payloads]
 
 
 def publish_demo_session(publisher: EventPublisher, run_id: str = "demo") -> str:

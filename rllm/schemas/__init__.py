@@ -5,6 +5,7 @@ from __future__ import annotations
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.convert import from_json_dict, to_json_dict
 from rllm.schemas.delta import full_prompts, full_requests, restore_steps
+from rllm.schemas.envelope import envelope
 from rllm.schemas.policy import PolicyServed, PolicyUpdated
 from rllm.schemas.tokens import pack_logprobs, pack_tokens, unpack_logprobs, unpack_tokens
 from rllm.schemas.topics import TOPICS, TopicSpec
@@ -45,6 +46,7 @@ __all__ = [
     "TopicSpec",
     "TrajectoryAssembled",
     "Usage",
+    "envelope",
     "from_json_dict",
     "full_prompts",
     "full_requests",

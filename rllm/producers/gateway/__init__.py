@@ -3,8 +3,8 @@ as a ``StepCaptured`` event on Kafka."""
 
 from __future__ import annotations
 
-from .app import create_app
-from .server import serve
-from .settings import CaptureMode, GatewaySettings, UpstreamKind
+from rllm.producers.gateway.app import create_app
+from rllm.producers.gateway.server import serve
+from rllm.producers.gateway.settings import CaptureMode, GatewaySettings, UpstreamKind
 
 __all__ = ["CaptureMode", "GatewaySettings", "UpstreamKind", "create_app", "serve"]

@@ -11,14 +11,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from rllm.errors import MessageTooLargeError, RllmError
+from rllm.producers.gateway.errors import GatewayError, anthropic_error
+from rllm.producers.gateway.policy import upstream_policy
+from rllm.producers.gateway.routing import request_key
+from rllm.producers.gateway.sessions import Session
+from rllm.producers.gateway.state import GatewayState
+from rllm.producers.gateway.validation import TOO_DEEP, read_json
 from rllm.schemas.lineage import PolicyPointer
-
-from .errors import GatewayError, anthropic_error
-from .policy import upstream_policy
-from .routing import request_key
-from .sessions import Session
-from .state import GatewayState
-from .validation import TOO_DEEP, read_json
 
 __all__ = [
     "error_response",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -19,22 +20,21 @@ from starlette.types import Receive, Scope, Send
 
 from rllm.errors import ConfigError
 from rllm.kafka import EventPublisher, PolicyFollower
+from rllm.producers.gateway.admin import health, metrics, pause, policy
+from rllm.producers.gateway.call_routes import plain_call, session_call
+from rllm.producers.gateway.clock import stamp
+from rllm.producers.gateway.metrics import Metrics
+from rllm.producers.gateway.policy import PolicyTracker
+from rllm.producers.gateway.replicas import Replica, ReplicaSet
+from rllm.producers.gateway.session_routes import close_sessions, open_sessions
+from rllm.producers.gateway.settings import GatewaySettings, UpstreamKind
+from rllm.producers.gateway.sglang import load_tokenizer
+from rllm.producers.gateway.sink import EventSink
+from rllm.producers.gateway.spool import Spool
+from rllm.producers.gateway.state import GatewayState
+from rllm.producers.gateway.upstreams import Upstream
 from rllm.schemas.policy import PolicyUpdated
 from rllm.settings import KafkaSettings
-
-from .admin import health, metrics, pause, policy
-from .call_routes import plain_call, session_call
-from .clock import stamp
-from .metrics import Metrics
-from .policy import PolicyTracker
-from .replicas import Replica, ReplicaSet
-from .session_routes import close_sessions, open_sessions
-from .settings import GatewaySettings, UpstreamKind
-from .sglang import load_tokenizer
-from .sink import EventSink
-from .spool import Spool
-from .state import GatewayState
-from .upstreams import Upstream
 
 __all__ = ["GatewayApp", "create_app"]
 
@@ -61,62 +61,69 @@ def create_app(
         )
     sglang = settings.upstream_kind is UpstreamKind.SGLANG
     tokenizer = load_tokenizer(settings.tokenizer) if sglang else None
+    lifespan = functools.partial(_lifespan, settings, kafka, transport, tokenizer)
+    return GatewayApp(Starlette(routes=_routes(), lifespan=lifespan))
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        state, sink, upstreams = _open_state(settings, kafka, transport, tokenizer)
-        loop = asyncio.get_running_loop()
-        sync = PolicyTracker(state)
 
-        def offered(records: list[PolicyUpdated], _caught_up: bool) -> None:  # follower's thread
-            for record in records:
-                loop.call_soon_threadsafe(sync.offer, record)
+def _routes() -> list[Route]:
+    return [
+        Route("/health", health, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/sessions", open_sessions, methods=["POST"]),
+        Route("/sessions/close", close_sessions, methods=["POST"]),
+        Route("/sessions/{rest:path}", session_call, methods=["GET", "POST"]),
+        Route("/v1/{api:path}", plain_call, methods=["GET", "POST"]),
+        Route("/admin/policy", policy, methods=["GET", "POST"]),
+        Route("/admin/pause", pause, methods=["GET", "POST"]),
+    ]
 
-        follower = None
-        if settings.follow_policy_updates:
-            follower = PolicyFollower(kafka, offered, name="gateway").start()
-        app.state.gw = state
-        if settings.insecure and settings.admin_key is None:
-            log.warning(
-                "INSECURE: the gateway on %s runs without an admin key; anyone who reaches it "
-                "may open, call, read and close any session (started with --insecure)",
-                settings.base_url,
-            )
-        sink.start()
-        tasks = _background(state, sync, upstreams)
-        if sink.spooling:
-            log.info(
-                "spool %s holds %d events from a previous run; draining",
-                sink.spool.path,
-                sink.spool.depth,
-            )
-        try:
-            yield
-        finally:
-            for task in tasks:
-                task.cancel()
-            if follower is not None:
-                follower.stop()
-            for upstream in upstreams:
-                await upstream.aclose()
-            state.settle()
-            await sink.stop()
 
-    return GatewayApp(
-        Starlette(
-            routes=[
-                Route("/health", health, methods=["GET"]),
-                Route("/metrics", metrics, methods=["GET"]),
-                Route("/sessions", open_sessions, methods=["POST"]),
-                Route("/sessions/close", close_sessions, methods=["POST"]),
-                Route("/sessions/{rest:path}", session_call, methods=["GET", "POST"]),
-                Route("/v1/{api:path}", plain_call, methods=["GET", "POST"]),
-                Route("/admin/policy", policy, methods=["GET", "POST"]),
-                Route("/admin/pause", pause, methods=["GET", "POST"]),
-            ],
-            lifespan=lifespan,
+@contextlib.asynccontextmanager
+async def _lifespan(
+    settings: GatewaySettings,
+    kafka: KafkaSettings,
+    transport: httpx.AsyncBaseTransport | None,
+    tokenizer: Any,
+    app: Starlette,
+) -> AsyncIterator[None]:
+    """The gateway's lifespan: its state, sink, policy follower and background tasks."""
+    state, sink, upstreams = _open_state(settings, kafka, transport, tokenizer)
+    loop = asyncio.get_running_loop()
+    sync = PolicyTracker(state)
+
+    def offered(records: list[PolicyUpdated], _caught_up: bool) -> None:  # follower's thread
+        for record in records:
+            loop.call_soon_threadsafe(sync.offer, record)
+
+    follower = None
+    if settings.follow_policy_updates:
+        follower = PolicyFollower(kafka, offered, name="gateway").start()
+    app.state.gw = state
+    if settings.insecure and settings.admin_key is None:
+        log.warning(
+            "INSECURE: the gateway on %s runs without an admin key; anyone who reaches it "
+            "may open, call, read and close any session (started with --insecure)",
+            settings.base_url,
         )
-    )
+    sink.start()
+    tasks = _background(state, sync, upstreams)
+    if sink.spooling:
+        log.info(
+            "spool %s holds %d events from a previous run; draining",
+            sink.spool.path,
+            sink.spool.depth,
+        )
+    try:
+        yield
+    finally:
+        for task in tasks:
+            task.cancel()
+        if follower is not None:
+            follower.stop()
+        for upstream in upstreams:
+            await upstream.aclose()
+        state.settle()
+        await sink.stop()
 
 
 def _background(

@@ -4,6 +4,7 @@ what ``dispatch`` fills while it serves the call."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
@@ -14,12 +15,8 @@ from typing import Any
 from starlette.responses import JSONResponse, Response
 
 from rllm.errors import MessageTooLargeError
-from rllm.schemas.lineage import POLICY_HEADER
-from rllm.schemas.topics import SESSION_EVENTS
-from rllm.schemas.types import ApiKind, utcnow
-
-from .adapters.base import Parsed
-from .capture import (
+from rllm.producers.gateway.adapters.base import Parsed
+from rllm.producers.gateway.capture import (
     Capture,
     choice_capture,
     choices_asked,
@@ -28,21 +25,21 @@ from .capture import (
     step_event,
     too_large,
 )
-from .clock import Timing
-from .context import Clamp
-from .errors import anthropic_error
-from .replicas import Replica
-from .sessions import Session
-from .settings import UpstreamKind
-from .state import GatewayState
-from .upstreams import UpstreamFailure
+from rllm.producers.gateway.clock import Timing
+from rllm.producers.gateway.context import Clamp
+from rllm.producers.gateway.errors import anthropic_error
+from rllm.producers.gateway.replicas import Replica
+from rllm.producers.gateway.sessions import Session
+from rllm.producers.gateway.settings import UpstreamKind
+from rllm.producers.gateway.state import GatewayState
+from rllm.producers.gateway.upstreams import UpstreamFailure
+from rllm.schemas.lineage import POLICY_HEADER
+from rllm.schemas.topics import SESSION_EVENTS
+from rllm.schemas.types import ApiKind, utcnow
 
 __all__ = ["Call"]
 
 log = logging.getLogger("rllm.gateway")
-
-_ADVANCED = ("last_step_id", "last_full_ids", "num_steps", "prompt_tokens", "completion_tokens")
-"""The session fields ``step_event`` advances (restored when its event is not taken)."""
 
 
 class Call:
@@ -183,10 +180,13 @@ class Call:
         s = self.session
         more = self.cap.more[: self.asked - 1] if self.cap.error is None else []
         settled = [self._submit(self.cap, self.index)]
-        first = (s.last_step_id, s.last_full_ids)
+        first = s.delta
         for k, sample in enumerate(more, start=1):
             settled.append(self._submit(choice_capture(self.cap, sample), self.index + k))
-            s.last_step_id, s.last_full_ids = first
+            parent = dataclasses.replace(
+                s.delta, last_step_id=first.last_step_id, last_full_ids=first.last_full_ids
+            )
+            s.advance(parent)
         used = 1 + len(more)
         if not s.give_back(self.index, self.asked, used):
             for k in range(used, self.asked):
@@ -198,16 +198,15 @@ class Call:
         """Build and submit one step event (no await between: the session's delta state
         and step count change only for an event that was taken)."""
         s, producer = self.session, self.state.settings.producer_name
-        before = {name: getattr(s, name) for name in _ADVANCED}
-        event = step_event(s, cap, index, producer)
+        event, delta = step_event(s, cap, index, producer)
         try:
-            return self.state.sink.submit(SESSION_EVENTS, s.session_id, event)
+            settled = self.state.sink.submit(SESSION_EVENTS, s.session_id, event)
         except MessageTooLargeError as exc:
-            for name, value in before.items():
-                setattr(s, name, value)
             self.state.metrics.inc("rllm_gateway_errors_total", kind="too_large")
-            event = step_event(s, too_large(cap, str(exc)), index, producer)
-            return self.state.sink.submit(SESSION_EVENTS, s.session_id, event)
+            event, delta = step_event(s, too_large(cap, str(exc)), index, producer)
+            settled = self.state.sink.submit(SESSION_EVENTS, s.session_id, event)
+        s.advance(delta)
+        return settled
 
     async def failed(self, failure: UpstreamFailure) -> Response:
         self.received()

@@ -8,17 +8,17 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from .admin import guarded, is_admin, may_use, require_admin, state_of
-from .clock import timing_of
-from .dispatch import API_PATHS, handle_call
-from .errors import GatewayError
-from .ingest import ingest_events
-from .routing import parse_session_path, redacted_query, request_key
-from .session_routes import close_one, open_implicit, session_info
-from .sessions import Session
-from .state import GatewayState
-from .upstreams import UpstreamFailure
-from .validation import read_json, validate_call
+from rllm.producers.gateway.admin import guarded, is_admin, may_use, require_admin, state_of
+from rllm.producers.gateway.clock import timing_of
+from rllm.producers.gateway.dispatch import API_PATHS, handle_call
+from rllm.producers.gateway.errors import GatewayError
+from rllm.producers.gateway.ingest import ingest_events
+from rllm.producers.gateway.routing import parse_session_path, redacted_query, request_key
+from rllm.producers.gateway.session_routes import close_one, open_implicit, session_info
+from rllm.producers.gateway.sessions import Session
+from rllm.producers.gateway.state import GatewayState
+from rllm.producers.gateway.upstreams import UpstreamFailure
+from rllm.producers.gateway.validation import read_json, validate_call
 
 __all__ = ["header_dict", "plain_call", "session_call"]
 

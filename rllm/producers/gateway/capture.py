@@ -1,7 +1,7 @@
 """Turn one upstream call into a ``StepCaptured``, delta-encoding multi-turn prompts.
 
 Pure logic: the API adapters fill a ``Capture``; ``step_event`` builds the event and
-advances the session's delta state.
+returns the session's next delta state.
 """
 
 from __future__ import annotations
@@ -15,7 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from rllm.producers.gateway.adapters.base import MAX_CHOICES, Sample
+from rllm.producers.gateway.sessions import DeltaState, Session
 from rllm.schemas.delta import common_prefix_len, delta_prompt  # the one delta rule
+from rllm.schemas.envelope import envelope
 from rllm.schemas.tokens import pack_logprobs, pack_tokens
 from rllm.schemas.types import (
     ApiKind,
@@ -25,9 +28,6 @@ from rllm.schemas.types import (
     TokenStatus,
     Usage,
 )
-
-from .adapters.base import MAX_CHOICES, Sample
-from .sessions import Session
 
 __all__ = [
     "MAX_CHOICES",
@@ -165,9 +165,13 @@ def too_large(cap: Capture, reason: str) -> Capture:
     )
 
 
-def step_event(session: Session, cap: Capture, step_index: int, producer: str) -> SessionEvent:
-    """The ``StepCaptured`` event of a call; updates the session's parent for the next
-    delta, its step count and its token totals."""
+def step_event(
+    session: Session, cap: Capture, step_index: int, producer: str
+) -> tuple[SessionEvent, DeltaState]:
+    """The ``StepCaptured`` event of a call and the session's delta state after it (its
+    parent for the next delta, its step count and its token totals); the session itself
+    is not changed: ``Session.advance`` takes the new state once the event is taken."""
+    state = session.delta
     step_id = uuid.uuid4().hex
     has_tokens = cap.prompt_ids is not None and cap.response_ids is not None and cap.error is None
     prefix_len, parent = 0, None
@@ -176,16 +180,20 @@ def step_event(session: Session, cap: Capture, step_index: int, producer: str) -
         prompt = np.asarray(cap.prompt_ids, dtype=np.int32)
         response = np.asarray(cap.response_ids, dtype=np.int32)
         suffix = prompt
-        if session.last_step_id is not None:
-            prefix_len, suffix = delta_prompt(session.last_full_ids, prompt)
-            parent = session.last_step_id if prefix_len else None
+        if state.last_step_id is not None:
+            prefix_len, suffix = delta_prompt(state.last_full_ids, prompt)
+            parent = state.last_step_id if prefix_len else None
         prompt_b, resp_b = pack_tokens(suffix), pack_tokens(response)
         lp_b = pack_logprobs(cap.logprobs or [])
-        session.last_step_id = step_id
-        session.last_full_ids = np.concatenate([prompt, response])
-    session.num_steps += 1
-    session.prompt_tokens += cap.usage.prompt_tokens
-    session.completion_tokens += cap.usage.completion_tokens
+        state = dataclasses.replace(
+            state, last_step_id=step_id, last_full_ids=np.concatenate([prompt, response])
+        )
+    state = dataclasses.replace(
+        state,
+        num_steps=state.num_steps + 1,
+        prompt_tokens=state.prompt_tokens + cap.usage.prompt_tokens,
+        completion_tokens=state.completion_tokens + cap.usage.completion_tokens,
+    )
     step = StepCaptured(
         step_id=step_id,
         step_index=step_index,
@@ -210,10 +218,4 @@ def step_event(session: Session, cap: Capture, step_index: int, producer: str) -
         token_status=TokenStatus.OK if has_tokens else TokenStatus.MISSING,
         error=cap.error,
     )
-    return SessionEvent(
-        event_id=uuid.uuid4().hex,
-        session_id=session.session_id,
-        run_id=session.run_id,
-        producer=producer,
-        payload=step,
-    )
+    return envelope(session.session_id, session.run_id, producer, step), state

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 if TYPE_CHECKING:
-    from .upstreams import Upstream
+    from rllm.producers.gateway.upstreams import Upstream
 
 __all__ = ["MAX_TOKENS_KEYS", "Clamp", "ContextWindow", "clamp_max_tokens"]
 

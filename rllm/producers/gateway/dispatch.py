@@ -13,26 +13,29 @@ from typing import Any
 from starlette.responses import Response, StreamingResponse
 
 from rllm.errors import RllmError
+from rllm.producers.gateway.adapters import anthropic, responses
+from rllm.producers.gateway.adapters.anthropic_stream import AnthropicStream
+from rllm.producers.gateway.adapters.base import Parsed
+from rllm.producers.gateway.adapters.chat import ChatStream, parse_chat, prepare_chat
+from rllm.producers.gateway.adapters.completions import (
+    CompletionStream,
+    parse_completion,
+    prepare_completion,
+)
+from rllm.producers.gateway.adapters.responses_stream import ResponsesStream
+from rllm.producers.gateway.adapters.stream import OpenAIStream, StreamEncoder, as_chunks
+from rllm.producers.gateway.call import Call
+from rllm.producers.gateway.clock import Timing
+from rllm.producers.gateway.errors import GatewayError
+from rllm.producers.gateway.jsonio import JsonAnswer
+from rllm.producers.gateway.replicas import Replica
+from rllm.producers.gateway.sessions import Session
+from rllm.producers.gateway.settings import UpstreamKind
+from rllm.producers.gateway.sglang_stream import GenerateStream
+from rllm.producers.gateway.state import GatewayState
+from rllm.producers.gateway.streaming import each, relay, sse_json
+from rllm.producers.gateway.upstreams import UpstreamFailure
 from rllm.schemas.types import ApiKind, StepError, Usage
-
-from .adapters import anthropic, responses
-from .adapters.anthropic_stream import AnthropicStream
-from .adapters.base import Parsed
-from .adapters.chat import ChatStream, parse_chat, prepare_chat
-from .adapters.completions import CompletionStream, parse_completion, prepare_completion
-from .adapters.responses_stream import ResponsesStream
-from .adapters.stream import OpenAIStream, StreamEncoder, as_chunks
-from .call import Call
-from .clock import Timing
-from .errors import GatewayError
-from .jsonio import JsonAnswer
-from .replicas import Replica
-from .sessions import Session
-from .settings import UpstreamKind
-from .sglang_stream import GenerateStream
-from .state import GatewayState
-from .streaming import each, relay, sse_json
-from .upstreams import UpstreamFailure
 
 __all__ = ["API_PATHS", "handle_call"]
 

@@ -12,12 +12,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from rllm.errors import RllmError
+from rllm.producers.gateway.sessions import Session
+from rllm.producers.gateway.state import GatewayState
 from rllm.schemas.convert import from_json_dict
 from rllm.schemas.topics import SESSION_EVENTS
 from rllm.schemas.types import SessionEvent
-
-from .sessions import Session
-from .state import GatewayState
 
 __all__ = ["ingest_events", "validate_events"]
 

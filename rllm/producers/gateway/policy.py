@@ -24,11 +24,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from rllm.schemas.lineage import PolicyPointer, advance
-from rllm.schemas.policy import PolicyServed, PolicyUpdated
-from rllm.schemas.topics import POLICY_UPDATES
-
-from .sync import (
+from rllm.producers.gateway.sync import (
     PolicyLoadRefused,
     PolicySync,
     Served,
@@ -37,10 +33,13 @@ from .sync import (
     detect_kind,
     make_sync,
 )
+from rllm.schemas.lineage import PolicyPointer, advance
+from rllm.schemas.policy import PolicyServed, PolicyUpdated
+from rllm.schemas.topics import POLICY_UPDATES
 
 if TYPE_CHECKING:
-    from .replicas import Replica
-    from .state import GatewayState
+    from rllm.producers.gateway.replicas import Replica
+    from rllm.producers.gateway.state import GatewayState
 
 __all__ = ["PolicyTracker", "upstream_policy"]
 

@@ -18,11 +18,10 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from rllm.producers.gateway.sync.local import health_policy
+from rllm.producers.gateway.sync.types import PolicySync
+from rllm.producers.gateway.upstreams import Upstream
 from rllm.schemas.lineage import PolicyPointer
-
-from .sync.local import health_policy
-from .sync.types import PolicySync
-from .upstreams import Upstream
 
 __all__ = ["Replica", "ReplicaSet"]
 

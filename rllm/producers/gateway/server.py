@@ -9,10 +9,9 @@ import logging
 
 import uvicorn
 
+from rllm.producers.gateway.app import create_app
+from rllm.producers.gateway.settings import GatewaySettings
 from rllm.settings import KafkaSettings
-
-from .app import create_app
-from .settings import GatewaySettings
 
 __all__ = ["serve", "server_stack"]
 

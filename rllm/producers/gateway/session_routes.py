@@ -14,16 +14,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from rllm.errors import RllmError
+from rllm.producers.gateway.admin import guarded, is_admin, may_use, require_admin, state_of
+from rllm.producers.gateway.errors import GatewayError
+from rllm.producers.gateway.ingest import validate_events
+from rllm.producers.gateway.routing import request_key, unaddressable
+from rllm.producers.gateway.sessions import Session
+from rllm.producers.gateway.state import GatewayState
+from rllm.producers.gateway.validation import read_json
 from rllm.schemas.topics import SESSION_EVENTS
 from rllm.schemas.types import SessionOpened, SessionStatus, Task
-
-from .admin import guarded, is_admin, may_use, require_admin, state_of
-from .errors import GatewayError
-from .ingest import validate_events
-from .routing import request_key, unaddressable
-from .sessions import Session
-from .state import GatewayState
-from .validation import read_json
 
 __all__ = [
     "MAX_BULK",

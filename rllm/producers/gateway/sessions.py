@@ -18,13 +18,24 @@ import numpy.typing as npt
 
 from rllm.schemas.types import Task
 
-__all__ = ["Session", "SessionRegistry"]
+__all__ = ["DeltaState", "Session", "SessionRegistry"]
 
 _EMPTY = np.zeros(0, dtype=np.int32)
 
 
 def _digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8")).digest()
+
+
+@dataclass(frozen=True)
+class DeltaState:
+    """What a session's next step is delta-encoded against, and its step and token totals."""
+
+    last_step_id: str | None = None
+    last_full_ids: npt.NDArray[np.int32] = field(default_factory=lambda: _EMPTY)
+    num_steps: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
 
 @dataclass
@@ -54,6 +65,23 @@ class Session:
     """Calls being served now; a session with one is never idle."""
     noted: set[str] = field(default_factory=set)
     """Request fields the gateway did not send upstream that were logged already."""
+
+    @property
+    def delta(self) -> DeltaState:
+        """The session's delta state now."""
+        return DeltaState(
+            self.last_step_id,
+            self.last_full_ids,
+            self.num_steps,
+            self.prompt_tokens,
+            self.completion_tokens,
+        )
+
+    def advance(self, delta: DeltaState) -> None:
+        """Take ``delta`` (what ``step_event`` returned for a step that was published)."""
+        self.last_step_id, self.last_full_ids = delta.last_step_id, delta.last_full_ids
+        self.num_steps = delta.num_steps
+        self.prompt_tokens, self.completion_tokens = delta.prompt_tokens, delta.completion_tokens
 
     def take_index(self, count: int = 1) -> int:
         """Reserve the step_index of a call at dispatch (``count`` consecutive ones for a

@@ -19,7 +19,7 @@ import httpx
 from rllm.errors import ConfigError
 
 if TYPE_CHECKING:
-    from .upstreams import Upstream
+    from rllm.producers.gateway.upstreams import Upstream
 
 __all__ = [
     "SglangGenerate",

@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .sglang import chat_logprobs, completion_logprobs, usage_of_samples
+from rllm.producers.gateway.sglang import chat_logprobs, completion_logprobs, usage_of_samples
 
 __all__ = ["GenerateStream"]
 

@@ -15,11 +15,10 @@ from typing import Any
 
 from rllm.errors import KafkaError, KafkaUnavailableError
 from rllm.kafka import EventPublisher, check_broker
+from rllm.producers.gateway.errors import GatewayError
+from rllm.producers.gateway.metrics import Metrics
+from rllm.producers.gateway.spool import Spool
 from rllm.schemas.types import AvroRecord
-
-from .errors import GatewayError
-from .metrics import Metrics
-from .spool import Spool
 
 __all__ = ["EventSink"]
 

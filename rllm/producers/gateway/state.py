@@ -11,17 +11,17 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from rllm.producers.gateway.metrics import Metrics
+from rllm.producers.gateway.replicas import Replica, ReplicaSet
+from rllm.producers.gateway.sessions import Session, SessionRegistry
+from rllm.producers.gateway.settings import CaptureMode, GatewaySettings
+from rllm.producers.gateway.sink import EventSink
+from rllm.producers.gateway.sync.types import PolicySync
+from rllm.producers.gateway.upstreams import Upstream
+from rllm.schemas.envelope import envelope
 from rllm.schemas.lineage import PolicyPointer
 from rllm.schemas.topics import SESSION_EVENTS
 from rllm.schemas.types import SessionClosed, SessionEvent, SessionOpened, SessionStatus, Task
-
-from .metrics import Metrics
-from .replicas import Replica, ReplicaSet
-from .sessions import Session, SessionRegistry
-from .settings import CaptureMode, GatewaySettings
-from .sink import EventSink
-from .sync.types import PolicySync
-from .upstreams import Upstream
 
 __all__ = ["GatewayState"]
 
@@ -115,13 +115,7 @@ class GatewayState:
         """Register a session and publish its SessionOpened (always waiting for the ack)."""
         opened = opened or SessionOpened(task=task, policy_version=self.policy_version)
         session = self.sessions.open(session_id, run_id, task, model=opened.model)
-        event = SessionEvent(
-            event_id=uuid.uuid4().hex,
-            session_id=session_id,
-            run_id=run_id,
-            producer=self.settings.producer_name,
-            payload=opened,
-        )
+        event = envelope(session_id, run_id, self.settings.producer_name, opened)
         session.in_flight += 1  # not idle while its SessionOpened waits for the broker
         try:
             await self.publish(session, event, wait=True)
@@ -161,12 +155,6 @@ class GatewayState:
         )
         self.sessions.close(session.session_id)
         self.replicas.release(session.session_id)
-        event = SessionEvent(
-            event_id=uuid.uuid4().hex,
-            session_id=session.session_id,
-            run_id=session.run_id,
-            producer=self.settings.producer_name,
-            payload=closed,
-        )
+        event = envelope(session.session_id, session.run_id, self.settings.producer_name, closed)
         await self.publish(session, event, wait=True)
         return closed

@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import httpx
 
+from rllm.producers.gateway.adapters.chat import ChatStream
+from rllm.producers.gateway.adapters.stream import StreamEncoder
+from rllm.producers.gateway.upstreams import UpstreamFailure
 from rllm.schemas.types import StepError
 
-from .adapters.chat import ChatStream
-from .adapters.stream import StreamEncoder
-from .upstreams import UpstreamFailure
-
 if TYPE_CHECKING:
-    from .call import Call
+    from rllm.producers.gateway.call import Call
 
 __all__ = ["each", "relay", "sse_json"]
 

@@ -21,7 +21,7 @@ import aiohttp
 import httpx
 from yarl import URL
 
-from .http1 import NO_RESPONSE
+from rllm.producers.gateway.http1 import NO_RESPONSE
 
 __all__ = ["AiohttpTransport"]
 

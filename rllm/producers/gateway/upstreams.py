@@ -11,13 +11,13 @@ from typing import Any, TypeVar
 
 import httpx
 
-from . import jsonio
-from .context import ContextWindow
-from .errors import UpstreamFailure
-from .http1 import Answer, Http1Pool
-from .settings import GatewaySettings, UpstreamKind
-from .sglang import SglangGenerate, load_tokenizer
-from .transport import AiohttpTransport
+from rllm.producers.gateway import jsonio
+from rllm.producers.gateway.context import ContextWindow
+from rllm.producers.gateway.errors import UpstreamFailure
+from rllm.producers.gateway.http1 import Answer, Http1Pool
+from rllm.producers.gateway.settings import GatewaySettings, UpstreamKind
+from rllm.producers.gateway.sglang import SglangGenerate, load_tokenizer
+from rllm.producers.gateway.transport import AiohttpTransport
 
 __all__ = ["FORWARD_HEADERS", "Upstream", "UpstreamFailure", "error_body"]
 

@@ -7,12 +7,11 @@ from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
 
+from rllm.producers.gateway import jsonio
+from rllm.producers.gateway.adapters.base import MAX_CHOICES
+from rllm.producers.gateway.errors import GatewayError
+from rllm.producers.gateway.settings import GatewaySettings
 from rllm.schemas.types import ApiKind
-
-from . import jsonio
-from .adapters.base import MAX_CHOICES
-from .errors import GatewayError
-from .settings import GatewaySettings
 
 __all__ = ["TOO_DEEP", "read_json", "validate_call"]
 

@@ -13,7 +13,6 @@ verification publishes none. The session's lifecycle (open, close, token totals)
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from rllm.producers.sdk.evaluator import Evaluator
 from rllm.producers.sdk.rollout import Rollout
 from rllm.producers.sdk.types import Attempt, RolloutConfig, RolloutOutcome
 from rllm.sandboxes.types import SandboxBackend
+from rllm.schemas.envelope import envelope
 from rllm.schemas.types import RewardAssigned, SessionEvent, SessionStatus, Task
 
 __all__ = ["VERIFIER_EVALUATOR", "HarnessRollout", "reward_event", "verifier_evaluator"]
@@ -55,8 +55,7 @@ def reward_event(session_id: str, run_id: str, result: HarnessRun) -> SessionEve
         reward=reward, is_correct=reward >= 1.0, signals=dict(verifier.values),
         evaluator=VERIFIER_EVALUATOR, metadata_json=json.dumps(details),
     )  # fmt: skip
-    return SessionEvent(event_id=uuid.uuid4().hex, session_id=session_id, run_id=run_id,
-                        producer="harness", payload=payload)  # fmt: skip
+    return envelope(session_id, run_id, "harness", payload)
 
 
 def _verifier_score(task: Task, outcome: RolloutOutcome) -> RewardResult:

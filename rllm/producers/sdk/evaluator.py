@@ -6,13 +6,13 @@ import asyncio
 import functools
 import inspect
 import json
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 from rllm.benchmarks.rewards import get_reward_fn
 from rllm.benchmarks.types import RewardResult
 from rllm.producers.sdk.types import RolloutOutcome
+from rllm.schemas.envelope import envelope
 from rllm.schemas.types import RewardAssigned, SessionEvent, Task
 
 __all__ = ["Evaluator", "evaluator", "reward_fn_evaluator", "to_reward_result"]
@@ -77,13 +77,7 @@ class Evaluator:
             evaluator=self.name,
             metadata_json=json.dumps(result.metadata, default=str),
         )
-        return SessionEvent(
-            event_id=uuid.uuid4().hex,
-            session_id=outcome.session_id,
-            run_id=outcome.run_id,
-            producer="sdk",
-            payload=payload,
-        )
+        return envelope(outcome.session_id, outcome.run_id, "sdk", payload)
 
 
 def evaluator(fn: Callable[..., Any] | None = None, *, name: str | None = None) -> Any:

@@ -11,10 +11,10 @@ import pytest
 from rllm.producers.gateway.capture import Capture, common_prefix_len, delta_prompt, step_event
 from rllm.producers.gateway.metrics import Metrics
 from rllm.producers.gateway.routing import parse_session_path, request_key, unaddressable
-from rllm.producers.gateway.sessions import SessionRegistry
+from rllm.producers.gateway.sessions import Session, SessionRegistry
 from rllm.producers.gateway.settings import GatewaySettings
 from rllm.producers.gateway.spool import Spool
-from rllm.schemas.types import ApiKind, StepCaptured, StepError, Task, TokenStatus
+from rllm.schemas.types import ApiKind, SessionEvent, StepCaptured, StepError, Task, TokenStatus
 
 
 @pytest.mark.parametrize(
@@ -94,15 +94,21 @@ def _cap(prompt: list[int] | None, response: list[int] | None) -> Capture:
     )
 
 
+def _step(session: Session, cap: Capture, index: int, producer: str) -> SessionEvent:
+    event, delta = step_event(session, cap, index, producer)
+    session.advance(delta)
+    return event
+
+
 def test_step_event_delta_chain_restores_full_prompts() -> None:
     reg = SessionRegistry()
     s = reg.open("s", "r", Task(task_id="t"))
-    e0 = step_event(s, _cap([1, 2, 3], [4, 5]), 0, "p")
-    e1 = step_event(s, _cap([1, 2, 3, 4, 9, 7], [8]), 1, "p")  # diverges after the prefix
+    e0 = _step(s, _cap([1, 2, 3], [4, 5]), 0, "p")
+    e1 = _step(s, _cap([1, 2, 3, 4, 9, 7], [8]), 1, "p")  # diverges after the prefix
     failed = _cap(None, None)
     failed.error = StepError(kind="upstream_status", message="x", status_code=500)
-    e2 = step_event(s, failed, 2, "p")
-    e3 = step_event(s, _cap([1, 2, 3, 4, 9, 7, 8, 10], [11]), 3, "p")
+    e2 = _step(s, failed, 2, "p")
+    e3 = _step(s, _cap([1, 2, 3, 4, 9, 7, 8, 10], [11]), 3, "p")
     p0, p1, p2, p3 = (e.payload for e in (e0, e1, e2, e3))
     assert all(isinstance(p, StepCaptured) for p in (p0, p1, p2, p3))
     assert isinstance(p0, StepCaptured) and isinstance(p1, StepCaptured)

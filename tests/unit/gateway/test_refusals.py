@@ -132,7 +132,9 @@ def test_too_large_step_keeps_the_facts_and_drops_the_payloads() -> None:
         latency_ms=12.0,
     )
     small = too_large(cap, "SessionEvent is 9000 bytes, over the 4096-byte limit")
-    step = step_event(session, small, 4, "p").payload
+    event, delta = step_event(session, small, 4, "p")
+    session.advance(delta)
+    step = event.payload
     assert isinstance(step, StepCaptured)
     assert step.error is not None and step.error.kind == "too_large"
     assert "4096" in step.error.message and "upstream_status 500: boom" in step.error.message

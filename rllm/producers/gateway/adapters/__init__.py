@@ -3,7 +3,15 @@ and the stream encoders that turn chat chunks into each API's events as they com
 
 from __future__ import annotations
 
-from . import anthropic, anthropic_stream, chat, completions, responses, responses_stream, stream
+from rllm.producers.gateway.adapters import (
+    anthropic,
+    anthropic_stream,
+    chat,
+    completions,
+    responses,
+    responses_stream,
+    stream,
+)
 
 __all__ = [
     "anthropic",

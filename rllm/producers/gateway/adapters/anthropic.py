@@ -7,7 +7,7 @@ import json
 import uuid
 from typing import Any
 
-from .base import Parsed
+from rllm.producers.gateway.adapters.base import Parsed
 
 __all__ = ["dropped", "from_chat", "to_chat"]
 

@@ -8,11 +8,11 @@ import json
 import uuid
 from typing import Any
 
-from ..errors import anthropic_error
-from .anthropic import from_chat
-from .base import Parsed, sse
-from .chat import ChatStream
-from .stream import first_choice_deltas
+from rllm.producers.gateway.adapters.anthropic import from_chat
+from rllm.producers.gateway.adapters.base import Parsed, sse
+from rllm.producers.gateway.adapters.chat import ChatStream
+from rllm.producers.gateway.adapters.stream import first_choice_deltas
+from rllm.producers.gateway.errors import anthropic_error
 
 __all__ = ["AnthropicStream"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import (
+from rllm.producers.gateway.adapters.base import (
     MAX_CHOICES,
     Parsed,
     Sample,

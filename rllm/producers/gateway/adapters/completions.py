@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Parsed, asked_logprobs, capture_choices, first_choice, with_capture
-from .chat import ChatStream
+from rllm.producers.gateway.adapters.base import (
+    Parsed,
+    asked_logprobs,
+    capture_choices,
+    first_choice,
+    with_capture,
+)
+from rllm.producers.gateway.adapters.chat import ChatStream
 
 __all__ = ["CompletionStream", "parse_completion", "prepare_completion"]
 

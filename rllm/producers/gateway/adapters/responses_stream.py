@@ -8,9 +8,9 @@ import time
 import uuid
 from typing import Any
 
-from .base import Parsed, sse
-from .responses import from_chat
-from .stream import first_choice_deltas
+from rllm.producers.gateway.adapters.base import Parsed, sse
+from rllm.producers.gateway.adapters.responses import from_chat
+from rllm.producers.gateway.adapters.stream import first_choice_deltas
 
 __all__ = ["ResponsesStream"]
 

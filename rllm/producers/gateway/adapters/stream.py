@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from .base import Parsed, sse
+from rllm.producers.gateway.adapters.base import Parsed, sse
 
 __all__ = ["DONE", "OpenAIStream", "StreamEncoder", "as_chunks", "first_choice_deltas"]
 

@@ -13,15 +13,14 @@ from urllib.parse import unquote, urlparse
 
 import httpx
 
+from rllm.producers.gateway.settings import GatewaySettings, UpstreamKind
+from rllm.producers.gateway.sync.errors import PolicyLoadRefused
+from rllm.producers.gateway.sync.local import LocalSync, LogSync, health_policy
+from rllm.producers.gateway.sync.sglang import SglangSync
+from rllm.producers.gateway.sync.types import Checkpoint, PolicySync, Served, SyncKind, WeightsKind
+from rllm.producers.gateway.sync.vllm import VllmSync
 from rllm.schemas.lineage import BASE, PolicyPointer
 from rllm.schemas.policy import PolicyUpdated
-
-from ..settings import GatewaySettings, UpstreamKind
-from .errors import PolicyLoadRefused
-from .local import LocalSync, LogSync, health_policy
-from .sglang import SglangSync
-from .types import Checkpoint, PolicySync, Served, SyncKind, WeightsKind
-from .vllm import VllmSync
 
 __all__ = [
     "Checkpoint",

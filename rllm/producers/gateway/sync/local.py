@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import httpx
 
+from rllm.producers.gateway.sync.types import Checkpoint, Served, SyncKind
 from rllm.schemas.lineage import PolicyPointer
-
-from .types import Checkpoint, Served, SyncKind
 
 __all__ = ["LocalSync", "LogSync", "health_policy"]
 

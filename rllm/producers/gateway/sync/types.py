@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Protocol
 
+from rllm.producers.gateway.settings import SyncKind, WeightsKind
 from rllm.schemas.lineage import PolicyPointer
-
-from ..settings import SyncKind, WeightsKind
 
 __all__ = ["Checkpoint", "PolicySync", "Served", "SyncKind", "WeightsKind"]
 

@@ -17,10 +17,9 @@ import logging
 
 import httpx
 
+from rllm.producers.gateway.sync.errors import PolicyLoadRefused
+from rllm.producers.gateway.sync.types import Checkpoint, Served, SyncKind
 from rllm.schemas.lineage import PolicyPointer
-
-from .errors import PolicyLoadRefused
-from .types import Checkpoint, Served, SyncKind
 
 __all__ = ["VllmSync"]
 
