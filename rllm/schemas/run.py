@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from rllm.schemas.types import Task
+from rllm.schemas.types import Estimator, Task
 
 __all__ = ["RUN_ESTIMATOR_KEY", "run_estimator", "with_run_estimator"]
 
@@ -35,7 +35,7 @@ def run_estimator(metadata_json: str) -> str | None:
     return value
 
 
-def with_run_estimator(task: Task, estimator: str) -> Task:
+def with_run_estimator(task: Task, estimator: Estimator) -> Task:
     """The task with the run's estimator recorded in its metadata."""
     metadata = {**task.metadata, RUN_ESTIMATOR_KEY: estimator}
     return task.model_copy(update={"metadata_json": json.dumps(metadata, sort_keys=True)})

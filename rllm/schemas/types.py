@@ -21,6 +21,7 @@ __all__ = [
     "ApiKind",
     "DeadLetter",
     "EpisodeAssembled",
+    "Estimator",
     "Event",
     "PolicyServed",
     "PolicyUpdated",
@@ -53,6 +54,23 @@ class ApiKind(StrEnum):
     RESPONSES = "responses"
     ANTHROPIC_MESSAGES = "anthropic_messages"
     GENERATE = "generate"
+
+
+class Estimator(StrEnum):
+    """Advantage estimators: the processors compute one, the trainer checks which, the
+    backends declare the ones they train on. verl's ``algorithm.adv_estimator`` names,
+    except ``reinforce`` (the raw reward, which verl does not offer)."""
+
+    GRPO = "grpo"
+    """Group-normalised: ``(r - mean(r)) / (std(r) + eps)``."""
+    RLOO = "rloo"
+    """Leave-one-out: each reward minus the mean of the others."""
+    REINFORCE = "reinforce"
+    """The raw reward minus a constant baseline."""
+    REINFORCE_PLUS_PLUS = "reinforce_plus_plus"
+    """REINFORCE++: the reward, whitened over each training batch."""
+    REINFORCE_PLUS_PLUS_BASELINE = "reinforce_plus_plus_baseline"
+    """REINFORCE++-baseline: the reward minus the group mean, whitened over each batch."""
 
 
 class TokenStatus(StrEnum):
@@ -348,8 +366,8 @@ class EpisodeAssembled(_Record):
     """rewards_G."""
     advantages: tuple[float, ...]
     """advantages_G."""
-    estimator: str = "grpo"
-    """Advantage estimator used."""
+    estimator: str = Estimator.GRPO
+    """Advantage estimator used (an ``Estimator`` name; a string, as the Avro field)."""
     group_size: int
     """Declared group size."""
     is_partial: bool = False

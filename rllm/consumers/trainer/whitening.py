@@ -11,10 +11,11 @@ import numpy as np
 import numpy.typing as npt
 
 from rllm.consumers.trainer.types import TrainSequence
+from rllm.schemas.types import Estimator
 
 __all__ = ["BATCH_WHITENED", "whiten_over_tokens", "whiten_sequences"]
 
-BATCH_WHITENED = frozenset({"reinforce_plus_plus", "reinforce_plus_plus_baseline"})
+BATCH_WHITENED = frozenset({Estimator.REINFORCE_PLUS_PLUS, Estimator.REINFORCE_PLUS_PLUS_BASELINE})
 """Estimators whose group values are whitened over each batch's loss tokens."""
 
 Floats = npt.NDArray[np.float64]

@@ -6,7 +6,12 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from rllm.consumers.backends.verl.convert import to_data_proto, to_verl_batch, verl_config
+from rllm.consumers.backends.verl.convert import (
+    VERL_ESTIMATORS,
+    to_data_proto,
+    to_verl_batch,
+    verl_config,
+)
 from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.consumers.trainer.types import Capabilities, LossAgg, LossKind, TrainBatch, UpdateResult
 from rllm.errors import ConfigError
@@ -22,7 +27,7 @@ VERL_CAPABILITIES = Capabilities(
     clipping=True,
     lora=True,
     full_finetune=True,
-    estimators=frozenset({"grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline"}),
+    estimators=frozenset(VERL_ESTIMATORS),
 )
 
 
