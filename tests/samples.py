@@ -139,7 +139,7 @@ DEAD = t.DeadLetter(
     failed_at=T0,
 )
 
-SAMPLES: dict[str, t._Record] = {
+SAMPLES: dict[str, t.Record] = {
     "Task": TASK,
     "Usage": USAGE,
     "StepError": STEP_ERROR,

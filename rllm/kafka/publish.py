@@ -18,7 +18,7 @@ from rllm.kafka.clients import make_codec, make_producer
 from rllm.kafka.errors import kafka_errors, translate
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.topics import topic_spec
-from rllm.schemas.types import _Record
+from rllm.schemas.types import Record
 from rllm.settings import KafkaSettings
 
 __all__ = ["Acks", "EventPublisher"]
@@ -93,7 +93,7 @@ class EventPublisher:
         while not self._closed.is_set():
             self._producer.poll(0.05)
 
-    def encode(self, topic: str, record: _Record) -> bytes:
+    def encode(self, topic: str, record: Record) -> bytes:
         """Encode ``record`` for ``topic`` and check it against the topic's size limit."""
         value = self.codec.encode(record, topic=self.settings.topic(topic))
         try:
@@ -169,12 +169,12 @@ class EventPublisher:
             acks.settle(translate(exc, f"publishing to {topic}"))
 
     def publish(
-        self, topic: str, key: str | bytes | None, record: _Record
+        self, topic: str, key: str | bytes | None, record: Record
     ) -> Future[tuple[int, int]]:
         """Encode and publish one event; the future resolves on the broker's ack."""
         return self.publish_bytes(topic, key, self.encode(topic, record))
 
-    def publish_sync(self, topic: str, key: str | bytes | None, record: _Record) -> tuple[int, int]:
+    def publish_sync(self, topic: str, key: str | bytes | None, record: Record) -> tuple[int, int]:
         """Publish and wait for the ack; return ``(partition, offset)``."""
         return self.publish(topic, key, record).result(timeout=self.settings.request_timeout_s + 5)
 

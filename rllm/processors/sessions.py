@@ -21,13 +21,21 @@ from rllm.processors.settings import ProcessorSettings
 from rllm.processors.types import Emit, Output, SessionHeader, SessionPhase
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.convert import to_avro
-from rllm.schemas.types import SessionEvent, TrajectoryAssembled
+from rllm.schemas.types import (
+    RewardAssigned,
+    SessionClosed,
+    SessionEvent,
+    SessionOpened,
+    TrajectoryAssembled,
+)
 
 __all__ = ["SessionBook", "SessionStats"]
 
 Store = MutableMapping[bytes, bytes]
 _OPENED, _REWARD, _CLOSED = (
-    f"rllm.events.{n}" for n in ("SessionOpened", "RewardAssigned", "SessionClosed")
+    SessionOpened.avro_name,
+    RewardAssigned.avro_name,
+    SessionClosed.avro_name,
 )
 
 

@@ -8,7 +8,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from rllm.schemas.types import _Record
+from rllm.schemas.types import Record
 
 __all__ = [
     "Emit",
@@ -40,7 +40,7 @@ class Emit:
     """Destination."""
     key: bytes
     """Kafka key."""
-    record: _Record | None = None
+    record: Record | None = None
     """The record (encoded with the Avro codec by the app)."""
     value: bytes | None = None
     """Or the record already encoded (fast paths that never build a pydantic model)."""

@@ -19,7 +19,7 @@ from rllm.errors import DecodeError, EncodeError, UnknownSchemaError
 from rllm.schemas import fastpath, registry
 from rllm.schemas.convert import from_avro, to_avro
 from rllm.schemas.topics import TOPICS
-from rllm.schemas.types import _Record
+from rllm.schemas.types import Record
 
 __all__ = ["CONFLUENT_MAGIC", "SINGLE_OBJECT_MAGIC", "AvroCodec", "SchemaRegistry"]
 
@@ -104,7 +104,7 @@ class AvroCodec:
 
     # encoding -------------------------------------------------------------------------
 
-    def encode(self, record: _Record, topic: str | None = None) -> bytes:
+    def encode(self, record: Record, topic: str | None = None) -> bytes:
         """Encode a pydantic event; framed for the registry when one is configured."""
         return self.encode_dict(record.avro_name, to_avro(record), topic=topic)
 

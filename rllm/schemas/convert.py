@@ -18,7 +18,7 @@ from rllm.schemas.tokens import pack_logprobs, pack_tokens, unpack_logprobs, unp
 
 __all__ = ["MODELS", "from_avro", "from_json_dict", "to_avro", "to_json_dict"]
 
-MODELS: dict[str, type[t._Record]] = {
+MODELS: dict[str, type[t.Record]] = {
     cls.avro_name: cls
     for cls in (
         t.SessionEvent,
@@ -38,7 +38,7 @@ MODELS: dict[str, type[t._Record]] = {
 }
 
 
-def to_avro(record: t._Record) -> dict[str, Any]:
+def to_avro(record: t.Record) -> dict[str, Any]:
     """The Avro-shaped dict of a pydantic event."""
     datum = record.model_dump()
     if isinstance(record, t.SessionEvent):
@@ -64,7 +64,7 @@ _LOGPROB_FIELDS = {"response_logprobs"}
 
 
 def _jsonable(value: Any, field: str = "") -> Any:
-    if isinstance(value, t._Record):
+    if isinstance(value, t.Record):
         out = {k: _jsonable(getattr(value, k), k) for k in type(value).model_fields}
         if isinstance(value, t.SessionEvent):
             out["payload"] = {"type": type(value.payload).__name__, **out["payload"]}
@@ -86,7 +86,7 @@ def _jsonable(value: Any, field: str = "") -> Any:
     return value
 
 
-def to_json_dict(record: t._Record) -> dict[str, Any]:
+def to_json_dict(record: t.Record) -> dict[str, Any]:
     """A JSON-ready dict of an event: token arrays as lists of numbers, other bytes base64.
 
     ``SessionEvent.payload`` carries a ``type`` key naming its record. ``from_json_dict``
@@ -96,7 +96,7 @@ def to_json_dict(record: t._Record) -> dict[str, Any]:
     return result
 
 
-def _unjson(cls: type[t._Record], data: Any) -> Any:
+def _unjson(cls: type[t.Record], data: Any) -> Any:
     if not isinstance(data, dict):
         return data
     out = dict(data)

@@ -25,6 +25,7 @@ __all__ = [
     "Event",
     "PolicyServed",
     "PolicyUpdated",
+    "Record",
     "RewardAssigned",
     "SessionClosed",
     "SessionEvent",
@@ -89,8 +90,9 @@ class SessionStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
-class _Record(BaseModel):
-    """Base of every mirrored Avro record."""
+class Record(BaseModel):
+    """Base of every mirrored Avro record: frozen, and named by ``avro_name`` (the Avro
+    full name, ``rllm.events.<Class>``), the one place a record's name is written."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
     avro_name: ClassVar[str] = ""
@@ -100,7 +102,7 @@ def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-class Task(_Record):
+class Task(Record):
     """One task an agent is run on."""
 
     avro_name: ClassVar[str] = "rllm.events.Task"
@@ -128,7 +130,7 @@ class Task(_Record):
         return dict(json.loads(self.metadata_json))
 
 
-class Usage(_Record):
+class Usage(Record):
     """Token usage of one call."""
 
     avro_name: ClassVar[str] = "rllm.events.Usage"
@@ -140,7 +142,7 @@ class Usage(_Record):
     """Prompt tokens served from the upstream's prefix cache."""
 
 
-class StepError(_Record):
+class StepError(Record):
     """Why an LLM call failed."""
 
     avro_name: ClassVar[str] = "rllm.events.StepError"
@@ -155,7 +157,7 @@ class StepError(_Record):
     """HTTP status the agent received."""
 
 
-class SessionOpened(_Record):
+class SessionOpened(Record):
     """A session (one agent run on one task) started."""
 
     avro_name: ClassVar[str] = "rllm.events.SessionOpened"
@@ -177,7 +179,7 @@ class SessionOpened(_Record):
     """Run-level metadata as a JSON object."""
 
 
-class StepCaptured(_Record):
+class StepCaptured(Record):
     """One LLM call; token arrays are packed little-endian int32 / float32 bytes."""
 
     avro_name: ClassVar[str] = "rllm.events.StepCaptured"
@@ -250,7 +252,7 @@ class StepCaptured(_Record):
         return unpack_logprobs(self.response_logprobs)
 
 
-class SessionClosed(_Record):
+class SessionClosed(Record):
     """A session ended."""
 
     avro_name: ClassVar[str] = "rllm.events.SessionClosed"
@@ -264,7 +266,7 @@ class SessionClosed(_Record):
     """Steps the gateway captured for the session."""
 
 
-class RewardAssigned(_Record):
+class RewardAssigned(Record):
     """A reward for a session."""
 
     avro_name: ClassVar[str] = "rllm.events.RewardAssigned"
@@ -283,7 +285,7 @@ class RewardAssigned(_Record):
 SessionPayload = SessionOpened | StepCaptured | SessionClosed | RewardAssigned
 
 
-class SessionEvent(_Record):
+class SessionEvent(Record):
     """Envelope on ``rllm.session-events``, keyed by ``session_id``."""
 
     avro_name: ClassVar[str] = "rllm.events.SessionEvent"
@@ -301,7 +303,7 @@ class SessionEvent(_Record):
     """The lifecycle or step record."""
 
 
-class TrajectoryAssembled(_Record):
+class TrajectoryAssembled(Record):
     """One agent run assembled from its session's events."""
 
     avro_name: ClassVar[str] = "rllm.events.TrajectoryAssembled"
@@ -350,7 +352,7 @@ class TrajectoryAssembled(_Record):
     """Anomalies (step_count_mismatch, missing_tokens, late_steps, ...)."""
 
 
-class EpisodeAssembled(_Record):
+class EpisodeAssembled(Record):
     """One task in one run: the group of trajectories with advantages."""
 
     avro_name: ClassVar[str] = "rllm.events.EpisodeAssembled"
@@ -378,7 +380,7 @@ class EpisodeAssembled(_Record):
     """When the group was completed."""
 
 
-class PolicyUpdated(_Record):
+class PolicyUpdated(Record):
     """A new policy version from the trainer."""
 
     avro_name: ClassVar[str] = "rllm.events.PolicyUpdated"
@@ -404,7 +406,7 @@ class PolicyUpdated(_Record):
     """When the update finished."""
 
 
-class PolicyServed(_Record):
+class PolicyServed(Record):
     """A gateway stamps steps with a policy version from now on: the acknowledgement of a
     ``PolicyUpdated``, on the same topic, that a trainer waits for."""
 
@@ -424,7 +426,7 @@ class PolicyServed(_Record):
     """When the gateway adopted it."""
 
 
-class DeadLetter(_Record):
+class DeadLetter(Record):
     """An event a consumer refused, with the reason."""
 
     avro_name: ClassVar[str] = "rllm.events.DeadLetter"

@@ -15,7 +15,7 @@ from typing import Any
 
 from rllm.errors import KafkaError, KafkaUnavailableError
 from rllm.kafka import EventPublisher, check_broker
-from rllm.schemas.types import _Record
+from rllm.schemas.types import Record
 
 from .errors import GatewayError
 from .metrics import Metrics
@@ -48,7 +48,7 @@ class EventSink:
         self._pending: set[Future[None]] = set()
 
     # --- publishing -----------------------------------------------------------------
-    def submit(self, topic: str, key: str, record: _Record) -> Future[None]:
+    def submit(self, topic: str, key: str, record: Record) -> Future[None]:
         """Publish or spool one event; the future resolves once Kafka acked or it is spooled.
 
         Raises:
@@ -98,7 +98,7 @@ class EventSink:
         self.metrics.inc("rllm_gateway_events_total", outcome="spooled")
         settled.set_result(None)
 
-    async def emit(self, topic: str, key: str, record: _Record, wait: bool) -> None:
+    async def emit(self, topic: str, key: str, record: Record, wait: bool) -> None:
         """Publish one event; with ``wait`` return only once it is acked or spooled."""
         settled = self.submit(topic, key, record)
         if wait:
