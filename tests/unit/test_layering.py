@@ -1,5 +1,4 @@
-"""Imports point down the layers of DESIGN.md: cli → agent_trainer (the old name of app's
-AgentTrainer) → app (the RL loop and the demo) → producers, processors, consumers, serving
+"""Imports point down the layers of DESIGN.md: cli → app (the RL loop and the demo) → producers, processors, consumers, serving
 (which never import each other) → benchmarks → sandboxes, models → kafka → schemas;
 settings, errors and the small root modules are used by all."""
 
@@ -22,7 +21,6 @@ RANKS = {
     "consumers": 4,
     "serving": 4,
     "app": 5,
-    "agent_trainer": 6,
     "cli": 7,
 }
 ROOT_MODULES = {"settings", "errors", "tls"}
