@@ -99,7 +99,8 @@ def _member_key(gkey: str, session_id: str) -> bytes:
 
 
 class GroupBook:
-    """Collects trajectories per group and emits episodes."""
+    """Collects trajectories per group and emits episodes (a "book": keyed state over a
+    faust table, as ``SessionBook``)."""
 
     def __init__(
         self,

@@ -57,7 +57,8 @@ def _blob_key(session_id: str, event_id: str) -> bytes:
 
 
 class SessionBook:
-    """Accepts session events and decides when a trajectory is complete."""
+    """Accepts session events and decides when a trajectory is complete (a "book": the
+    processors' keyed state over a faust table, ``GroupBook`` is the other)."""
 
     def __init__(
         self,

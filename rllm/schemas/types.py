@@ -143,7 +143,7 @@ class Usage(Record):
 
 
 class StepError(Record):
-    """Why an LLM call failed."""
+    """Why an LLM call failed: a record inside ``StepCaptured``, not an exception."""
 
     avro_name: ClassVar[str] = "rllm.events.StepError"
     kind: str
