@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from rllm.errors import ConfigError
 from rllm.schemas.types import Estimator, Task
 
 __all__ = ["RUN_ESTIMATOR_KEY", "run_estimator", "with_run_estimator"]
@@ -19,7 +20,7 @@ def run_estimator(metadata_json: str) -> str | None:
     """The estimator a task's metadata names, or None when it names none.
 
     Raises:
-        ValueError: if the value is not a non-empty string.
+        ConfigError: if the value is not a non-empty string.
     """
     try:
         metadata = json.loads(metadata_json or "{}")
@@ -29,7 +30,7 @@ def run_estimator(metadata_json: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value:
-        raise ValueError(
+        raise ConfigError(
             f"task metadata {RUN_ESTIMATOR_KEY!r} must name an estimator, got {value!r}"
         )
     return value
