@@ -7,7 +7,7 @@ EXTRAS ?= dev,gateway,clickhouse,eval,train,examples,sandboxes,tinker,fireworks
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: system install demo demo-agent demo-humaneval test test-unit lint typecheck perf down clean
+.PHONY: system install demo demo-agent demo-humaneval test test-unit test-verl lint typecheck perf down clean
 
 # Prerequisites run in the order written (system packages before the venv builds the
 # native codec against Python.h with gcc), also under -j.
@@ -55,6 +55,28 @@ test: system install
 test-unit: install
 	$(BIN)/python -m pytest tests/unit -q $(PYTEST_ARGS)
 
+# tests/verl in a venv of its own: verl 0.9.1 needs transformers>=5.5.3,<5.11, the train
+# extra pins <4.58 (tests/conftest.py keeps tests/verl out of `make test`). torch from the
+# CPU index where it answers, else the default one; the project runs from this checkout
+# (PYTHONPATH) with its core imports, and --noconftest leaves out the Kafka, gateway and
+# sandbox fixtures this venv has no packages for.
+VERL_VENV ?= .verl-venv
+VERL_PACKAGES := verl==0.9.1 ray uvicorn fastapi pydantic-settings confluent-kafka>=2.6 \
+	fastavro>=1.9 cramjam>=2.8 httpx>=0.27 rich>=13 pytest>=8 pytest-asyncio pytest-timeout
+
+$(VERL_VENV)/.installed: Makefile
+	$(PYTHON) -m venv $(VERL_VENV)
+	$(VERL_VENV)/bin/pip install -q --upgrade pip
+	$(VERL_VENV)/bin/pip install -q --retries 0 --timeout 20 torch \
+		--index-url https://download.pytorch.org/whl/cpu \
+		|| $(VERL_VENV)/bin/pip install -q torch
+	$(VERL_VENV)/bin/pip install -q $(foreach p,$(VERL_PACKAGES),"$(p)")
+	$(VERL_VENV)/bin/pip check
+	@touch $@
+
+test-verl: $(VERL_VENV)/.installed
+	PYTHONPATH=$(CURDIR) $(VERL_VENV)/bin/python -m pytest --noconftest tests/verl -q $(PYTEST_ARGS)
+
 lint: install
 	$(BIN)/ruff check rllm tests perf
 	$(BIN)/ruff format --check rllm tests perf
@@ -69,4 +91,4 @@ down:
 	$(BIN)/rllm-cli down
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VERL_VENV) .pytest_cache .mypy_cache .ruff_cache

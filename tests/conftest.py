@@ -29,6 +29,9 @@ pytest_plugins = [
 sandboxes' by the harness tests, the loop's services by the loop and viewer tests), loaded
 as plugins rather than imported from a conftest."""
 
+collect_ignore = ["verl"]
+"""tests/verl needs verl, which lives in a venv of its own: `make test-verl` runs it there."""
+
 
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:

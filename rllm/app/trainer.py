@@ -10,20 +10,19 @@ mode the next batch of rollouts waits for the gateway to serve the new version.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
 from rllm.app.config import TrainConfig, train_config
 from rllm.app.report import TrainReport, UpdateRecord, describe_drops
 from rllm.app.rollouts import dataset_tasks, epoch_batches, run_rollouts
+from rllm.app.running import RunningTrainer
 from rllm.consumers.trainer.settings import SyncMode
 from rllm.errors import ConfigError, RllmError
 from rllm.producers.evaluation import EvalSummary, summarize
@@ -33,24 +32,9 @@ from rllm.producers.sdk import Evaluator, Rollout
 from rllm.schemas.types import Estimator, SessionStatus, Task
 from rllm.settings import KafkaSettings
 
-if TYPE_CHECKING:
-    from rllm.app.served import GatewayServes
-    from rllm.consumers.trainer.loop import Trainer
-    from rllm.consumers.trainer.settings import TrainerSettings
-
 __all__ = ["AgentTrainer"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class _Running:
-    """A trainer consumer running in this process, on a thread of its own."""
-
-    trainer: Trainer
-    thread: threading.Thread
-    settings: TrainerSettings
-    served: GatewayServes
 
 
 class AgentTrainer:
@@ -91,7 +75,7 @@ class AgentTrainer:
         """When the running train() began."""
         self._submitted = 0
         """Tasks the running train() has rolled out."""
-        self._running: _Running | None = None
+        self._running: RunningTrainer | None = None
         """This run's trainer, from ``serve_start()`` (or ``train()``) to ``close()``."""
         self._trained = False
         """Whether ``train()`` ran (``evaluate()`` then measures ``latest`` by default)."""
@@ -257,40 +241,21 @@ class AgentTrainer:
                 own failure.
         """
         run = self._start()
-        cfg = self.config
-        deadline = time.monotonic() + cfg.update_timeout_s
-        announced = run.trainer.announced(cfg.update_timeout_s)
         version = run.trainer.version
-        if not (announced and run.served.wait(version, deadline, run.trainer)):
-            self._raise_failure(run)
-            self._raise_refused(run, version)
-            raise RllmError(
-                f"the gateway at {cfg.gateway_url} did not take run {cfg.run_id}'s policy "
-                f"version {version} within {cfg.update_timeout_s:.0f} s (it follows "
-                f"rllm.policy-updates; is it running with the same Kafka?)"
-            )
+        run.wait_served(version)
         return version
 
     def close(self) -> None:
         """Stop this run's trainer, if one runs (``train()`` does at its end)."""
         run, self._running = self._running, None
-        if run is None:
-            return
-        run.trainer.stop()
-        run.thread.join(timeout=120)
-        run.served.close()
-        if not run.thread.is_alive():  # a hosted backend's session ends with the run
-            run.trainer.core.backend.close()
+        if run is not None:
+            run.close()
 
-    def _start(self, progress: bool = False) -> _Running:
+    def _start(self, progress: bool = False) -> RunningTrainer:
         """The running trainer; started (after the checks) if none runs."""
         if self._running is not None:
             return self._running
-        from rllm.consumers.backends import make_backend
-        from rllm.consumers.trainer.loop import Trainer
         from rllm.kafka import check_broker
-
-        from .served import GatewayServes
 
         settings = self.check()
         check_broker(self.kafka, timeout_s=5.0)  # the stack answers before a model loads
@@ -304,33 +269,8 @@ class AgentTrainer:
                 f"update, {self.planned_batches()} batch(es); the gateway serves policy "
                 f"version {now.label}; loading the {settings.backend.value} backend"
             )
-        trainer = Trainer(settings, self.kafka, make_backend(settings))
-
-        def run_trainer() -> None:
-            with contextlib.suppress(BaseException):  # kept in trainer.failure
-                trainer.run()
-
-        thread = threading.Thread(target=run_trainer, name="rllm-trainer", daemon=True)
-        thread.start()
-        served = GatewayServes(
-            self.config.gateway_url, self.config.run_id, self.kafka, self.config.admin_key
-        ).start()  # its consumer group says the run trains (rllm.app.hold.training_runs)
-        self._running = _Running(trainer, thread, settings, served)
+        self._running = RunningTrainer.start(settings, self.kafka, self.config)
         return self._running
-
-    @staticmethod
-    def _raise_failure(run: _Running) -> None:
-        if run.trainer.failure is not None:
-            raise run.trainer.failure
-
-    def _raise_refused(self, run: _Running, version: int) -> None:
-        """Raise the reason the gateway's upstream gave for not loading ``version``."""
-        if run.served.refused is not None:
-            raise RllmError(
-                f"the model server behind the gateway at {self.config.gateway_url} did not "
-                f"load run {self.config.run_id}'s policy version {version}, so rollouts would "
-                f"sample the old one: {run.served.refused}"
-            )
 
     def train(
         self,
@@ -370,7 +310,7 @@ class AgentTrainer:
                     break
         finally:
             self.close()
-        self._raise_failure(run)
+        run.raise_failure()
         report.version = run.trainer.version
         report.drops = dict(run.trainer.report.drops)
         report.messages = list(run.trainer.report.messages)
@@ -404,7 +344,7 @@ class AgentTrainer:
             return False
         return time.perf_counter() - self._started >= cfg.max_minutes * 60
 
-    def _one_batch(self, run: _Running, batch: list[Task]) -> UpdateRecord:
+    def _one_batch(self, run: RunningTrainer, batch: list[Task]) -> UpdateRecord:
         """Roll out one batch, wait for its update (sync mode), and time both."""
         cfg, trainer = self.config, run.trainer
         began, version = time.perf_counter(), trainer.version
@@ -415,7 +355,7 @@ class AgentTrainer:
         rolled = time.perf_counter()
         if cfg.mode is SyncMode.SYNC:
             trainer.flush_after(self._submitted)  # this batch's groups, all that are kept
-            self._wait(run, version, self._submitted)
+            run.wait_update(version, self._submitted)
         done = time.perf_counter()
         updated = trainer.version > version
         metrics = trainer.report.last_metrics if updated else {}
@@ -438,21 +378,4 @@ class AgentTrainer:
             elapsed_s=done - self._started,
             failed=len(failed),
             first_error=failed[0] if failed else None,
-        )
-
-    def _wait(self, run: _Running, version: int, submitted: int) -> None:
-        """Until the trainer has settled every submitted episode and trained the kept ones
-        (``Trainer.flush_after``), and the model behind the gateway serves the result."""
-        trainer, timeout_s = run.trainer, self.config.update_timeout_s
-        deadline = time.monotonic() + timeout_s
-        flushed = trainer.flushed(submitted, timeout_s)
-        now = trainer.version
-        if flushed and (now == version or run.served.wait(now, deadline, trainer)):
-            return  # no update, or the new one is served
-        self._raise_failure(run)
-        self._raise_refused(run, now)
-        raise RllmError(
-            f"no policy update within {timeout_s:.0f} s: the trainer consumed "
-            f"{trainer.report.episodes_consumed} of {submitted} episodes at version "
-            f"{trainer.version}; are the processors running (rllm-cli up)?"
         )

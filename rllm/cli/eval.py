@@ -210,8 +210,6 @@ def eval_command(
 ) -> None:
     """Evaluate a model on BENCHMARK (see `rllm-cli bench list`), or on a DIR of Harbor
     task folders under the harness --agent."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
     from rllm.app.evaluate import evaluate
     from rllm.producers.evaluation import EvalConfig
     from rllm.producers.evaluation.harbor import is_tasks_dir
@@ -219,14 +217,12 @@ def eval_command(
     sampling: dict[str, Any] = {}
     if temperature is not None:
         sampling["temperature"] = temperature
-    if max_tokens is not None:
-        sampling["max_tokens"] = max_tokens
-    elif is_local_model(model):
-        sampling["max_tokens"] = LOCAL_MAX_TOKENS
-    if concurrency is None and (tasks_dir is not None or is_tasks_dir(benchmark)):
-        concurrency = HARNESS_CONCURRENCY
+    if max_tokens is not None or is_local_model(model):
+        sampling["max_tokens"] = max_tokens if max_tokens is not None else LOCAL_MAX_TOKENS
     if concurrency is None:
-        concurrency = LOCAL_CONCURRENCY if is_local_model(model) else 8
+        harbor = tasks_dir is not None or is_tasks_dir(benchmark)
+        local = LOCAL_CONCURRENCY if is_local_model(model) else 8
+        concurrency = HARNESS_CONCURRENCY if harbor else local
     fields: dict[str, Any] = {
         "benchmark": benchmark,
         "gateway_url": gateway_url,
@@ -255,39 +251,49 @@ def eval_command(
         + (f" · policy {policy}" if policy else ""),
         markup=False,
     )
-    # on stderr, and only once the tasks loaded and the gateway answered: a refusal is one
-    # line, and stdout holds only the summary
-    bar = Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        disable=as_json,
-    )
-    job = bar.add_task("attempts", total=None, start=False)
-    correct, started = [0], [False]
-
-    def begin(total: int) -> None:
-        bar.update(job, total=total)
-        bar.start_task(job)
-        bar.start()
-        started[0] = True
-
-    def tick(outcome: Any, reward: Any) -> None:
-        correct[0] += bool(reward is not None and reward.is_correct)
-        bar.update(job, advance=1, description=f"attempts · {correct[0]} correct")
-
+    bar = _AttemptsBar(disabled=as_json)
     try:
         kafka = kafka_settings(bootstrap_servers, topic_prefix)
-        summary = evaluate(config, policy, kafka, progress=tick, on_tasks=begin)
+        summary = evaluate(config, policy, kafka, progress=bar.tick, on_tasks=bar.begin)
     finally:
-        if started[0]:
-            bar.stop()
+        bar.stop()
     if as_json:
         click.echo(json.dumps(asdict(summary)))
         return
     _table(summary)
+
+
+class _AttemptsBar:
+    """The attempts' progress on stderr, shown only once the tasks loaded and the gateway
+    answered: a refusal stays one line, and stdout holds only the summary."""
+
+    def __init__(self, disabled: bool) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        self.bar = Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            disable=disabled,
+        )
+        self.job = self.bar.add_task("attempts", total=None, start=False)
+        self.correct, self.started = 0, False
+
+    def begin(self, total: int) -> None:
+        self.bar.update(self.job, total=total)
+        self.bar.start_task(self.job)
+        self.bar.start()
+        self.started = True
+
+    def tick(self, outcome: Any, reward: Any) -> None:
+        self.correct += bool(reward is not None and reward.is_correct)
+        self.bar.update(self.job, advance=1, description=f"attempts · {self.correct} correct")
+
+    def stop(self) -> None:
+        if self.started:
+            self.bar.stop()
 
 
 def _table(summary: Any) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rllm.errors import ConfigError, KafkaUnavailableError
 from rllm.infra.admin_key import admin_key_path, ensure_admin_key
@@ -17,6 +18,9 @@ from rllm.infra.broker import LocalBroker, LocalCluster
 from rllm.infra.services import ServiceSpec, service_running, start_service, stop_service
 from rllm.kafka import check_broker, ensure_topics, list_topics
 from rllm.settings import KafkaSettings, StackSettings, private_home
+
+if TYPE_CHECKING:
+    from rllm.models.profiles import ModelProfile
 
 __all__ = ["ComponentStatus", "plan_services", "stack_down", "stack_status", "stack_up"]
 
@@ -68,23 +72,29 @@ def _serve_threads() -> str:
     return os.environ.get("RLLM_SERVE_TORCH_THREADS") or "auto"
 
 
-def plan_services(stack: StackSettings, insecure: bool = False) -> list[ServiceSpec]:
-    """The services ``up`` starts, in order, with their commands and health URLs; the
-    gateway reads its admin key from the stack's key file, or runs ``--insecure``."""
+def _profile(stack: StackSettings) -> ModelProfile:
+    """The model profile the stack serves: the one named (``--model``) or active, else
+    the local model on the stack's serve port."""
     from rllm.models.profiles import PROVIDERS, ModelProfile, Provider, load_config
 
     config = load_config()
     name = stack.model or config.active
-    if name is None or (name == "local" and "local" not in config.profiles):
-        local = PROVIDERS[Provider.LOCAL]
-        profile = ModelProfile(
-            name="local",
-            provider=Provider.LOCAL,
-            model=local.model,
-            base_url=f"http://127.0.0.1:{stack.serve_port}/v1",
-        )
-    else:
-        profile = config.get(name)
+    if name is not None and (name != "local" or "local" in config.profiles):
+        return config.get(name)
+    return ModelProfile(
+        name="local",
+        provider=Provider.LOCAL,
+        model=PROVIDERS[Provider.LOCAL].model,
+        base_url=f"http://127.0.0.1:{stack.serve_port}/v1",
+    )
+
+
+def plan_services(stack: StackSettings, insecure: bool = False) -> list[ServiceSpec]:
+    """The services ``up`` starts, in order, with their commands and health URLs; the
+    gateway reads its admin key from the stack's key file, or runs ``--insecure``."""
+    from rllm.models.profiles import Provider
+
+    profile = _profile(stack)
     local_model = profile.provider is Provider.LOCAL
     kind = {Provider.LOCAL: "vllm", Provider.VLLM: "vllm", Provider.SGLANG: "sglang"}.get(
         profile.provider, "hosted"

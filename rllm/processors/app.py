@@ -118,35 +118,7 @@ class Processors:
             )
         n_src, n_traj = partitions
         big = str(kafka.max_message_bytes + 65536)
-        self.app = GuardedApp(
-            app_id,
-            broker=f"kafka://{kafka.bootstrap_servers}",
-            store="memory://",
-            # faust's data directory (empty with memory tables: their state is in the
-            # changelogs) under $RLLM_HOME, not ./<app_id>-data in the working directory
-            datadir=str(_data_dir(app_id)),
-            processing_guarantee="at_least_once",
-            autodiscover=False,
-            web_enabled=False,
-            topic_replication_factor=kafka.replication_factor,
-            topic_partitions=n_src,
-            consumer_auto_offset_reset="earliest" if settings.from_beginning else "latest",
-            broker_commit_interval=settings.commit_interval_s,
-            broker_session_timeout=settings.session_timeout_s,
-            broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 3),
-            producer_max_request_size=kafka.max_message_bytes + 65536,
-            consumer_max_fetch_size=kafka.max_message_bytes + 65536,
-            producer_acks=-1,
-            table_cleanup_interval=3600.0,
-            # No standby replicas: a partition that turns from standby to active on the same
-            # worker (a worker left) hung in faust's recovery ("Still fetching changelog
-            # topics", have offset -1) and the worker stopped processing; a partition that
-            # moves is restored from its changelog instead.
-            table_standby_replicas=0,
-            # batch produce requests: without linger each record is its own acks=all round trip
-            producer_linger=settings.linger_s,
-            producer_max_batch_size=1024 * 1024,
-        )
+        self.app = _faust_app(app_id, settings, kafka, n_src)
         app = self.app
         cfg = {"max.message.bytes": big}
         self.topics = {
@@ -162,24 +134,7 @@ class Processors:
         self.group_ticks = app.topic(
             self.names["group_ticks"], internal=True, partitions=n_traj, **_RAW
         )
-        tables = {
-            name: app.Table(
-                name,
-                default=None,
-                partitions=n,
-                extra_topic_configs=cfg,
-                key_type=bytes,
-                value_type=bytes,
-            )
-            for name, n in (
-                ("session-headers", n_src),
-                ("session-events", n_src),
-                ("group-headers", n_traj),
-                ("group-members", n_traj),
-            )
-        }
-        for table in tables.values():  # raw bytes in and out: our own codecs, not faust's
-            table.key_serializer = table.value_serializer = "raw"  # type: ignore[attr-defined]  # faust's CollectionT/StreamT stubs lack it
+        tables = _tables(app, n_src, n_traj, cfg)
         self.tables = tables
         staged = {name: StagedStore(table) for name, table in tables.items()}
         self.session_stores = (staged["session-headers"], staged["session-events"])
@@ -362,3 +317,62 @@ def _enter(store: StagedStore, partition: int) -> int:
 
 def _view(message: Any) -> MessageView:
     return MessageView(message.topic, message.partition, message.offset, message.key, message.value)
+
+
+def _faust_app(
+    app_id: str, settings: ProcessorSettings, kafka: KafkaSettings, n_src: int
+) -> GuardedApp:
+    """The worker's faust app: memory tables restored from their changelogs, at-least-once
+    processing, big enough messages, acks from every replica."""
+    return GuardedApp(
+        app_id,
+        broker=f"kafka://{kafka.bootstrap_servers}",
+        store="memory://",
+        # faust's data directory (empty with memory tables: their state is in the
+        # changelogs) under $RLLM_HOME, not ./<app_id>-data in the working directory
+        datadir=str(_data_dir(app_id)),
+        processing_guarantee="at_least_once",
+        autodiscover=False,
+        web_enabled=False,
+        topic_replication_factor=kafka.replication_factor,
+        topic_partitions=n_src,
+        consumer_auto_offset_reset="earliest" if settings.from_beginning else "latest",
+        broker_commit_interval=settings.commit_interval_s,
+        broker_session_timeout=settings.session_timeout_s,
+        broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 3),
+        producer_max_request_size=kafka.max_message_bytes + 65536,
+        consumer_max_fetch_size=kafka.max_message_bytes + 65536,
+        producer_acks=-1,
+        table_cleanup_interval=3600.0,
+        # No standby replicas: a partition that turns from standby to active on the same
+        # worker (a worker left) hung in faust's recovery ("Still fetching changelog
+        # topics", have offset -1) and the worker stopped processing; a partition that
+        # moves is restored from its changelog instead.
+        table_standby_replicas=0,
+        # batch produce requests: without linger each record is its own acks=all round trip
+        producer_linger=settings.linger_s,
+        producer_max_batch_size=1024 * 1024,
+    )
+
+
+def _tables(app: GuardedApp, n_src: int, n_traj: int, cfg: dict[str, str]) -> dict[str, Any]:
+    """The worker's four tables, keyed and valued by raw bytes (our own codecs)."""
+    tables = {
+        name: app.Table(
+            name,
+            default=None,
+            partitions=n,
+            extra_topic_configs=cfg,
+            key_type=bytes,
+            value_type=bytes,
+        )
+        for name, n in (
+            ("session-headers", n_src),
+            ("session-events", n_src),
+            ("group-headers", n_traj),
+            ("group-members", n_traj),
+        )
+    }
+    for table in tables.values():  # raw bytes in and out: our own codecs, not faust's
+        table.key_serializer = table.value_serializer = "raw"  # type: ignore[attr-defined]  # faust's CollectionT stubs lack it
+    return tables

@@ -64,41 +64,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        counters = Metrics()
-        overrides: dict[str, Any] = {
-            "message.timeout.ms": int(settings.ack_timeout_s * 1000),
-            "reconnect.backoff.max.ms": 1000,
-            "linger.ms": settings.linger_ms,
-        }
-        publisher = EventPublisher(kafka, None, **overrides)
-        sink = EventSink(
-            publisher,
-            Spool(settings.spool_dir, settings.spool_fsync),
-            counters,
-            settings.ack_timeout_s,
-            settings.drain_interval_s,
-        )
-        upstreams = [Upstream(settings, transport, tokenizer, url) for url in settings.replicas]
-        state = GatewayState(
-            settings,
-            upstreams[0],
-            sink,
-            counters,
-            policy_version=settings.policy_version,
-            replicas=ReplicaSet([Replica(upstream) for upstream in upstreams]),
-        )
-        counters.gauge(
-            "rllm_gateway_spool_depth", "Events waiting in the spool.", lambda: sink.spool.depth
-        )
-        counters.gauge("rllm_gateway_open_sessions", "Open sessions.", lambda: len(state.sessions))
-        counters.gauge(
-            "rllm_gateway_live_replicas",
-            "Upstream replicas routed to (not taken out after a failure).",
-            lambda: len(state.replicas.live),
-        )
-        counters.gauge(
-            "rllm_gateway_policy_version", "Current policy version.", lambda: state.policy_version
-        )
+        state, sink, upstreams = _open_state(settings, kafka, transport, tokenizer)
         loop = asyncio.get_running_loop()
         sync = PolicyTracker(state)
 
@@ -117,14 +83,7 @@ def create_app(
                 settings.base_url,
             )
         sink.start()
-        tasks: list[asyncio.Task[Any]] = [
-            loop.create_task(_reap(state)),
-            loop.create_task(sync.run()),
-        ]
-        if settings.upstream_kind is not UpstreamKind.HOSTED:  # asked before a call needs it
-            tasks += [loop.create_task(up.context.context()) for up in upstreams]
-        if len(upstreams) > 1:
-            tasks.append(loop.create_task(state.replicas.probe(settings.replica_probe_s)))
+        tasks = _background(state, sync, upstreams)
         if sink.spooling:
             log.info(
                 "spool %s holds %d events from a previous run; draining",
@@ -158,6 +117,66 @@ def create_app(
             lifespan=lifespan,
         )
     )
+
+
+def _background(
+    state: GatewayState, sync: PolicyTracker, upstreams: list[Upstream]
+) -> list[asyncio.Task[Any]]:
+    """The lifespan's tasks: reaping idle sessions, policy sync, each upstream's context
+    length (asked before a call needs it) and, with replicas, their probe."""
+    loop, settings = asyncio.get_running_loop(), state.settings
+    tasks: list[asyncio.Task[Any]] = [loop.create_task(_reap(state)), loop.create_task(sync.run())]
+    if settings.upstream_kind is not UpstreamKind.HOSTED:
+        tasks += [loop.create_task(up.context.context()) for up in upstreams]
+    if len(upstreams) > 1:
+        tasks.append(loop.create_task(state.replicas.probe(settings.replica_probe_s)))
+    return tasks
+
+
+def _open_state(
+    settings: GatewaySettings,
+    kafka: KafkaSettings,
+    transport: httpx.AsyncBaseTransport | None,
+    tokenizer: Any,
+) -> tuple[GatewayState, EventSink, list[Upstream]]:
+    """The gateway's state for one lifespan: its event sink (publisher and spool), one
+    upstream per replica, and the gauges its metrics read."""
+    counters = Metrics()
+    overrides: dict[str, Any] = {
+        "message.timeout.ms": int(settings.ack_timeout_s * 1000),
+        "reconnect.backoff.max.ms": 1000,
+        "linger.ms": settings.linger_ms,
+    }
+    publisher = EventPublisher(kafka, None, **overrides)
+    sink = EventSink(
+        publisher,
+        Spool(settings.spool_dir, settings.spool_fsync),
+        counters,
+        settings.ack_timeout_s,
+        settings.drain_interval_s,
+    )
+    upstreams = [Upstream(settings, transport, tokenizer, url) for url in settings.replicas]
+    state = GatewayState(
+        settings,
+        upstreams[0],
+        sink,
+        counters,
+        policy_version=settings.policy_version,
+        replicas=ReplicaSet([Replica(upstream) for upstream in upstreams]),
+    )
+    counters.gauge(
+        "rllm_gateway_spool_depth", "Events waiting in the spool.", lambda: sink.spool.depth
+    )
+    counters.gauge("rllm_gateway_open_sessions", "Open sessions.", lambda: len(state.sessions))
+    counters.gauge(
+        "rllm_gateway_live_replicas",
+        "Upstream replicas routed to (not taken out after a failure).",
+        lambda: len(state.replicas.live),
+    )
+    counters.gauge(
+        "rllm_gateway_policy_version", "Current policy version.", lambda: state.policy_version
+    )
+    return state, sink, upstreams
 
 
 class GatewayApp:

@@ -34,6 +34,7 @@ from tests.unit.training.factory import batch
             ["'tinker'", "clip_eps_high=0.28"],
         ),
         ({"backend": BackendName.VERL, "loss": LossKind.DISTILL}, ["'verl'", "loss=distill"]),
+        ({"backend": BackendName.VERL, "lora_rank": 16}, ["'verl'", "lora_rank=16"]),
         ({"backend": BackendName.FIREWORKS, "lora_rank": 8}, ["'fireworks'", "loss=grpo"]),
         (
             {"backend": BackendName.TINKER, "lora_rank": 8, "precision": "bf16"},
@@ -132,7 +133,7 @@ def test_verl_layout() -> None:
 
 
 def test_verl_backend_refuses_without_gpu_or_verl() -> None:
-    with pytest.raises(ConfigError, match="verl package and CUDA"):
+    with pytest.raises(ConfigError, match=r"needs the verl package \(pip install verl==0\.9\.1"):
         make_backend(TrainerSettings(backend=BackendName.VERL))
 
 

@@ -87,7 +87,7 @@ def to_data_proto(vb: VerlBatch) -> Any:
         ConfigError: if verl is not installed.
     """
     try:
-        from verl import DataProto  # type: ignore[import-not-found]  # optional, GPU-only
+        from verl import DataProto  # optional, GPU-only
     except ImportError as exc:
         raise ConfigError(
             "backend 'verl' needs the verl package (pip install verl) on a machine with GPUs"
