@@ -114,7 +114,7 @@ def _process(
             proc.kill()
             proc.wait()
         if log:
-            out.close()  # type: ignore[union-attr]
+            out.close()  # type: ignore[union-attr]  # out is a file when log is set
 
 
 @contextmanager

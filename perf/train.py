@@ -331,7 +331,7 @@ def warm_up(args: argparse.Namespace, stack: Any) -> float:
 def _pipeline(
     args: argparse.Namespace, stack: Any, ckpt: Path, between: Callable[[], object] | None
 ) -> dict[str, Any]:
-    from rllm.agent_trainer import AgentTrainer, TrainConfig, UpdateRecord
+    from rllm.app import AgentTrainer, TrainConfig, UpdateRecord
     from rllm.cli.eval import resolve_model
     from rllm.producers.sdk import builtin_agent
     from rllm.settings import KafkaSettings

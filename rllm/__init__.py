@@ -14,7 +14,7 @@ from rllm.schemas.types import StepCaptured as Step
 from rllm.schemas.types import TrajectoryAssembled as Trajectory
 
 if TYPE_CHECKING:  # what ``__getattr__`` loads on first use, for mypy and pyright
-    from rllm.agent_trainer import AgentTrainer
+    from rllm.app import AgentTrainer
     from rllm.producers.sdk.evaluator import evaluator
     from rllm.producers.sdk.rollout import rollout
 
@@ -24,7 +24,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "rollout": ("rllm.producers.sdk.rollout", "rollout"),
     "evaluator": ("rllm.producers.sdk.evaluator", "evaluator"),
-    "AgentTrainer": ("rllm.agent_trainer", "AgentTrainer"),
+    "AgentTrainer": ("rllm.app", "AgentTrainer"),
 }
 
 

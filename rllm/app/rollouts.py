@@ -14,7 +14,7 @@ from rllm.producers.evaluation import run_tasks
 from rllm.producers.evaluation.progress import ProgressLines
 from rllm.producers.sdk import Evaluator, GatewayClient, Rollout, RolloutOutcome
 from rllm.schemas.run import with_run_estimator
-from rllm.schemas.types import Task
+from rllm.schemas.types import Estimator, Task
 
 __all__ = ["dataset_tasks", "epoch_batches", "run_rollouts"]
 
@@ -39,7 +39,7 @@ def dataset_tasks(dataset: Sequence[Task] | str | None, what: str) -> list[Task]
 
 
 def epoch_batches(
-    tasks: list[Task], batch_size: int, epochs: int, estimator: str | None = None
+    tasks: list[Task], batch_size: int, epochs: int, estimator: Estimator | None = None
 ) -> Iterator[list[Task]]:
     """Batches of every epoch, each task carrying the run's ``estimator`` (so the
     processors compute the advantages the loss trains on). From the second epoch on a

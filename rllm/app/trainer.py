@@ -29,7 +29,7 @@ from rllm.producers.evaluation import EvalSummary, summarize
 from rllm.producers.evaluation.progress import ProgressLines, say
 from rllm.producers.evaluation.served import ServedPolicy, check_served
 from rllm.producers.sdk import Evaluator, Rollout
-from rllm.schemas.types import SessionStatus, Task
+from rllm.schemas.types import Estimator, SessionStatus, Task
 from rllm.settings import KafkaSettings
 
 __all__ = ["AgentTrainer"]
@@ -330,7 +330,7 @@ class AgentTrainer:
         stops it first: every epoch's."""
         return math.ceil(len(self.train_tasks) / self.config.batch_size) * self.config.epochs
 
-    def _batches(self, estimator: str | None = None) -> Iterator[list[Task]]:
+    def _batches(self, estimator: Estimator | None = None) -> Iterator[list[Task]]:
         """This run's batches of every epoch (``rollouts.epoch_batches``)."""
         return epoch_batches(
             self.train_tasks, self.config.batch_size, self.config.epochs, estimator

@@ -22,6 +22,7 @@ from rllm.benchmarks.errors import DatasetUnavailableError
 from rllm.benchmarks.registry import get_benchmark
 from rllm.benchmarks.tasks import rows_to_tasks
 from rllm.benchmarks.types import BenchmarkSpec
+from rllm.errors import ConfigError
 from rllm.schemas.types import Task
 from rllm.settings import default_home
 
@@ -185,7 +186,7 @@ def pull(
 def _download(spec: BenchmarkSpec, split: str, target: Path) -> None:
     assert spec.hf_id is not None
     try:
-        import datasets  # type: ignore[import-not-found,import-untyped,unused-ignore]
+        import datasets  # type: ignore[import-not-found,import-untyped,unused-ignore]  # datasets is optional
     except ImportError:
         datasets = None
     if datasets is not None:
@@ -233,7 +234,7 @@ def load_tasks(
     spec = get_benchmark(bench) if isinstance(bench, str) else bench
     split = split or spec.split
     if max_examples is not None and max_examples < 0:
-        raise ValueError(f"max_examples must be >= 0, got {max_examples}")
+        raise ConfigError(f"max_examples must be >= 0, got {max_examples}")
     if data_file is not None:
         rows = read_rows(data_file)
     elif spec.source.startswith("package:"):

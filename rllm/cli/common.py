@@ -95,7 +95,7 @@ def reports_errors(func: F) -> F:
             err_console.print("[red]error:[/red] invalid settings: " + "; ".join(lines))
             sys.exit(2)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value]  # wraps keeps func's signature
 
 
 def _where(loc: tuple[int | str, ...]) -> str:

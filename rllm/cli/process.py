@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from rllm.cli.common import kafka_options, kafka_settings, reports_errors
+from rllm.schemas.types import Estimator
 
 __all__ = ["process"]
 
@@ -61,8 +62,8 @@ __all__ = ["process"]
 @click.option(
     "--estimator",
     default=None,
-    help="Default advantage estimator of runs that name none: grpo, rloo, reinforce, "
-    "reinforce_plus_plus, reinforce_plus_plus_baseline (RLLM_ESTIMATOR).",
+    help=f"Default advantage estimator of runs that name none: {', '.join(Estimator)} "
+    "(RLLM_ESTIMATOR).",
 )
 @click.option("--log-level", default=None, help="faust log level [default: warning].")
 @reports_errors

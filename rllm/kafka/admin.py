@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]  # confluent-kafka's stubs omit NewTopic
 
 from rllm.errors import KafkaUnavailableError, TopicError
 from rllm.kafka.clients import make_admin, make_consumer

@@ -138,7 +138,7 @@ def check_broker(settings: KafkaSettings, timeout_s: float = 5.0) -> int:
     try:
         conf: dict[str, object] = {**settings.client_config(), "logger": _PROBE_LOG}
         # confluent-kafka's stubs omit the documented `logger` entry (a logging.Logger)
-        probe = AdminClient(conf)  # type: ignore[arg-type]
+        probe = AdminClient(conf)  # type: ignore[arg-type]  # the stubs omit `logger`
         meta = probe.list_topics(timeout=timeout_s)
     except KafkaException as exc:
         raise translate(exc, f"connecting to {settings.bootstrap_servers}") from exc

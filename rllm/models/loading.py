@@ -166,12 +166,12 @@ def checkpoint_path(uri: str) -> Path:
     """A local path from a ``file://`` URI or a plain path.
 
     Raises:
-        ValueError: ``uri`` names another scheme (weights load from local disk only).
+        ConfigError: ``uri`` names another scheme (weights load from local disk only).
     """
     parsed = urlparse(uri)
     if parsed.scheme in ("", "file"):
         return Path(unquote(parsed.path) if parsed.scheme else uri)
-    raise ValueError(
+    raise ConfigError(
         f"checkpoint {uri!r} is not a local file:// URI; the local server "
         f"loads weights from local disk only"
     )
@@ -220,7 +220,7 @@ def check_weights(model: Any, state: dict[str, torch.Tensor], what: str) -> None
         if names
     ]
     if problems:
-        raise ValueError(
+        raise ConfigError(
             f"{what} is not a checkpoint of the served model ({'; '.join(problems)}); "
             f"it was not loaded and the server keeps serving its current weights: publish a "
             f"checkpoint trained from the model the server was started with"

@@ -16,9 +16,9 @@ import numpy as np
 import numpy.typing as npt
 
 from rllm.errors import ConfigError
+from rllm.schemas.types import Estimator
 
 __all__ = [
-    "ESTIMATORS",
     "compute_advantages",
     "grpo_advantages",
     "is_uniform",
@@ -26,10 +26,6 @@ __all__ = [
     "reinforce_pp_baseline_advantages",
     "rloo_advantages",
 ]
-
-ESTIMATORS = ("grpo", "rloo", "reinforce", "reinforce_plus_plus", "reinforce_plus_plus_baseline")
-"""Names accepted by ``compute_advantages`` (verl's ``algorithm.adv_estimator`` names,
-except ``reinforce``: the raw reward, which verl does not offer)."""
 
 Floats = npt.NDArray[np.float64]
 
@@ -101,7 +97,7 @@ def reinforce_pp_baseline_advantages(rewards_G: Sequence[float] | Floats) -> Flo
 
 
 def compute_advantages(
-    estimator: str,
+    estimator: Estimator | str,
     rewards_G: Sequence[float] | Floats,
     *,
     eps: float = 1e-6,
@@ -115,18 +111,18 @@ def compute_advantages(
     (``reinforce_plus_plus_baseline``).
 
     Raises:
-        ConfigError: for an estimator name that is not one of ``ESTIMATORS``.
+        ConfigError: for an estimator name that is not an ``Estimator``.
     """
-    if estimator == "grpo":
+    if estimator == Estimator.GRPO:
         return grpo_advantages(rewards_G, eps=eps, scale_by_std=scale_by_std)
-    if estimator == "rloo":
+    if estimator == Estimator.RLOO:
         return rloo_advantages(rewards_G)
-    if estimator == "reinforce":
+    if estimator == Estimator.REINFORCE:
         return reinforce_advantages(rewards_G, baseline=baseline)
-    if estimator == "reinforce_plus_plus":
+    if estimator == Estimator.REINFORCE_PLUS_PLUS:
         return _rewards(rewards_G)
-    if estimator == "reinforce_plus_plus_baseline":
+    if estimator == Estimator.REINFORCE_PLUS_PLUS_BASELINE:
         return reinforce_pp_baseline_advantages(rewards_G)
     raise ConfigError(
-        f"unknown advantage estimator {estimator!r}; use one of {', '.join(ESTIMATORS)}"
+        f"unknown advantage estimator {str(estimator)!r}; use one of {', '.join(Estimator)}"
     )

@@ -201,7 +201,7 @@ class Processors:
 
         @app.agent(source, name="assemble")
         async def assemble(stream: faust.StreamT[bytes]) -> None:
-            async for events in stream.take_events(size, within):  # type: ignore[attr-defined]
+            async for events in stream.take_events(size, within):  # type: ignore[attr-defined]  # faust's CollectionT/StreamT stubs lack it
                 emits = [e for ev in events for e in self.on_session_message(_view(ev.message))]
                 await self.emit_then_apply(emits, self.session_stores)
 
@@ -213,7 +213,7 @@ class Processors:
 
         @app.agent(traj_in, name="group")
         async def group(stream: faust.StreamT[bytes]) -> None:
-            async for events in stream.take_events(size, within):  # type: ignore[attr-defined]
+            async for events in stream.take_events(size, within):  # type: ignore[attr-defined]  # faust's CollectionT/StreamT stubs lack it
                 emits = [e for ev in events for e in self.on_trajectory_message(_view(ev.message))]
                 await self.emit_then_apply(emits, self.group_stores)
 
@@ -374,5 +374,5 @@ def _tables(app: GuardedApp, n_src: int, n_traj: int, cfg: dict[str, str]) -> di
         )
     }
     for table in tables.values():  # raw bytes in and out: our own codecs, not faust's
-        table.key_serializer = table.value_serializer = "raw"  # type: ignore[attr-defined]
+        table.key_serializer = table.value_serializer = "raw"  # type: ignore[attr-defined]  # faust's CollectionT stubs lack it
     return tables

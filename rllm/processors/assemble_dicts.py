@@ -12,12 +12,15 @@ from typing import Any, TypeVar
 from rllm.processors.errors import AssemblyError
 from rllm.schemas.delta import encode_step_dicts
 from rllm.schemas.ids import trajectory_id
+from rllm.schemas.types import RewardAssigned, SessionClosed, SessionOpened, StepCaptured
 
 __all__ = ["assemble_trajectory_dict", "order_steps"]
 
-_P = "rllm.events."
 _OPENED, _CLOSED, _REWARD, _STEP = (
-    _P + n for n in ("SessionOpened", "SessionClosed", "RewardAssigned", "StepCaptured")
+    SessionOpened.avro_name,
+    SessionClosed.avro_name,
+    RewardAssigned.avro_name,
+    StepCaptured.avro_name,
 )
 
 S = TypeVar("S")

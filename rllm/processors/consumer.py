@@ -71,7 +71,7 @@ import logging
 from typing import Any
 
 import faust
-from aiokafka import TopicPartition  # type: ignore[import-untyped]
+from aiokafka import TopicPartition  # type: ignore[import-untyped]  # aiokafka ships no stubs
 from faust.transport.consumer import CONSUMER_FETCHING
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.types import TP
@@ -261,7 +261,7 @@ class GuardedConsumer(faust_aiokafka.Consumer):
         """faust's recovery calls this every 5 s for each changelog partition it still needs:
         one with no record for ``RECOVERY_STALL_S`` is read again (item 6)."""
         super().verify_recovery_event_path(now, tp)
-        recovery: Any = self.app.tables.recovery  # type: ignore[attr-defined]
+        recovery: Any = self.app.tables.recovery  # type: ignore[attr-defined]  # faust's TableManagerT stubs lack .recovery
         if tp not in recovery.active_tps:
             return
         start = stalled_restart_offset(

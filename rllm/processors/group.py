@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rllm.errors import ConfigError
-from rllm.processors.advantages import ESTIMATORS, compute_advantages, is_uniform
+from rllm.processors.advantages import compute_advantages, is_uniform
 from rllm.processors.deadletter import report
 from rllm.processors.deadlines import DeadlineIndex
 from rllm.processors.settings import ProcessorSettings
@@ -25,7 +25,7 @@ from rllm.schemas.convert import from_avro, to_avro
 from rllm.schemas.delta import encode_step_dicts
 from rllm.schemas.ids import episode_id, group_key
 from rllm.schemas.run import RUN_ESTIMATOR_KEY, run_estimator
-from rllm.schemas.types import EpisodeAssembled, Task, TrajectoryAssembled, utcnow
+from rllm.schemas.types import EpisodeAssembled, Estimator, Task, TrajectoryAssembled, utcnow
 
 __all__ = [
     "GroupBook",
@@ -38,11 +38,13 @@ __all__ = [
 Store = MutableMapping[bytes, bytes]
 
 
-def episode_estimator(run_id: str, task_metadata_json: str, settings: ProcessorSettings) -> str:
+def episode_estimator(
+    run_id: str, task_metadata_json: str, settings: ProcessorSettings
+) -> Estimator:
     """The run's estimator as its task names it (``RUN_ESTIMATOR_KEY``), else the setting.
 
     Raises:
-        ConfigError: if the task names an estimator that is not one of ``ESTIMATORS``.
+        ConfigError: if the task names an estimator that is not an ``Estimator``.
     """
     try:
         named = run_estimator(task_metadata_json)
@@ -50,12 +52,12 @@ def episode_estimator(run_id: str, task_metadata_json: str, settings: ProcessorS
         raise ConfigError(f"run {run_id!r}: {exc}") from exc
     if named is None:
         return settings.estimator
-    if named not in ESTIMATORS:
+    if named not in set(Estimator):
         raise ConfigError(
             f"run {run_id!r} asks for advantage estimator {named!r} (task metadata "
-            f"{RUN_ESTIMATOR_KEY!r}); use one of {', '.join(ESTIMATORS)}"
+            f"{RUN_ESTIMATOR_KEY!r}); use one of {', '.join(Estimator)}"
         )
-    return named
+    return Estimator(named)
 
 
 def build_episode(
@@ -97,7 +99,8 @@ def _member_key(gkey: str, session_id: str) -> bytes:
 
 
 class GroupBook:
-    """Collects trajectories per group and emits episodes."""
+    """Collects trajectories per group and emits episodes (a "book": keyed state over a
+    faust table, as ``SessionBook``)."""
 
     def __init__(
         self,
@@ -283,7 +286,7 @@ def episode_dict(
         "trajectories": members,
         "rewards": rewards_G,
         "advantages": [float(a) for a in advantages_G],
-        "estimator": estimator,
+        "estimator": estimator.value,
         "group_size": group_size,
         "is_partial": partial,
         "uniform_reward": is_uniform(rewards_G),

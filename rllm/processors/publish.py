@@ -31,7 +31,8 @@ __all__ = ["Outputs", "Sink"]
 
 Sink = Callable[[Output, bytes, bytes], Awaitable[Awaitable[Any] | None]]
 """Where encoded outputs go instead (unit tests): ``(output, key, value)``; returns an
-ack to await, or None when the record is durable already."""
+ack to await, or None when the record is durable already. (Not ``HistorySink`` nor the
+gateway's ``EventSink``: a publish function.)"""
 
 
 class Outputs:
@@ -106,7 +107,7 @@ class Outputs:
         acks = Acks(asyncio.get_running_loop())
         prod = self._producer(internal=True)
         for store in stores:
-            topic = store.table.changelog_topic.get_topic_name()  # type: ignore[attr-defined]
+            topic = store.table.changelog_topic.get_topic_name()  # type: ignore[attr-defined]  # faust's StoreT stubs lack .table
             store.apply(functools.partial(_changelog_send, prod, topic, acks))
         await acks.wait()
 

@@ -18,7 +18,7 @@ from rllm.benchmarks import get_reward_fn
 from rllm.benchmarks.types import RewardFn, RewardResult
 from rllm.schemas.types import ApiKind, StepCaptured, Task, TrajectoryAssembled
 
-__all__ = ["RewardRunner", "apply_result", "extract_answer", "response_text"]
+__all__ = ["RewardRunner", "extract_answer", "response_text"]
 
 
 def _text_parts(content: Any) -> str:
@@ -97,11 +97,6 @@ def _answer(output_json: str | None, steps: list[tuple[str, str]]) -> str | None
     return None
 
 
-def apply_result(traj: TrajectoryAssembled, name: str, result: RewardResult) -> TrajectoryAssembled:
-    """The trajectory with a reward function's result filled in."""
-    return traj.model_copy(update=_result_fields(name, result))
-
-
 def _result_fields(name: str, result: RewardResult) -> dict[str, Any]:
     return {
         "reward": float(result.reward),
@@ -122,16 +117,9 @@ class RewardRunner:
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="rllm-reward")
         self._slots = asyncio.Semaphore(concurrency)
 
-    async def score(self, traj: TrajectoryAssembled) -> TrajectoryAssembled:
-        """Score ``traj`` unless it already has a reward or an error, or names no function."""
-        name = traj.task.reward_fn
-        if traj.reward is not None or traj.reward_error is not None or not name:
-            return traj
-        update = await self._updates(traj.task, name, lambda: extract_answer(traj))
-        return traj.model_copy(update=update)
-
     async def score_dict(self, traj: dict[str, Any]) -> None:
-        """``score`` on an Avro-shaped TrajectoryAssembled dict, in place (the fast path)."""
+        """Score an Avro-shaped TrajectoryAssembled dict in place, unless it already has a
+        reward or an error, or names no function."""
         name = traj["task"]["reward_fn"]
         if traj["reward"] is not None or traj["reward_error"] is not None or not name:
             return
@@ -146,7 +134,7 @@ class RewardRunner:
         traj.update(update)
 
     async def _updates(
-        self, task: Task | Callable[[], Task], name: str, answer_of: Callable[[], str | None]
+        self, task_of: Callable[[], Task], name: str, answer_of: Callable[[], str | None]
     ) -> dict[str, Any]:
         """The fields a scoring changes: the result, or ``reward_error`` saying why not."""
         try:
@@ -160,8 +148,7 @@ class RewardRunner:
                 "has assistant text",
                 "evaluator": name,
             }
-        if not isinstance(task, Task):
-            task = task()
+        task = task_of()
         loop = asyncio.get_running_loop()
         async with self._slots:
             try:

@@ -21,13 +21,21 @@ from rllm.processors.settings import ProcessorSettings
 from rllm.processors.types import Emit, Output, SessionHeader, SessionPhase
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.convert import to_avro
-from rllm.schemas.types import SessionEvent, TrajectoryAssembled
+from rllm.schemas.types import (
+    RewardAssigned,
+    SessionClosed,
+    SessionEvent,
+    SessionOpened,
+    TrajectoryAssembled,
+)
 
 __all__ = ["SessionBook", "SessionStats"]
 
 Store = MutableMapping[bytes, bytes]
 _OPENED, _REWARD, _CLOSED = (
-    f"rllm.events.{n}" for n in ("SessionOpened", "RewardAssigned", "SessionClosed")
+    SessionOpened.avro_name,
+    RewardAssigned.avro_name,
+    SessionClosed.avro_name,
 )
 
 
@@ -49,7 +57,8 @@ def _blob_key(session_id: str, event_id: str) -> bytes:
 
 
 class SessionBook:
-    """Accepts session events and decides when a trajectory is complete."""
+    """Accepts session events and decides when a trajectory is complete (a "book": the
+    processors' keyed state over a faust table, ``GroupBook`` is the other)."""
 
     def __init__(
         self,

@@ -7,6 +7,8 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rllm.schemas.types import Estimator
+
 __all__ = ["ProcessorSettings"]
 
 
@@ -45,9 +47,7 @@ class ProcessorSettings(BaseSettings):
     group_timeout_s: float = Field(default=1800.0, gt=0)
     """A group still short of its declared size this long after its first trajectory is
     emitted as a partial episode."""
-    estimator: Literal[
-        "grpo", "rloo", "reinforce", "reinforce_plus_plus", "reinforce_plus_plus_baseline"
-    ] = "grpo"
+    estimator: Estimator = Estimator.GRPO
     """Advantage estimator of runs whose tasks name none (``rllm.schemas.run``)."""
     advantage_eps: float = Field(default=1e-6, gt=0)
     """Epsilon added to the group std (GRPO)."""

@@ -65,7 +65,7 @@ class StagedStore(MutableMapping[bytes, bytes]):
         entry = self._staged.get(key) if isinstance(key, bytes) else None
         if entry is not None:
             return entry[0] is not _DELETED
-        return self.table.get(key) is not None  # type: ignore[call-overload]
+        return self.table.get(key) is not None  # type: ignore[call-overload]  # faust Table.get is typed for its key type, not object
 
     def __iter__(self) -> Iterator[bytes]:
         seen = set()
@@ -96,7 +96,7 @@ class StagedStore(MutableMapping[bytes, bytes]):
             if previous is _ABSENT:
                 self._staged.pop(key, None)
             else:
-                self._staged[key] = previous  # type: ignore[assignment]
+                self._staged[key] = previous  # type: ignore[assignment]  # the undo log holds _ABSENT or an entry
 
     def apply(self, send: ChangelogSend | None = None) -> None:
         """Write the staged changes to the table and its changelog.

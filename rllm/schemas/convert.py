@@ -11,7 +11,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from rllm.errors import UnknownSchemaError
+from rllm.errors import DecodeError, UnknownSchemaError
 from rllm.schemas import policy, registry
 from rllm.schemas import types as t
 from rllm.schemas.tokens import pack_logprobs, pack_tokens, unpack_logprobs, unpack_tokens
@@ -119,7 +119,7 @@ def _unjson(cls: type[t.AvroRecord], data: Any) -> Any:
                 t.SessionClosed,
                 t.RewardAssigned,
             ):
-                raise ValueError(
+                raise DecodeError(
                     f"payload.type must be SessionOpened, StepCaptured, SessionClosed or "
                     f"RewardAssigned, got {kind!r}"
                 )

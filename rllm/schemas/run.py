@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 
-from rllm.schemas.types import Task
+from rllm.errors import ConfigError
+from rllm.schemas.types import Estimator, Task
 
 __all__ = ["RUN_ESTIMATOR_KEY", "run_estimator", "with_run_estimator"]
 
@@ -19,7 +20,7 @@ def run_estimator(metadata_json: str) -> str | None:
     """The estimator a task's metadata names, or None when it names none.
 
     Raises:
-        ValueError: if the value is not a non-empty string.
+        ConfigError: if the value is not a non-empty string.
     """
     try:
         metadata = json.loads(metadata_json or "{}")
@@ -29,13 +30,13 @@ def run_estimator(metadata_json: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value:
-        raise ValueError(
+        raise ConfigError(
             f"task metadata {RUN_ESTIMATOR_KEY!r} must name an estimator, got {value!r}"
         )
     return value
 
 
-def with_run_estimator(task: Task, estimator: str) -> Task:
+def with_run_estimator(task: Task, estimator: Estimator) -> Task:
     """The task with the run's estimator recorded in its metadata."""
     metadata = {**task.metadata, RUN_ESTIMATOR_KEY: estimator}
     return task.model_copy(update={"metadata_json": json.dumps(metadata, sort_keys=True)})

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rllm.schemas.policy import PolicyUpdated
+from rllm.schemas.types import DeadLetter, EpisodeAssembled, SessionEvent, TrajectoryAssembled
+
 __all__ = [
     "DEAD_LETTERS",
     "EPISODES",
@@ -52,14 +55,14 @@ class TopicSpec:
 
 
 TOPICS: tuple[TopicSpec, ...] = (
-    TopicSpec(SESSION_EVENTS, "rllm.events.SessionEvent", "session_id"),
-    TopicSpec(TRAJECTORIES, "rllm.events.TrajectoryAssembled", "run_id/task_id"),
-    TopicSpec(EPISODES, "rllm.events.EpisodeAssembled", "run_id/task_id"),
+    TopicSpec(SESSION_EVENTS, SessionEvent.avro_name, "session_id"),
+    TopicSpec(TRAJECTORIES, TrajectoryAssembled.avro_name, "run_id/task_id"),
+    TopicSpec(EPISODES, EpisodeAssembled.avro_name, "run_id/task_id"),
     # One partition: versions of a run are totally ordered. Every version is kept (not
     # compacted) so analytics and resumes can see the whole sequence. Gateways publish a
     # PolicyServed here each time they adopt a version (the trainer's "it is live").
-    TopicSpec(POLICY_UPDATES, "rllm.events.PolicyUpdated", "run_id", partitions=1),
-    TopicSpec(DEAD_LETTERS, "rllm.events.DeadLetter", "source topic", partitions=1),
+    TopicSpec(POLICY_UPDATES, PolicyUpdated.avro_name, "run_id", partitions=1),
+    TopicSpec(DEAD_LETTERS, DeadLetter.avro_name, "source topic", partitions=1),
 )
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "AvroRecord",
     "DeadLetter",
     "EpisodeAssembled",
+    "Estimator",
     "RewardAssigned",
     "SessionClosed",
     "SessionEvent",
@@ -51,6 +52,23 @@ class ApiKind(StrEnum):
     RESPONSES = "responses"
     ANTHROPIC_MESSAGES = "anthropic_messages"
     GENERATE = "generate"
+
+
+class Estimator(StrEnum):
+    """Advantage estimators: the processors compute one, the trainer checks which, the
+    backends declare the ones they train on. verl's ``algorithm.adv_estimator`` names,
+    except ``reinforce`` (the raw reward, which verl does not offer)."""
+
+    GRPO = "grpo"
+    """Group-normalised: ``(r - mean(r)) / (std(r) + eps)``."""
+    RLOO = "rloo"
+    """Leave-one-out: each reward minus the mean of the others."""
+    REINFORCE = "reinforce"
+    """The raw reward minus a constant baseline."""
+    REINFORCE_PLUS_PLUS = "reinforce_plus_plus"
+    """REINFORCE++: the reward, whitened over each training batch."""
+    REINFORCE_PLUS_PLUS_BASELINE = "reinforce_plus_plus_baseline"
+    """REINFORCE++-baseline: the reward minus the group mean, whitened over each batch."""
 
 
 class TokenStatus(StrEnum):
@@ -122,7 +140,7 @@ class Usage(AvroRecord):
 
 
 class StepError(AvroRecord):
-    """Why an LLM call failed."""
+    """Why an LLM call failed: a record inside ``StepCaptured``, not an exception."""
 
     avro_name: ClassVar[str] = "rllm.events.StepError"
     kind: str
@@ -347,8 +365,8 @@ class EpisodeAssembled(AvroRecord):
     """rewards_G."""
     advantages: tuple[float, ...]
     """advantages_G."""
-    estimator: str = "grpo"
-    """Advantage estimator used."""
+    estimator: str = Estimator.GRPO
+    """Advantage estimator used (an ``Estimator`` name; a string, as the Avro field)."""
     group_size: int
     """Declared group size."""
     is_partial: bool = False

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 from rich.table import Table
 
-from rllm.agent_trainer import TrainReport, UpdateRecord, describe_drops
+from rllm.app import TrainReport, UpdateRecord, describe_drops
 from rllm.cli.common import table_lines
 from rllm.cli.main import cli
 from rllm.cli.stack import _print
@@ -268,7 +268,7 @@ def test_progress_lines_come_about_every_tenth_and_at_the_end() -> None:
 def test_the_python_api_is_bounded_and_finds_the_gateway_by_default(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from rllm.agent_trainer import TrainConfig
+    from rllm.app import TrainConfig
 
     monkeypatch.setenv("RLLM_GATEWAY_URL", "http://127.0.0.1:8499")
     config = TrainConfig()

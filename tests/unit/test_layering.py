@@ -1,7 +1,7 @@
-"""Imports point down the layers of DESIGN.md: cli → agent_trainer (the old name of app's
-AgentTrainer) → app (the RL loop and the demo) → producers, processors, consumers, serving
-(which never import each other) → benchmarks → sandboxes, models → kafka → schemas;
-settings, errors and the small root modules are used by all."""
+"""Imports point down the layers of DESIGN.md: cli → app (the RL loop and the demo) →
+producers, processors, consumers, serving (which never import each other) → benchmarks →
+sandboxes, models → kafka → schemas; settings, errors and the small root modules are used
+by all. Relative imports and ``from rllm import …`` count as the modules they name."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ RANKS = {
     "consumers": 4,
     "serving": 4,
     "app": 5,
-    "agent_trainer": 6,
     "cli": 7,
 }
 ROOT_MODULES = {"settings", "errors", "tls"}
@@ -35,6 +34,36 @@ def _area(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
+def _module_name(root: Path, path: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(("rllm", *(parts[:-1] if parts[-1] == "__init__" else parts)))
+
+
+def _targets(root: Path, path: Path, node: ast.AST) -> list[str]:
+    """The modules one import statement names, relative ones made absolute and
+    ``from rllm import x`` read as ``rllm.x`` when ``x`` is a module."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    if node.level == 0:
+        base = node.module or ""
+    else:
+        package = _module_name(root, path).split(".")
+        if path.name != "__init__.py":
+            package = package[:-1]
+        package = package[: len(package) - (node.level - 1)]
+        base = ".".join([*package, *([node.module] if node.module else [])])
+    targets = [base]
+    if base == "rllm" or node.module is None:
+        for alias in node.names:
+            name = f"{base}.{alias.name}"
+            sub = root.joinpath(*name.split(".")[1:])
+            if sub.is_dir() or sub.with_suffix(".py").is_file():
+                targets.append(name)
+    return targets
+
+
 def _imports() -> set[tuple[str, str, str]]:
     found = set()
     root = Path(rllm.__file__).parent
@@ -42,16 +71,23 @@ def _imports() -> set[tuple[str, str, str]]:
         module = ".".join(("rllm", *path.relative_to(root).with_suffix("").parts))
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets = [node.module]
-            elif isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            else:
-                continue
-            for target in targets:
+            for target in _targets(root, path, node):
                 if target.startswith("rllm."):
                     found.add((module, _area(module), _area(target)))
     return found
+
+
+def test_relative_and_root_imports_are_seen() -> None:
+    """The reader resolves ``from .x import y`` and ``from rllm import x``."""
+    root = Path(rllm.__file__).parent
+    path = root / "app" / "trainer.py"
+    relative = ast.parse("from .hold import served_for\nfrom . import policy").body
+    assert _targets(root, path, relative[0]) == ["rllm.app.hold"]
+    assert _targets(root, path, relative[1]) == ["rllm.app", "rllm.app.policy"]
+    package = ast.parse("from ..kafka import publish").body[0]
+    assert _targets(root, root / "app" / "__init__.py", package) == ["rllm.kafka"]
+    from_root = ast.parse("from rllm import schemas, AgentTrainer").body[0]
+    assert _targets(root, path, from_root) == ["rllm", "rllm.schemas"]
 
 
 def test_the_root_modules_import_no_area() -> None:
@@ -97,21 +133,35 @@ def test_the_server_and_the_local_backend_share_the_model_runtime() -> None:
     assert "models" in local
 
 
-def test_only_the_kafka_layer_imports_confluent_kafka() -> None:
-    """Components ask ``rllm.kafka`` for clients, readers and publishers; none takes the
-    Kafka client library itself (imports inside functions count too)."""
+KAFKA_CLIENTS = {"confluent_kafka", "aiokafka"}
+KNOWN_KAFKA_CLIENTS = {"processors/consumer.py"}
+"""Modules outside ``rllm.kafka`` that may import a Kafka client library:
+``processors/consumer.py`` subclasses faust's consumer, which is aiokafka's."""
+
+
+def test_only_the_kafka_layer_imports_kafka_clients() -> None:
+    """Components ask ``rllm.kafka`` for clients, readers and publishers; none takes a
+    Kafka client library itself (confluent-kafka, aiokafka; imports inside functions count
+    too)."""
     root = Path(rllm.__file__).parent
     found = []
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root)
-        if rel.parts[0] == "kafka":
+        if rel.parts[0] == "kafka" or rel.as_posix() in KNOWN_KAFKA_CLIENTS:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level == 0:
-                names = [node.module or ""]
-            elif isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            else:
-                continue
-            found += [str(rel) for n in names if n.split(".")[0] == "confluent_kafka"]
+            names = _targets(root, path, node)
+            found += [str(rel) for n in names if n.split(".")[0] in KAFKA_CLIENTS]
     assert found == []
+
+
+def test_the_known_kafka_client_imports_still_exist() -> None:
+    root = Path(rllm.__file__).parent
+    for rel in KNOWN_KAFKA_CLIENTS:
+        path = root / rel
+        names = {
+            n.split(".")[0]
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            for n in _targets(root, path, node)
+        }
+        assert names & KAFKA_CLIENTS, f"{rel} no longer imports a Kafka client: unlist it"

@@ -44,7 +44,7 @@ def _sentences(text: str) -> list[str]:
 
 def _language(text: str) -> str:
     from langdetect import DetectorFactory, detect  # type: ignore[import-untyped,unused-ignore]  # no stubs
-    from langdetect.lang_detect_exception import (  # type: ignore[import-untyped,unused-ignore]
+    from langdetect.lang_detect_exception import (  # type: ignore[import-untyped,unused-ignore]  # langdetect ships no stubs
         LangDetectException,
     )
 

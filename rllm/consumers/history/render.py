@@ -170,8 +170,8 @@ def plot_result(
     bottom.set_xlabel(f"{x} (UTC)" if xs is times else x)
     if xs is times:  # a few ticks, each label only as long as it must be: no overlap
         # matplotlib.dates has no annotations for these two constructors
-        locator = mdates.AutoDateLocator(minticks=3, maxticks=8)  # type: ignore[no-untyped-call]
-        concise = mdates.ConciseDateFormatter(locator)  # type: ignore[no-untyped-call]
+        locator = mdates.AutoDateLocator(minticks=3, maxticks=8)  # type: ignore[no-untyped-call]  # matplotlib.dates is untyped
+        concise = mdates.ConciseDateFormatter(locator)  # type: ignore[no-untyped-call]  # matplotlib.dates is untyped
         bottom.xaxis.set_major_locator(locator)
         bottom.xaxis.set_major_formatter(concise)
     fig.suptitle(title)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rllm.schemas.types import DeadLetter
+from rllm.schemas.policy import PolicyUpdated
+from rllm.schemas.types import DeadLetter, EpisodeAssembled, SessionEvent, TrajectoryAssembled
 
 __all__ = ["Position", "Row", "dead_letter_row", "event_rows", "letter_row"]
 
@@ -203,12 +204,12 @@ def event_rows(name: str, datum: dict[str, Any], pos: Position) -> list[Row]:
     Returns:
         ``(table, row)`` pairs; empty for a record history does not keep.
     """
-    if name == "rllm.events.SessionEvent":
+    if name == SessionEvent.avro_name:
         pname, payload = datum["payload"]
         return _session_rows(datum, pname, payload, pos)
-    if name == "rllm.events.TrajectoryAssembled":
+    if name == TrajectoryAssembled.avro_name:
         return _trajectory_rows(datum)
-    if name == "rllm.events.EpisodeAssembled":
+    if name == EpisodeAssembled.avro_name:
         trajs = datum.get("trajectories") or []
         task = datum["task"]
         return [
@@ -230,7 +231,7 @@ def event_rows(name: str, datum: dict[str, Any], pos: Position) -> list[Row]:
                 },
             )
         ]
-    if name == "rllm.events.PolicyUpdated":
+    if name == PolicyUpdated.avro_name:
         return [
             ("policy_updates", {**datum, "metrics": datum.get("metrics") or {}}),
             (
@@ -246,7 +247,7 @@ def event_rows(name: str, datum: dict[str, Any], pos: Position) -> list[Row]:
                 },
             ),
         ]
-    if name == "rllm.events.DeadLetter":
+    if name == DeadLetter.avro_name:
         return [
             (
                 "dead_letters",

@@ -46,7 +46,7 @@ class _Handler(BaseHTTPRequestHandler):
         payload: dict[str, Any]
         try:
             body = json.loads(self.rfile.read(length) or b"{}")
-            store: HistoryStore = self.server.store  # type: ignore[attr-defined]
+            store: HistoryStore = self.server.store  # type: ignore[attr-defined]  # self.server is typed as the base server class
             run = store.query_user if body.get("user") else store.query
             result = run(body["sql"], body.get("params"))
             payload, status = (

@@ -64,7 +64,8 @@ class SinkStats:
 
 
 class HistorySink:
-    """Kafka -> history store.
+    """Kafka -> history store (one of three "sinks": the gateway's ``EventSink`` publishes
+    to Kafka, the processors' ``Sink`` is their publish function).
 
     Args:
         kafka: how to reach Kafka (the topic prefix selects the topics).

@@ -14,7 +14,7 @@ from rllm.consumers.trainer.settings import TrainerSettings, UniformPolicy
 from rllm.consumers.trainer.types import LossKind, TrainBatch, TrainSequence
 from rllm.consumers.trainer.whitening import BATCH_WHITENED, whiten_sequences
 from rllm.schemas.run import RUN_ESTIMATOR_KEY
-from rllm.schemas.types import EpisodeAssembled
+from rllm.schemas.types import EpisodeAssembled, Estimator
 
 __all__ = ["Batcher", "DropCounts", "episode_sequences", "episode_staleness"]
 
@@ -167,7 +167,7 @@ class Batcher:
             return False
         # Only group-centred estimators give a uniform group zero advantages; the
         # REINFORCE++ ones are whitened over the batch, where such a group still counts.
-        centred = expected in ("grpo", "rloo")
+        centred = expected in (Estimator.GRPO, Estimator.RLOO)
         if centred and (episode.uniform_reward or len(set(episode.rewards)) <= 1):
             if s.uniform_reward is UniformPolicy.DROP:
                 self.drops.uniform_episodes += 1

@@ -1,4 +1,5 @@
-"""Turn a trajectory's steps into training sequences with loss masks.
+"""Turn a trajectory's steps into training sequences with loss masks (``masking``: which
+tokens carry loss, not hiding data).
 
 Only tokens the model sampled carry loss; prompts and tool output (the part of a later
 prompt that the model did not sample) are masked. A step whose prompt extends the previous

@@ -14,6 +14,7 @@ from pydantic_settings import SettingsConfigDict
 from rllm.consumers.trainer.types import LossAgg, LossKind
 from rllm.errors import ConfigError
 from rllm.models.threads import Threads, check_threads
+from rllm.schemas.types import Estimator
 from rllm.settings import MovedEnv, OwnEnvSettings, default_home
 
 __all__ = [
@@ -27,10 +28,15 @@ __all__ = [
 ]
 
 
-LOSS_ESTIMATORS: dict[LossKind, tuple[str, ...]] = {
-    LossKind.GRPO: ("grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline"),
-    LossKind.RLOO: ("rloo",),
-    LossKind.REINFORCE: ("reinforce",),
+LOSS_ESTIMATORS: dict[LossKind, tuple[Estimator, ...]] = {
+    LossKind.GRPO: (
+        Estimator.GRPO,
+        Estimator.RLOO,
+        Estimator.REINFORCE_PLUS_PLUS,
+        Estimator.REINFORCE_PLUS_PLUS_BASELINE,
+    ),
+    LossKind.RLOO: (Estimator.RLOO,),
+    LossKind.REINFORCE: (Estimator.REINFORCE,),
 }
 """Advantage estimators each loss trains on, its default first (sft and distill use none)."""
 
@@ -151,7 +157,7 @@ class TrainerSettings(OwnEnvSettings):
     token with A < 0 is at most ``-clip_ratio_c * A``."""
     kl_coef: float = Field(default=0.0, ge=0)
     """Weight of the KL penalty to the reference (initial) policy; 0 turns it off."""
-    estimator: str | None = None
+    estimator: Estimator | None = None
     """Advantage estimator every episode of the run must carry (``RLLM_TRAIN_ESTIMATOR``;
     None: the loss's own,
     ``grpo``, ``rloo`` or ``reinforce``); loss=grpo also takes ``rloo``,
@@ -269,12 +275,12 @@ class TrainerSettings(OwnEnvSettings):
         if self.estimator is not None and self.estimator not in allowed:
             fits = f"one of {', '.join(allowed)}" if allowed else "none (unset it)"
             raise ConfigError(
-                f"estimator={self.estimator!r} does not fit loss={self.loss.value}: it takes "
+                f"estimator={self.estimator.value!r} does not fit loss={self.loss.value}: it takes "
                 f"{fits} (RLLM_TRAIN_ESTIMATOR)"
             )
         return self
 
-    def run_estimator(self) -> str | None:
+    def run_estimator(self) -> Estimator | None:
         """The estimator every episode of this run must carry; None when the loss uses no
         advantages (sft, distill)."""
         allowed = LOSS_ESTIMATORS.get(self.loss, ())

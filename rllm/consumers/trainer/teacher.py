@@ -31,6 +31,7 @@ from rllm.consumers.trainer.errors import (
 from rllm.consumers.trainer.settings import TeacherApi, TrainerSettings
 from rllm.consumers.trainer.teacher_parse import excerpt, parse_sglang, parse_vllm
 from rllm.consumers.trainer.types import TrainSequence
+from rllm.errors import ConfigError
 
 __all__ = [
     "PROBE_TEXT",
@@ -121,7 +122,7 @@ class TeacherClient:
     ) -> TeacherClient:
         """The client for ``settings.teacher_url``."""
         if not settings.teacher_url:
-            raise ValueError("teacher_url is not set")
+            raise ConfigError("teacher_url is not set: a served teacher needs its base URL")
         key = settings.teacher_api_key
         return cls(
             settings.teacher_url,

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rllm.consumers.trainer.errors import CapabilityError
+from rllm.schemas.types import Estimator
 
 if TYPE_CHECKING:
     from rllm.consumers.trainer.settings import TrainerSettings
@@ -75,7 +76,7 @@ class Capabilities:
     """Whether all weights can be trained (``lora_rank == 0``)."""
     precisions: frozenset[str] = frozenset({"fp32"})
     """``precision`` values it honours (the local backend's setting)."""
-    estimators: frozenset[str] | None = None
+    estimators: frozenset[Estimator] | None = None
     """Advantage estimators it can train on (None: every one; ``run_estimator``)."""
     sampling: frozenset[str] = frozenset()
     """Sampling parameters it scores with (``StepSampling`` fields: temperature, top_p,

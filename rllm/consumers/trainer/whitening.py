@@ -11,10 +11,12 @@ import numpy as np
 import numpy.typing as npt
 
 from rllm.consumers.trainer.types import TrainSequence
+from rllm.errors import ConfigError
+from rllm.schemas.types import Estimator
 
 __all__ = ["BATCH_WHITENED", "whiten_over_tokens", "whiten_sequences"]
 
-BATCH_WHITENED = frozenset({"reinforce_plus_plus", "reinforce_plus_plus_baseline"})
+BATCH_WHITENED = frozenset({Estimator.REINFORCE_PLUS_PLUS, Estimator.REINFORCE_PLUS_PLUS_BASELINE})
 """Estimators whose group values are whitened over each batch's loss tokens."""
 
 Floats = npt.NDArray[np.float64]
@@ -32,8 +34,8 @@ def whiten_over_tokens(
     batch, as verl does over the response mask: ``(v - mean) / sqrt(var + 1e-8)``.
 
     Raises:
-        ValueError: if the lengths differ, a count is negative, or the batch has fewer
-            than two loss tokens (verl refuses those too).
+        ValueError: if the lengths differ or a count is negative.
+        ConfigError: if the batch has fewer than two loss tokens (verl refuses those too).
     """
     v_B = np.asarray(values_B, dtype=np.float64)
     n_B = np.asarray(num_tokens_B, dtype=np.float64)
@@ -46,7 +48,7 @@ def whiten_over_tokens(
         raise ValueError(f"num_tokens_B must be non-negative, got {n_B.tolist()}")
     total = float(n_B.sum())
     if total < 2:
-        raise ValueError(
+        raise ConfigError(
             f"whitening needs at least two loss tokens in the batch, got {total:g}; use a "
             "larger batch_size or an estimator without batch whitening"
         )

@@ -170,7 +170,7 @@ async def test_harness_solves_hello_file(
 
 @needs_local_sandbox
 def test_a_harness_rollout_is_what_agent_trainer_trains(tmp_path: Path) -> None:
-    from rllm.agent_trainer import AgentTrainer
+    from rllm.app import AgentTrainer
     from rllm.sandboxes import SandboxSettings, get_backend
 
     backend = get_backend("local", SandboxSettings(home=tmp_path))

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 
 import rllm
-from rllm.agent_trainer import UpdateRecord
+from rllm.app import UpdateRecord
 from rllm.kafka import EventPublisher
 from rllm.producers.sdk import RolloutConfig, RolloutOutcome
 from rllm.schemas.codec import AvroCodec

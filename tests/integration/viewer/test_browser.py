@@ -24,7 +24,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 import rllm
-from rllm.agent_trainer import TrainReport
+from rllm.app import TrainReport
 from rllm.consumers.history import HistorySettings, HistorySink, run_named
 from rllm.consumers.history.service import serve_queries
 from rllm.consumers.history.types import HistoryStore

@@ -12,6 +12,7 @@ import pytest
 from rllm.benchmarks import RewardResult, register_reward_fn
 from rllm.processors.assemble import assemble_trajectory
 from rllm.processors.score import RewardRunner, extract_answer, response_text
+from rllm.schemas.convert import from_avro, to_avro
 from rllm.schemas.types import ApiKind, StepCaptured, StepError, Task, TrajectoryAssembled
 from tests.unit.processors.factory import make_session, task
 
@@ -93,23 +94,31 @@ def test_answer_is_output_json_string_else_last_step_text() -> None:
     assert extract_answer(_traj(steps=())) is None
 
 
+async def _score(runner: RewardRunner, traj: TrajectoryAssembled) -> TrajectoryAssembled:
+    """``RewardRunner.score_dict`` (what the processors call) on the trajectory's dict."""
+    datum = to_avro(traj)
+    await runner.score_dict(datum)
+    scored: TrajectoryAssembled = from_avro(TrajectoryAssembled.avro_name, datum)
+    return scored
+
+
 async def test_runner_scores_records_failures_and_keeps_given_rewards() -> None:
     runner = RewardRunner(concurrency=2, timeout_s=0.5)
     try:
-        ok = await runner.score(_traj(task=task(answer="last")))
+        ok = await _score(runner, _traj(task=task(answer="last")))
         assert (ok.reward, ok.is_correct, ok.evaluator) == (1.0, True, "exact_match")
-        wrong = await runner.score(_traj(task=task(answer="other")))
+        wrong = await _score(runner, _traj(task=task(answer="other")))
         assert (wrong.reward, wrong.is_correct) == (0.0, False)
-        given = await runner.score(_traj(reward=0.25, evaluator="ext"))
+        given = await _score(runner, _traj(reward=0.25, evaluator="ext"))
         assert (given.reward, given.evaluator) == (0.25, "ext")
-        raised = await runner.score(_traj(task=task(reward_fn="unit-raise")))
+        raised = await _score(runner, _traj(task=task(reward_fn="unit-raise")))
         assert raised.reward is None
         assert raised.reward_error == (
             "reward function 'unit-raise' raised RuntimeError: judge unavailable"
         )
-        hung = await runner.score(_traj(task=task(reward_fn="unit-slow"), output_json='"hang"'))
+        hung = await _score(runner, _traj(task=task(reward_fn="unit-slow"), output_json='"hang"'))
         assert hung.reward is None and "timed out after 0.5 s" in (hung.reward_error or "")
-        unknown = await runner.score(_traj(task=task(reward_fn="nope")))
+        unknown = await _score(runner, _traj(task=task(reward_fn="nope")))
         assert "unknown reward function 'nope'" in (unknown.reward_error or "")
     finally:
         runner.close()
@@ -123,7 +132,7 @@ async def test_runner_bounds_concurrency() -> None:
     try:
         start = time.monotonic()
         out = await asyncio.gather(
-            *[runner.score(_traj(task=task(reward_fn="unit-slow"))) for _ in range(6)]
+            *[_score(runner, _traj(task=task(reward_fn="unit-slow"))) for _ in range(6)]
         )
         elapsed = time.monotonic() - start
     finally:

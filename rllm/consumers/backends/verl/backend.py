@@ -12,7 +12,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from rllm.consumers.backends.verl.convert import to_data_proto, to_verl_batch
+from rllm.consumers.backends.verl.convert import VERL_ESTIMATORS, to_data_proto, to_verl_batch
 from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.consumers.trainer.types import Capabilities, LossAgg, LossKind, TrainBatch, UpdateResult
 from rllm.errors import ConfigError
@@ -34,7 +34,7 @@ VERL_CAPABILITIES = Capabilities(
     # not load, and a failed load at the first sync is what this backend must not do
     lora=False,
     full_finetune=True,
-    estimators=frozenset({"grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline"}),
+    estimators=frozenset(VERL_ESTIMATORS),
 )
 
 

@@ -19,8 +19,9 @@ import torch
 from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.consumers.trainer.types import TrainBatch
 from rllm.errors import ConfigError
+from rllm.schemas.types import Estimator
 
-__all__ = ["VerlBatch", "to_data_proto", "to_verl_batch", "verl_config"]
+__all__ = ["VERL_ESTIMATORS", "VerlBatch", "to_data_proto", "to_verl_batch", "verl_config"]
 
 
 @dataclass
@@ -96,20 +97,25 @@ def to_data_proto(vb: VerlBatch) -> Any:
     )
 
 
-_VERL_ESTIMATORS = ("grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline")
+VERL_ESTIMATORS = (
+    Estimator.GRPO,
+    Estimator.RLOO,
+    Estimator.REINFORCE_PLUS_PLUS,
+    Estimator.REINFORCE_PLUS_PLUS_BASELINE,
+)
 """Our estimators that are verl's ``algorithm.adv_estimator`` of the same name."""
 
 
 def verl_config(settings: TrainerSettings, n_gpus: int = 1) -> dict[str, Any]:
     """verl ``ppo_trainer`` overrides (dotted keys) for these settings."""
     estimator = settings.run_estimator()
-    if estimator not in _VERL_ESTIMATORS:
+    if estimator not in VERL_ESTIMATORS:
         raise ConfigError(
             f"backend 'verl' cannot honour loss={settings.loss.value} (estimator "
-            f"{estimator}); verl trains the estimators {', '.join(_VERL_ESTIMATORS)}"
+            f"{estimator}); verl trains the estimators {', '.join(VERL_ESTIMATORS)}"
         )
     return {
-        "algorithm.adv_estimator": estimator,
+        "algorithm.adv_estimator": str(estimator),
         "actor_rollout_ref.model.path": settings.model,
         "actor_rollout_ref.model.lora_rank": settings.lora_rank,
         "actor_rollout_ref.actor.optim.lr": settings.lr,

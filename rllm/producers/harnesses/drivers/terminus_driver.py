@@ -23,17 +23,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harbor.agents.terminus_2 import Terminus2  # type: ignore[import-not-found]
-from harbor.environments.base import (  # type: ignore[import-not-found]
+from harbor.agents.terminus_2 import Terminus2  # type: ignore[import-not-found]  # harbor is optional, absent in CI
+from harbor.environments.base import (  # type: ignore[import-not-found]  # harbor is optional, absent in CI
     BaseEnvironment,
     ExecResult,
 )
-from harbor.environments.capabilities import (  # type: ignore[import-not-found]
+from harbor.environments.capabilities import (  # type: ignore[import-not-found]  # harbor is optional, absent in CI
     EnvironmentCapabilities,
 )
-from harbor.models.agent.context import AgentContext  # type: ignore[import-not-found]
-from harbor.models.task.config import EnvironmentConfig  # type: ignore[import-not-found]
-from harbor.models.trial.paths import TrialPaths  # type: ignore[import-not-found]
+from harbor.models.agent.context import AgentContext  # type: ignore[import-not-found]  # harbor is optional, absent in CI
+from harbor.models.task.config import EnvironmentConfig  # type: ignore[import-not-found]  # harbor is optional, absent in CI
+from harbor.models.trial.paths import TrialPaths  # type: ignore[import-not-found]  # harbor is optional, absent in CI
 
 __all__ = ["SandboxEnvironment", "main"]
 
