@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from rllm.cli.main import cli
 from rllm.sandboxes import SandboxSettings
@@ -32,9 +32,9 @@ RUN = "harness-train"
 pytestmark = needs_local_sandbox
 
 
-def _model(directory: Path) -> Path:
+def _model(directory: Path, heads: int = 4, hidden: int = 32, positions: int = 8192) -> Path:
     """The tiny test model, widened to the scripted model's token ids (bytes + 3) and to
-    the bash harness's prompts."""
+    the harness's prompts."""
     import transformers
 
     from rllm.models.tiny import tiny_model_dir
@@ -42,12 +42,44 @@ def _model(directory: Path) -> Path:
     tf: Any = transformers  # untyped
     tiny_model_dir(directory)
     config = tf.LlamaConfig(
-        vocab_size=320, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=8192,
-        eos_token_id=1, pad_token_id=0, bos_token_id=None, tie_word_embeddings=True,
+        vocab_size=320, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=1,
+        num_attention_heads=heads, num_key_value_heads=min(2, heads),
+        max_position_embeddings=positions, eos_token_id=1, pad_token_id=0, bos_token_id=None,
+        tie_word_embeddings=True,
     )  # fmt: skip
     tf.LlamaForCausalLM(config).save_pretrained(directory)
     return directory
+
+
+def train_on_tasks(
+    kafka: KafkaSettings,
+    gateway: ThreadedServer,
+    sandbox_settings: SandboxSettings,
+    tmp_path: Path,
+    tasks: Path,
+    agent: str,
+    run_id: str,
+    model: Path,
+) -> Result:
+    """``rllm-cli train --tasks-dir TASKS --agent AGENT`` (groups of 2, a task per batch, 2
+    epochs) with a processors worker running beside it."""
+    workers = Workers(kafka, tmp_path)
+    workers.start()
+    env = {"RLLM_SANDBOX_HOME": str(sandbox_settings.home), "RLLM_SANDBOX_BACKEND": "local"}
+    try:
+        return CliRunner().invoke(
+            cli,
+            ["train", "--tasks-dir", str(tasks), "--agent", agent, "--group-size", "2",
+             "--batch-size", "1", "--epochs", "2", "--uniform-reward", "keep",
+             "--model", str(model), "--served-model", "scripted",
+             "--lr", "0.01", "--checkpoint-dir", str(tmp_path / "ckpt"), "--run-id", run_id,
+             "--gateway-url", gateway.url, "-b", kafka.bootstrap_servers,
+             "--topic-prefix", kafka.topic_prefix],
+            env=env,
+            catch_exceptions=False,
+        )  # fmt: skip
+    finally:
+        workers.close()
 
 
 @pytest.mark.timeout(600)
@@ -64,23 +96,8 @@ def test_train_on_a_tasks_dir_runs_groups_of_harness_rollouts_into_updates(
     shutil.copytree(TASKS / "hello-file", tasks / "no-toml")
     (tasks / "no-toml" / "task.toml").unlink()
     gateway = start_gateway(follow_policy_updates=True)
-    workers = Workers(kafka, tmp_path)
-    workers.start()
-    env = {"RLLM_SANDBOX_HOME": str(sandbox_settings.home), "RLLM_SANDBOX_BACKEND": "local"}
-    try:
-        result = CliRunner().invoke(
-            cli,
-            ["train", "--tasks-dir", str(tasks), "--agent", "bash", "--group-size", "2",
-             "--batch-size", "1", "--epochs", "2", "--uniform-reward", "keep",
-             "--model", str(_model(tmp_path / "model")), "--served-model", "scripted",
-             "--lr", "0.01", "--checkpoint-dir", str(tmp_path / "ckpt"), "--run-id", RUN,
-             "--gateway-url", gateway.url, "-b", kafka.bootstrap_servers,
-             "--topic-prefix", kafka.topic_prefix],
-            env=env,
-            catch_exceptions=False,
-        )  # fmt: skip
-    finally:
-        workers.close()
+    model = _model(tmp_path / "model")
+    result = train_on_tasks(kafka, gateway, sandbox_settings, tmp_path, tasks, "bash", RUN, model)
     assert result.exit_code == 0, result.output
     assert "error task no-toml left out: " in result.stderr and "task.toml" in result.stderr
     assert "training on tasks with harness bash: 2 tasks x 2 rollouts" in result.stdout

@@ -10,12 +10,9 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from rllm.cli.main import cli
 from rllm.consumers.trainer.masking import trajectory_sequences
 from rllm.sandboxes import SandboxSettings
 from rllm.schemas.codec import AvroCodec
@@ -27,32 +24,13 @@ from tests.fakes.scripted import ScriptedUpstream
 from tests.fakes.upstream import ThreadedServer
 from tests.integration.harnesses.helpers import needs_local_sandbox
 from tests.integration.harnesses.scripts import CODEX_SOLVE
+from tests.integration.harnesses.test_cli_train import _model, train_on_tasks
 from tests.integration.helpers import read_all
-from tests.integration.processors.helpers import Workers
 
 TASKS = Path(__file__).resolve().parents[2] / "fixtures" / "harbor_tasks"
 RUN = "codex-train"
 
 pytestmark = needs_local_sandbox
-
-
-def _model(directory: Path) -> Path:
-    """The tiny test model widened to the scripted model's token ids (bytes + 3), with one
-    attention head: Codex's prompt is ~20k tokens, and CPU attention holds length squared
-    per head while it trains."""
-    import transformers
-
-    from rllm.models.tiny import tiny_model_dir
-
-    tf: Any = transformers  # untyped
-    tiny_model_dir(directory)
-    config = tf.LlamaConfig(
-        vocab_size=320, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-        num_attention_heads=1, num_key_value_heads=1, max_position_embeddings=65536,
-        eos_token_id=1, pad_token_id=0, bos_token_id=None, tie_word_embeddings=True,
-    )  # fmt: skip
-    tf.LlamaForCausalLM(config).save_pretrained(directory)
-    return directory
 
 
 @pytest.mark.slow
@@ -68,23 +46,10 @@ def test_training_through_the_codex_cli_captures_masks_updates_and_adopts(
     tasks = tmp_path / "tasks"
     shutil.copytree(TASKS / "hello-file", tasks / "hello-file")
     gateway = start_gateway(follow_policy_updates=True)
-    workers = Workers(kafka, tmp_path)
-    workers.start()
-    env = {"RLLM_SANDBOX_HOME": str(sandbox_settings.home), "RLLM_SANDBOX_BACKEND": "local"}
-    try:
-        result = CliRunner().invoke(
-            cli,
-            ["train", "--tasks-dir", str(tasks), "--agent", "codex", "--group-size", "2",
-             "--batch-size", "1", "--epochs", "2", "--uniform-reward", "keep",
-             "--model", str(_model(tmp_path / "model")), "--served-model", "scripted",
-             "--lr", "0.01", "--checkpoint-dir", str(tmp_path / "ckpt"), "--run-id", RUN,
-             "--gateway-url", gateway.url, "-b", kafka.bootstrap_servers,
-             "--topic-prefix", kafka.topic_prefix],
-            env=env,
-            catch_exceptions=False,
-        )  # fmt: skip
-    finally:
-        workers.close()
+    # one attention head: Codex's prompt is ~20k tokens, and CPU attention holds length
+    # squared per head while it trains
+    model = _model(tmp_path / "model", heads=1, hidden=16, positions=65536)
+    result = train_on_tasks(kafka, gateway, sandbox_settings, tmp_path, tasks, "codex", RUN, model)
     assert result.exit_code == 0, result.output
     assert "training on tasks with harness codex: 1 tasks x 2 rollouts" in result.stdout
     assert "rollouts of v0: reward 1.000 (100% correct) -> v1; " in result.stdout
