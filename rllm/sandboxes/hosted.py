@@ -9,14 +9,13 @@ script, read a file, take a snapshot, delete a sandbox by id, close the client."
 
 from __future__ import annotations
 
-import asyncio
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from rllm.sandboxes.errors import ImageError, SandboxClosedError, SandboxError, SnapshotError
+from rllm.sandboxes.errors import ImageError, SandboxClosedError, SandboxError
 from rllm.sandboxes.remote import (
     RemoteCommand,
     pack_dir,
@@ -27,7 +26,7 @@ from rllm.sandboxes.remote import (
     workdir_command,
 )
 from rllm.sandboxes.settings import SandboxSettings
-from rllm.sandboxes.snapshots import SnapshotRegistry, snapshot_key
+from rllm.sandboxes.snapshots import RegistrySnapshots, SnapshotRegistry, snapshot_key
 from rllm.sandboxes.types import ExecResult, Sandbox, SandboxInfo, SandboxSpec, SnapshotInfo
 
 __all__ = ["HostedBackend", "HostedSandbox", "HostedSnapshots", "abnormal"]
@@ -177,15 +176,12 @@ class HostedSandbox(ABC):
         return await self._store.create(self, name)
 
 
-class HostedSnapshots(ABC):
+class HostedSnapshots(RegistrySnapshots, ABC):
     """A hosted service's snapshots, each recorded in the shared snapshot registry too."""
 
-    sandbox_type: type[HostedSandbox]
-    """The service's sandbox class: the only kind it can snapshot."""
-
     def __init__(self, backend: HostedBackend, registry: SnapshotRegistry) -> None:
+        super().__init__(registry)
         self.backend = backend
-        self.registry = registry
 
     @abstractmethod
     async def _take(self, sandbox: Any, name: str) -> str:
@@ -198,23 +194,15 @@ class HostedSnapshots(ABC):
 
     async def create(self, sandbox: Sandbox, name: str) -> SnapshotInfo:
         """Snapshot one of the service's sandboxes as ``name``, registered by that name."""
-        service = self.backend.name
-        if not isinstance(sandbox, self.sandbox_type):
-            raise SnapshotError(
-                f"{sandbox!r} is not a {service} sandbox; snapshot it in its backend"
-            )
+        self._check_kind(sandbox)
         info = SnapshotInfo(
             name=name,
-            backend=service,
+            backend=self.backend_name,
             image=await self._take(sandbox, name),
             ttl_s=self.backend.settings.snapshot_ttl_s,
             labels=dict(sandbox.spec.labels),
         )
         return self.registry.register(info)
-
-    async def all(self) -> list[SnapshotInfo]:
-        """The registry's snapshots of this service."""
-        return await asyncio.to_thread(self.registry.all, self.backend.name)
 
 
 class HostedBackend(ABC):

@@ -25,6 +25,7 @@ NAME = "daytona"
 class DaytonaSnapshots(HostedSnapshots):
     """Daytona's snapshots, each recorded in the shared snapshot registry too."""
 
+    backend_name = NAME
     sandbox_type = DaytonaSandbox
     backend: DaytonaBackend
 

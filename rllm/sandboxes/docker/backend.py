@@ -24,7 +24,7 @@ from rllm.sandboxes.errors import SandboxError, SnapshotError
 from rllm.sandboxes.images.resolve import SUBSTITUTED_LABEL, substitute
 from rllm.sandboxes.images.store import ImageStore
 from rllm.sandboxes.settings import SandboxSettings
-from rllm.sandboxes.snapshots import SnapshotRegistry
+from rllm.sandboxes.snapshots import RegistrySnapshots, SnapshotRegistry
 from rllm.sandboxes.types import (
     BACKEND_LABEL,
     ImageInfo,
@@ -66,17 +66,19 @@ def _snapshot_tag(name: str) -> str:
     return f"{SNAPSHOT_REPOSITORY}:{tag}"
 
 
-class DockerSnapshots:
+class DockerSnapshots(RegistrySnapshots):
     """Snapshots of the docker backend: committed images, named in the snapshot registry."""
 
+    backend_name = "docker"
+    sandbox_type = DockerSandbox
+
     def __init__(self, backend: DockerBackend, registry: SnapshotRegistry) -> None:
+        super().__init__(registry)
         self._backend = backend
-        self.registry = registry
 
     async def create(self, sandbox: Sandbox, name: str) -> SnapshotInfo:
         """Commit ``sandbox`` (a docker one) as ``name``, replacing one of that name."""
-        if not isinstance(sandbox, DockerSandbox):
-            raise SnapshotError(f"the docker backend cannot snapshot a {type(sandbox).__name__}")
+        self._check_kind(sandbox)
         return await sandbox.snapshot(name)
 
     async def commit(self, sandbox: DockerSandbox, name: str) -> SnapshotInfo:
@@ -99,10 +101,6 @@ class DockerSnapshots:
             labels=dict(sandbox.spec.labels),
         )
         return self.registry.register(info)
-
-    async def all(self) -> list[SnapshotInfo]:
-        """The docker backend's snapshots, oldest first."""
-        return self.registry.all("docker")
 
     async def delete(self, name: str) -> None:
         """Remove the snapshot's image and its registry entry."""

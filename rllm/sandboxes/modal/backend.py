@@ -47,6 +47,7 @@ CREATED_LABEL = "rllm.created"
 class ModalSnapshots(HostedSnapshots):
     """Modal filesystem snapshots, by name in the shared snapshot registry."""
 
+    backend_name = NAME
     sandbox_type = ModalSandbox
     backend: ModalBackend
 
