@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rllm.sandboxes.base import ExecRequest, SandboxBase
 from rllm.sandboxes.errors import ImageError, SandboxClosedError, SandboxError
 from rllm.sandboxes.remote import (
     RemoteCommand,
@@ -46,7 +47,7 @@ def abnormal(started: float, timed_out: bool, error: str) -> ExecResult:
     )
 
 
-class HostedSandbox(ABC):
+class HostedSandbox(SandboxBase):
     """The shared part of a hosted service's sandbox (see ``types.Sandbox``)."""
 
     service: str = "hosted"
@@ -56,16 +57,6 @@ class HostedSandbox(ABC):
         self._spec = spec
         self._store = store
         self._closed = False
-
-    @property
-    @abstractmethod
-    def id(self) -> str:
-        """The service's id for it."""
-
-    @property
-    def spec(self) -> SandboxSpec:
-        """What it was created from."""
-        return self._spec
 
     def _check_open(self) -> None:
         if self._closed:
@@ -99,39 +90,22 @@ class HostedSandbox(ABC):
         """End it at the service; a second call, or one after it is gone, does nothing."""
 
     # --- the same everywhere ---------------------------------------------------------
-    async def exec(
-        self,
-        cmd: str | Sequence[str],
-        *,
-        cwd: str | None = None,
-        env: Mapping[str, str] | None = None,
-        timeout_s: float | None = None,
-        user: str | None = None,
-        stdin: bytes | str | None = None,
-    ) -> ExecResult:
-        """Run ``cmd``; a failing, timed-out or orphaned command is a result."""
-        return await self._run(cmd, cwd, env, timeout_s, user or self._spec.user, stdin)
+    async def _exec(self, request: ExecRequest) -> ExecResult:
+        return await self._run(request._replace(user=request.user or self._spec.user))
 
     async def prepare(self) -> None:
         """Create the spec's workdir (as the image's user), owned by the spec's user."""
         command = workdir_command(self._spec.workdir, self._spec.user)
-        made = await self._run(["/bin/sh", "-c", command], "/", None, 60, None, None)
+        made = await self._run(ExecRequest(["/bin/sh", "-c", command], "/", None, 60, None, None))
         if not made.ok:
             raise SandboxError(
                 f"cannot create workdir {self._spec.workdir} in {self.service} sandbox "
                 f"{self.id}: {made.stderr.strip() or made.error}"
             )
 
-    async def _run(
-        self,
-        cmd: str | Sequence[str],
-        cwd: str | None,
-        env: Mapping[str, str] | None,
-        timeout_s: float | None,
-        user: str | None,
-        stdin: bytes | str | None,
-    ) -> ExecResult:
+    async def _run(self, request: ExecRequest) -> ExecResult:
         self._check_open()
+        cmd, cwd, env, timeout_s, user, stdin = request
         command = RemoteCommand.build(
             cmd,
             cwd=cwd or self._spec.workdir,
