@@ -120,6 +120,13 @@ class RegistrySnapshots:
                 "snapshot it in its own backend"
             )
 
+    async def create(self, sandbox: Sandbox, name: str) -> SnapshotInfo:
+        """Freeze one of the backend's sandboxes as ``name`` (the sandbox snapshots itself:
+        a local one into the image store, a docker one by commit), replacing one of that
+        name."""
+        self._check_kind(sandbox)
+        return await sandbox.snapshot(name)
+
     async def all(self) -> list[SnapshotInfo]:
         """The backend's snapshots, oldest first."""
         return await asyncio.to_thread(self.registry.all, self.backend_name)

@@ -29,7 +29,6 @@ from rllm.sandboxes.types import (
     BACKEND_LABEL,
     ImageInfo,
     NetworkMode,
-    Sandbox,
     SandboxInfo,
     SandboxSpec,
     SnapshotInfo,
@@ -75,11 +74,6 @@ class DockerSnapshots(RegistrySnapshots):
     def __init__(self, backend: DockerBackend, registry: SnapshotRegistry) -> None:
         super().__init__(registry)
         self._backend = backend
-
-    async def create(self, sandbox: Sandbox, name: str) -> SnapshotInfo:
-        """Commit ``sandbox`` (a docker one) as ``name``, replacing one of that name."""
-        self._check_kind(sandbox)
-        return await sandbox.snapshot(name)
 
     async def commit(self, sandbox: DockerSandbox, name: str) -> SnapshotInfo:
         """Commit ``sandbox``'s container as ``rllm-snapshot:<name>`` and register it."""

@@ -48,10 +48,8 @@ from rllm.sandboxes.types import (
     BACKEND_LABEL,
     ImageInfo,
     NetworkMode,
-    Sandbox,
     SandboxInfo,
     SandboxSpec,
-    SnapshotInfo,
     labels_match,
 )
 
@@ -71,11 +69,6 @@ class LocalSnapshots(RegistrySnapshots):
     def __init__(self, store: ImageStore, registry: SnapshotRegistry) -> None:
         super().__init__(registry)
         self.store = store
-
-    async def create(self, sandbox: Sandbox, name: str) -> SnapshotInfo:
-        """Freeze a local sandbox as ``name``."""
-        self._check_kind(sandbox)
-        return await sandbox.snapshot(name)
 
     async def delete(self, name: str) -> None:
         """Forget snapshot ``name`` and its image; ``SnapshotError`` when unknown."""
