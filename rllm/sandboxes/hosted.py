@@ -1,18 +1,22 @@
-"""What a sandbox on a hosted service (daytona, modal) does the same way whatever the
-service: every command through ``remote.RemoteCommand`` (bounded output, the tree killed
-on timeout, the user switched, stdin uploaded first), directories as one tar each way,
-the spec's workdir made at start. A service's class supplies only its calls: upload a
-file, execute a script, read a file, snapshot, close."""
+"""What a hosted service's backend (daytona, modal) does the same way whatever the service.
+
+Its sandboxes run every command through ``remote.RemoteCommand`` (bounded output, the tree
+killed on timeout, the user switched, stdin uploaded first), copy directories as one tar
+each way and make the spec's workdir at start. Its backend keeps the sandboxes it made
+(closed by ``aclose``, by ``reap`` when they match) and its snapshots in the shared
+registry. A service's classes supply only its calls: create, upload a file, execute a
+script, read a file, take a snapshot, delete a sandbox by id, close the client."""
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from rllm.sandboxes.errors import SandboxClosedError, SandboxError
+from rllm.sandboxes.base import ExecRequest, SandboxBase
+from rllm.sandboxes.errors import ImageError, SandboxClosedError, SandboxError
 from rllm.sandboxes.remote import (
     RemoteCommand,
     pack_dir,
@@ -22,9 +26,13 @@ from rllm.sandboxes.remote import (
     untar_command,
     workdir_command,
 )
-from rllm.sandboxes.types import ExecResult, SandboxSpec, SnapshotInfo
+from rllm.sandboxes.settings import SandboxSettings
+from rllm.sandboxes.snapshots import RegistrySnapshots, SnapshotRegistry, snapshot_key
+from rllm.sandboxes.types import ExecResult, Sandbox, SandboxInfo, SandboxSpec, SnapshotInfo
 
-__all__ = ["HostedSandbox", "abnormal"]
+__all__ = ["HostedBackend", "HostedSandbox", "HostedSnapshots", "abnormal"]
+
+S = TypeVar("S", bound="HostedSandbox")
 
 
 def abnormal(started: float, timed_out: bool, error: str) -> ExecResult:
@@ -39,26 +47,16 @@ def abnormal(started: float, timed_out: bool, error: str) -> ExecResult:
     )
 
 
-class HostedSandbox(ABC):
+class HostedSandbox(SandboxBase):
     """The shared part of a hosted service's sandbox (see ``types.Sandbox``)."""
 
     service: str = "hosted"
     """The service's name in messages (``daytona``, ``modal``)."""
 
-    def __init__(self, spec: SandboxSpec, store: Any) -> None:
+    def __init__(self, spec: SandboxSpec, store: HostedSnapshots) -> None:
         self._spec = spec
         self._store = store
         self._closed = False
-
-    @property
-    @abstractmethod
-    def id(self) -> str:
-        """The service's id for it."""
-
-    @property
-    def spec(self) -> SandboxSpec:
-        """What it was created from."""
-        return self._spec
 
     def _check_open(self) -> None:
         if self._closed:
@@ -79,40 +77,35 @@ class HostedSandbox(ABC):
     async def read_file(self, path: str) -> bytes:
         """Read ``path``; ``FileNotFoundError`` when it is not there."""
 
+    @abstractmethod
+    async def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        """Write ``data`` to ``path`` (parents created), then set ``mode``."""
+
+    @abstractmethod
+    async def is_alive(self) -> bool:
+        """Whether the service says it still runs."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """End it at the service; a second call, or one after it is gone, does nothing."""
+
     # --- the same everywhere ---------------------------------------------------------
-    async def exec(
-        self,
-        cmd: str | Sequence[str],
-        *,
-        cwd: str | None = None,
-        env: Mapping[str, str] | None = None,
-        timeout_s: float | None = None,
-        user: str | None = None,
-        stdin: bytes | str | None = None,
-    ) -> ExecResult:
-        """Run ``cmd``; a failing, timed-out or orphaned command is a result."""
-        return await self._run(cmd, cwd, env, timeout_s, user or self._spec.user, stdin)
+    async def _exec(self, request: ExecRequest) -> ExecResult:
+        return await self._run(request._replace(user=request.user or self._spec.user))
 
     async def prepare(self) -> None:
         """Create the spec's workdir (as the image's user), owned by the spec's user."""
         command = workdir_command(self._spec.workdir, self._spec.user)
-        made = await self._run(["/bin/sh", "-c", command], "/", None, 60, None, None)
+        made = await self._run(ExecRequest(["/bin/sh", "-c", command], "/", None, 60, None, None))
         if not made.ok:
             raise SandboxError(
                 f"cannot create workdir {self._spec.workdir} in {self.service} sandbox "
                 f"{self.id}: {made.stderr.strip() or made.error}"
             )
 
-    async def _run(
-        self,
-        cmd: str | Sequence[str],
-        cwd: str | None,
-        env: Mapping[str, str] | None,
-        timeout_s: float | None,
-        user: str | None,
-        stdin: bytes | str | None,
-    ) -> ExecResult:
+    async def _run(self, request: ExecRequest) -> ExecResult:
         self._check_open()
+        cmd, cwd, env, timeout_s, user, stdin = request
         command = RemoteCommand.build(
             cmd,
             cwd=cwd or self._spec.workdir,
@@ -154,5 +147,112 @@ class HostedSandbox(ABC):
     async def snapshot(self, name: str) -> SnapshotInfo:
         """Freeze its filesystem as ``name`` through the service's snapshot store."""
         self._check_open()
-        info: SnapshotInfo = await self._store.create(self, name)
-        return info
+        return await self._store.create(self, name)
+
+
+class HostedSnapshots(RegistrySnapshots, ABC):
+    """A hosted service's snapshots, each recorded in the shared snapshot registry too."""
+
+    def __init__(self, backend: HostedBackend, registry: SnapshotRegistry) -> None:
+        super().__init__(registry)
+        self.backend = backend
+
+    @abstractmethod
+    async def _take(self, sandbox: Any, name: str) -> str:
+        """Snapshot ``sandbox`` at the service as ``name``; what ``SnapshotInfo.image``
+        holds to start from it (raises SnapshotError)."""
+
+    @abstractmethod
+    async def delete(self, name: str) -> None:
+        """Remove snapshot ``name`` (``SnapshotError`` when it is unknown)."""
+
+    async def create(self, sandbox: Sandbox, name: str) -> SnapshotInfo:
+        """Snapshot one of the service's sandboxes as ``name``, registered by that name."""
+        self._check_kind(sandbox)
+        info = SnapshotInfo(
+            name=name,
+            backend=self.backend_name,
+            image=await self._take(sandbox, name),
+            ttl_s=self.backend.settings.snapshot_ttl_s,
+            labels=dict(sandbox.spec.labels),
+        )
+        return self.registry.register(info)
+
+
+class HostedBackend(ABC):
+    """The shared part of a hosted service's backend (see ``types.SandboxBackend``).
+
+    Args:
+        settings: the service's keys and the snapshot registry's place.
+    """
+
+    name: str = "hosted"
+    """The backend's registry name (``daytona``, ``modal``)."""
+    snapshots_type: type[HostedSnapshots]
+    """The service's snapshot store class."""
+
+    def __init__(self, settings: SandboxSettings) -> None:
+        self.settings = settings
+        self._snapshots = self.snapshots_type(self, SnapshotRegistry(settings.snapshots_file))
+        self._open: dict[str, HostedSandbox] = {}
+
+    @property
+    def snapshots(self) -> HostedSnapshots:
+        """Its snapshots."""
+        return self._snapshots
+
+    # --- what each service supplies ---------------------------------------------------
+    @abstractmethod
+    async def sandboxes(self, labels: Mapping[str, str] | None = None) -> list[SandboxInfo]:
+        """The service's sandboxes of this backend (and ``labels``)."""
+
+    @abstractmethod
+    async def _delete(self, sandbox_id: str) -> None:
+        """Delete a sandbox this object did not make; one already gone is no error."""
+
+    @abstractmethod
+    async def _close_client(self) -> None:
+        """Close the SDK's client, if one was made."""
+
+    # --- the same everywhere ---------------------------------------------------------
+    async def _started(self, sandbox: S) -> S:
+        """``sandbox``, just created, kept for ``aclose`` and prepared (closed on failure)."""
+        self._open[sandbox.id] = sandbox
+        try:
+            await sandbox.prepare()
+        except BaseException:
+            await sandbox.close()
+            raise
+        return sandbox
+
+    def _dockerfile(self, context_dir: Path, name: str | None) -> tuple[Path, str]:
+        """``context_dir``'s Dockerfile and the image's name (default: its content key)."""
+        dockerfile = context_dir / "Dockerfile"
+        if not dockerfile.is_file():
+            raise ImageError(f"no Dockerfile in {context_dir}; build_image needs one")
+        return dockerfile, name or "rllm-" + snapshot_key(
+            self.name, "dockerfile", dockerfile.read_text()
+        )
+
+    async def reap(
+        self, labels: Mapping[str, str] | None = None, older_than_s: float | None = None
+    ) -> list[str]:
+        """Delete every matching sandbox older than ``older_than_s``; the ids deleted."""
+        closed: list[str] = []
+        for info in await self.sandboxes(labels):
+            if older_than_s is not None and info.age_s < older_than_s:
+                continue
+            mine = self._open.pop(info.id, None)
+            if mine is not None:
+                await mine.close()
+            else:
+                await self._delete(info.id)
+            closed.append(info.id)
+        return closed
+
+    async def aclose(self) -> None:
+        """Delete the sandboxes this object created, then close the SDK's client."""
+        open_now, self._open = list(self._open.values()), {}
+        for sandbox in open_now:
+            await sandbox.close()
+        await self._close_client()

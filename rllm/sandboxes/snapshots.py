@@ -8,6 +8,7 @@ install script: ``snapshot_key``), so ``ensure_snapshot`` reuses a prepared sand
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import hashlib
 import json
@@ -20,7 +21,7 @@ from pathlib import Path
 from rllm.sandboxes.errors import SnapshotError
 from rllm.sandboxes.types import Sandbox, SandboxBackend, SandboxSpec, SnapshotInfo
 
-__all__ = ["SnapshotRegistry", "ensure_snapshot", "snapshot_key"]
+__all__ = ["RegistrySnapshots", "SnapshotRegistry", "ensure_snapshot", "snapshot_key"]
 
 
 def snapshot_key(backend: str, base_image: str, *parts: str) -> str:
@@ -97,6 +98,38 @@ class SnapshotRegistry:
     def expired(self) -> list[SnapshotInfo]:
         """Snapshots past their TTL."""
         return [i for i in self.all() if i.expired]
+
+
+class RegistrySnapshots:
+    """What every backend's ``SnapshotStore`` shares: its snapshots are entries of the
+    snapshot registry, and it snapshots only its own kind of sandbox."""
+
+    backend_name: str
+    """The backend's registry name (``SnapshotInfo.backend``)."""
+    sandbox_type: type
+    """The backend's sandbox class."""
+
+    def __init__(self, registry: SnapshotRegistry) -> None:
+        self.registry = registry
+        """The snapshot registry (``ensure_snapshot`` records content keys in it)."""
+
+    def _check_kind(self, sandbox: Sandbox) -> None:
+        if not isinstance(sandbox, self.sandbox_type):
+            raise SnapshotError(
+                f"the {self.backend_name} backend cannot snapshot a {type(sandbox).__name__}; "
+                "snapshot it in its own backend"
+            )
+
+    async def create(self, sandbox: Sandbox, name: str) -> SnapshotInfo:
+        """Freeze one of the backend's sandboxes as ``name`` (the sandbox snapshots itself:
+        a local one into the image store, a docker one by commit), replacing one of that
+        name."""
+        self._check_kind(sandbox)
+        return await sandbox.snapshot(name)
+
+    async def all(self) -> list[SnapshotInfo]:
+        """The backend's snapshots, oldest first."""
+        return await asyncio.to_thread(self.registry.all, self.backend_name)
 
 
 async def ensure_snapshot(

@@ -38,9 +38,9 @@ from rllm.sandboxes.daytona.client import daytona_config, daytona_errors, make_c
 from rllm.sandboxes.daytona.sandbox import DaytonaSandbox, delete_at_exit
 from rllm.sandboxes.daytona.snapshots import NAME, DaytonaSnapshots
 from rllm.sandboxes.errors import ImageError, SandboxError
+from rllm.sandboxes.hosted import HostedBackend
 from rllm.sandboxes.remote import check_spec, whole_units
 from rllm.sandboxes.settings import SandboxSettings
-from rllm.sandboxes.snapshots import SnapshotRegistry, snapshot_key
 from rllm.sandboxes.types import (
     BACKEND_LABEL,
     ImageInfo,
@@ -57,7 +57,7 @@ IMAGE_LABEL = "rllm.image"
 """Label holding the spec's image, so ``sandboxes`` can say what each was made from."""
 
 
-class DaytonaBackend:
+class DaytonaBackend(HostedBackend):
     """Creates sandboxes on Daytona (``get_backend("daytona")``).
 
     Args:
@@ -67,19 +67,13 @@ class DaytonaBackend:
     """
 
     name = NAME
+    snapshots_type = DaytonaSnapshots
 
     def __init__(self, settings: SandboxSettings, client: AsyncDaytona | None = None) -> None:
-        self.settings = settings
-        self._client = client
         if client is None:
             daytona_config(settings)  # fail now, naming the missing key
-        self._snapshots = DaytonaSnapshots(self, SnapshotRegistry(settings.snapshots_file))
-        self._open: dict[str, DaytonaSandbox] = {}
-
-    @property
-    def snapshots(self) -> DaytonaSnapshots:
-        """Its snapshots."""
-        return self._snapshots
+        super().__init__(settings)
+        self._client = client
 
     async def client(self) -> AsyncDaytona:
         """The SDK client (made on first use, inside the running loop)."""
@@ -106,14 +100,7 @@ class DaytonaBackend:
         config = daytona_config(self.settings)
         api_url = config.api_url or "https://app.daytona.io/api"
         finalizer = delete_at_exit(api_url, config.api_key or "", remote.id)
-        sandbox = DaytonaSandbox(remote, spec, self._snapshots, finalizer)
-        self._open[sandbox.id] = sandbox
-        try:
-            await sandbox.prepare()
-        except BaseException:
-            await sandbox.close()
-            raise
-        return sandbox
+        return await self._started(DaytonaSandbox(remote, spec, self._snapshots, finalizer))
 
     async def _params(
         self, client: AsyncDaytona, spec: SandboxSpec
@@ -170,15 +157,12 @@ class DaytonaBackend:
 
     def registry_snapshots(self) -> list[SnapshotInfo]:
         """Unexpired daytona snapshots of the registry."""
-        return [i for i in self._snapshots.registry.all(NAME) if not i.expired]
+        return [i for i in self.snapshots.registry.all(NAME) if not i.expired]
 
     async def build_image(self, context_dir: Path, name: str | None = None) -> ImageInfo:
         """Build ``context_dir/Dockerfile`` into a Daytona snapshot (``Image.from_dockerfile``:
         the SDK uploads the files its COPY/ADD lines name to Daytona's object storage)."""
-        dockerfile = context_dir / "Dockerfile"
-        if not dockerfile.is_file():
-            raise ImageError(f"no Dockerfile in {context_dir}; build_image needs one")
-        name = name or "rllm-" + snapshot_key(NAME, "dockerfile", dockerfile.read_text())
+        dockerfile, name = self._dockerfile(context_dir, name)
         client = await self.client()
         with daytona_errors(f"building {dockerfile} as daytona snapshot {name!r}"):
             try:
@@ -217,32 +201,15 @@ class DaytonaBackend:
                     found.append(_info(remote))
         return found
 
-    async def reap(
-        self, labels: Mapping[str, str] | None = None, older_than_s: float | None = None
-    ) -> list[str]:
-        """Delete every matching sandbox older than ``older_than_s``; the ids deleted."""
+    async def _delete(self, sandbox_id: str) -> None:
         client = await self.client()
-        closed: list[str] = []
-        for info in await self.sandboxes(labels):
-            if older_than_s is not None and info.age_s < older_than_s:
-                continue
-            mine = self._open.pop(info.id, None)
-            try:
-                if mine is not None:
-                    await mine.close()
-                else:
-                    await (await client.get(info.id)).delete()
-            except DaytonaError as exc:
-                if not not_found(exc):
-                    raise SandboxError(f"reaping daytona sandbox {info.id}: {exc}") from exc
-            closed.append(info.id)
-        return closed
+        try:
+            await (await client.get(sandbox_id)).delete()
+        except DaytonaError as exc:
+            if not not_found(exc):
+                raise SandboxError(f"reaping daytona sandbox {sandbox_id}: {exc}") from exc
 
-    async def aclose(self) -> None:
-        """Delete the sandboxes this object created, then close the SDK's sessions."""
-        open_now, self._open = list(self._open.values()), {}
-        for sandbox in open_now:
-            await sandbox.close()
+    async def _close_client(self) -> None:
         if self._client is not None:
             await self._client.close()  # type: ignore[no-untyped-call]  # SDK lacks -> None
             self._client = None

@@ -8,7 +8,6 @@ import contextlib
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
 
 import httpx
 from daytona import AsyncSandbox, DaytonaError, DaytonaTimeoutError
@@ -16,12 +15,9 @@ from daytona_api_client_async import SandboxState
 
 from rllm.sandboxes.daytona.client import daytona_errors, not_found
 from rllm.sandboxes.errors import SandboxError, SnapshotError
-from rllm.sandboxes.hosted import HostedSandbox, abnormal
+from rllm.sandboxes.hosted import HostedSandbox, HostedSnapshots, abnormal
 from rllm.sandboxes.remote import RemoteCommand, env_of
 from rllm.sandboxes.types import ExecResult, SandboxSpec
-
-if TYPE_CHECKING:
-    from rllm.sandboxes.daytona.snapshots import DaytonaSnapshots
 
 __all__ = ["DaytonaSandbox", "delete_at_exit"]
 
@@ -39,7 +35,7 @@ class DaytonaSandbox(HostedSandbox):
         self,
         remote: AsyncSandbox,
         spec: SandboxSpec,
-        store: DaytonaSnapshots,
+        store: HostedSnapshots,
         finalizer: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(spec, store)

@@ -11,8 +11,7 @@ from daytona import DaytonaError
 from rllm.sandboxes.daytona.client import not_found
 from rllm.sandboxes.daytona.sandbox import DaytonaSandbox
 from rllm.sandboxes.errors import SnapshotError
-from rllm.sandboxes.snapshots import SnapshotRegistry
-from rllm.sandboxes.types import Sandbox, SnapshotInfo
+from rllm.sandboxes.hosted import HostedSnapshots
 
 if TYPE_CHECKING:
     from rllm.sandboxes.daytona.backend import DaytonaBackend
@@ -23,17 +22,15 @@ NAME = "daytona"
 """The backend's registry name."""
 
 
-class DaytonaSnapshots:
+class DaytonaSnapshots(HostedSnapshots):
     """Daytona's snapshots, each recorded in the shared snapshot registry too."""
 
-    def __init__(self, backend: DaytonaBackend, registry: SnapshotRegistry) -> None:
-        self.backend = backend
-        self.registry = registry
+    backend_name = NAME
+    sandbox_type = DaytonaSandbox
+    backend: DaytonaBackend
 
-    async def create(self, sandbox: Sandbox, name: str) -> SnapshotInfo:
-        """Snapshot a daytona ``sandbox`` as ``name``, replacing one of that name."""
-        if not isinstance(sandbox, DaytonaSandbox):
-            raise SnapshotError(f"{sandbox!r} is not a daytona sandbox; snapshot it in its backend")
+    async def _take(self, sandbox: DaytonaSandbox, name: str) -> str:
+        """Snapshot ``sandbox`` as ``name``, replacing one of that name."""
         client = await self.backend.client()
         try:
             await client.snapshot.delete(name)
@@ -41,18 +38,7 @@ class DaytonaSnapshots:
             if not not_found(exc):
                 raise SnapshotError(f"replacing daytona snapshot {name!r}: {exc}") from exc
         await sandbox.take_snapshot(name)
-        info = SnapshotInfo(
-            name=name,
-            backend=NAME,
-            image=name,
-            ttl_s=self.backend.settings.snapshot_ttl_s,
-            labels=dict(sandbox.spec.labels),
-        )
-        return self.registry.register(info)
-
-    async def all(self) -> list[SnapshotInfo]:
-        """The registry's daytona snapshots."""
-        return self.registry.all(NAME)
+        return name
 
     async def delete(self, name: str) -> None:
         """Remove snapshot ``name`` at Daytona and from the registry.

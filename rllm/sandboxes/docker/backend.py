@@ -24,12 +24,11 @@ from rllm.sandboxes.errors import SandboxError, SnapshotError
 from rllm.sandboxes.images.resolve import SUBSTITUTED_LABEL, substitute
 from rllm.sandboxes.images.store import ImageStore
 from rllm.sandboxes.settings import SandboxSettings
-from rllm.sandboxes.snapshots import SnapshotRegistry
+from rllm.sandboxes.snapshots import RegistrySnapshots, SnapshotRegistry
 from rllm.sandboxes.types import (
     BACKEND_LABEL,
     ImageInfo,
     NetworkMode,
-    Sandbox,
     SandboxInfo,
     SandboxSpec,
     SnapshotInfo,
@@ -66,18 +65,15 @@ def _snapshot_tag(name: str) -> str:
     return f"{SNAPSHOT_REPOSITORY}:{tag}"
 
 
-class DockerSnapshots:
+class DockerSnapshots(RegistrySnapshots):
     """Snapshots of the docker backend: committed images, named in the snapshot registry."""
 
-    def __init__(self, backend: DockerBackend, registry: SnapshotRegistry) -> None:
-        self._backend = backend
-        self.registry = registry
+    backend_name = "docker"
+    sandbox_type = DockerSandbox
 
-    async def create(self, sandbox: Sandbox, name: str) -> SnapshotInfo:
-        """Commit ``sandbox`` (a docker one) as ``name``, replacing one of that name."""
-        if not isinstance(sandbox, DockerSandbox):
-            raise SnapshotError(f"the docker backend cannot snapshot a {type(sandbox).__name__}")
-        return await sandbox.snapshot(name)
+    def __init__(self, backend: DockerBackend, registry: SnapshotRegistry) -> None:
+        super().__init__(registry)
+        self._backend = backend
 
     async def commit(self, sandbox: DockerSandbox, name: str) -> SnapshotInfo:
         """Commit ``sandbox``'s container as ``rllm-snapshot:<name>`` and register it."""
@@ -99,10 +95,6 @@ class DockerSnapshots:
             labels=dict(sandbox.spec.labels),
         )
         return self.registry.register(info)
-
-    async def all(self) -> list[SnapshotInfo]:
-        """The docker backend's snapshots, oldest first."""
-        return self.registry.all("docker")
 
     async def delete(self, name: str) -> None:
         """Remove the snapshot's image and its registry entry."""

@@ -9,10 +9,11 @@ import posixpath
 import time
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from rllm.sandboxes.base import ExecRequest, SandboxBase
 from rllm.sandboxes.docker.client import docker_errors, remove_container
 from rllm.sandboxes.docker.exec import (
     EXEC_ID_ENV,
@@ -37,7 +38,7 @@ Call = Callable[..., Awaitable[Any]]
 _KILL_GRACE_S = 5.0
 
 
-class DockerSandbox:
+class DockerSandbox(SandboxBase):
     """A running container of the docker backend (the ``Sandbox`` protocol)."""
 
     def __init__(
@@ -69,11 +70,6 @@ class DockerSandbox:
         """The container id."""
         return self._id
 
-    @property
-    def spec(self) -> SandboxSpec:
-        """What it was created from."""
-        return self._spec
-
     async def forward(self, netns: str, spec: SandboxSpec) -> None:
         """Make ``spec.gateway_url`` answer on the container's loopback (``netns`` is its
         network namespace), served by this event loop; stopped at ``close``."""
@@ -89,18 +85,9 @@ class DockerSandbox:
             raise SandboxClosedError(f"docker sandbox {self._id[:12]} is closed")
 
     # --- commands -----------------------------------------------------------------------
-    async def exec(
-        self,
-        cmd: str | Sequence[str],
-        *,
-        cwd: str | None = None,
-        env: Mapping[str, str] | None = None,
-        timeout_s: float | None = None,
-        user: str | None = None,
-        stdin: bytes | str | None = None,
-    ) -> ExecResult:
-        """Run ``cmd`` by ``docker exec``; a timeout kills every process it started."""
-        self._check_open()
+    async def _exec(self, request: ExecRequest) -> ExecResult:
+        """Run a command by ``docker exec``; a timeout kills every process it started."""
+        cmd, cwd, env, timeout_s, user, stdin = request
         started = time.monotonic()
         exec_tag = uuid.uuid4().hex
         argv = command_argv(cmd)

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from rllm.sandboxes.errors import ImageError, RegistryUnreachableError, SnapshotError
+from rllm.sandboxes.errors import ImageError, RegistryUnreachableError
 from rllm.sandboxes.forward import GatewayForwarder, gateway_address
 from rllm.sandboxes.images.base import BASE_IMAGES, ensure_base
 from rllm.sandboxes.images.derived import offline_images
@@ -43,15 +43,13 @@ from rllm.sandboxes.local.process import (
 from rllm.sandboxes.local.sandbox import LocalSandbox, SandboxParts
 from rllm.sandboxes.local.state import SandboxState, process_start, read_states, teardown
 from rllm.sandboxes.settings import SandboxSettings
-from rllm.sandboxes.snapshots import SnapshotRegistry
+from rllm.sandboxes.snapshots import RegistrySnapshots, SnapshotRegistry
 from rllm.sandboxes.types import (
     BACKEND_LABEL,
     ImageInfo,
     NetworkMode,
-    Sandbox,
     SandboxInfo,
     SandboxSpec,
-    SnapshotInfo,
     labels_match,
 )
 
@@ -62,23 +60,15 @@ log = logging.getLogger(__name__)
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-class LocalSnapshots:
+class LocalSnapshots(RegistrySnapshots):
     """Local snapshots: images in the store, entries in the snapshot registry."""
 
+    backend_name = "local"
+    sandbox_type = LocalSandbox
+
     def __init__(self, store: ImageStore, registry: SnapshotRegistry) -> None:
+        super().__init__(registry)
         self.store = store
-        self.registry = registry
-        """The snapshot registry (``ensure_snapshot`` records content keys in it)."""
-
-    async def create(self, sandbox: Sandbox, name: str) -> SnapshotInfo:
-        """Freeze a local sandbox as ``name``."""
-        if not isinstance(sandbox, LocalSandbox):
-            raise SnapshotError(f"the local backend cannot snapshot a {type(sandbox).__name__}")
-        return await sandbox.snapshot(name)
-
-    async def all(self) -> list[SnapshotInfo]:
-        """Local snapshots, oldest first."""
-        return await asyncio.to_thread(self.registry.all, "local")
 
     async def delete(self, name: str) -> None:
         """Forget snapshot ``name`` and its image; ``SnapshotError`` when unknown."""

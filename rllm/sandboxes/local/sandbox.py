@@ -8,10 +8,10 @@ import asyncio
 import contextlib
 import time
 import weakref
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rllm.sandboxes.base import ExecRequest, SandboxBase
 from rllm.sandboxes.errors import SandboxClosedError, SnapshotError
 from rllm.sandboxes.forward import GatewayForwarder
 from rllm.sandboxes.images.store import ImageConfig, ImageStore
@@ -75,7 +75,7 @@ def _expire(ref: weakref.ref[LocalSandbox]) -> None:
         sandbox._closing = asyncio.ensure_future(sandbox.close())
 
 
-class LocalSandbox:
+class LocalSandbox(SandboxBase):
     """A running local sandbox (see ``rllm.sandboxes.types.Sandbox``)."""
 
     def __init__(self, spec: SandboxSpec, parts: SandboxParts) -> None:
@@ -106,11 +106,6 @@ class LocalSandbox:
         return self._parts.state.id
 
     @property
-    def spec(self) -> SandboxSpec:
-        """What it was created from."""
-        return self._spec
-
-    @property
     def init_pid(self) -> int:
         """The sandbox's pid 1 on the host (``/proc/<it>/ns/*`` are its namespaces)."""
         return self._parts.process.init_pid
@@ -128,18 +123,9 @@ class LocalSandbox:
             return f"its lifetime of {lifetime:g} s ran out"
         return f"its init process ended (exit {self._parts.process.popen.returncode})"
 
-    async def exec(
-        self,
-        cmd: str | Sequence[str],
-        *,
-        cwd: str | None = None,
-        env: Mapping[str, str] | None = None,
-        timeout_s: float | None = None,
-        user: str | None = None,
-        stdin: bytes | str | None = None,
-    ) -> ExecResult:
-        """Run ``cmd`` inside; see ``Sandbox.exec``."""
-        self._check_open()
+    async def _exec(self, request: ExecRequest) -> ExecResult:
+        """Run a command inside by ``rllm-sandbox-enter``."""
+        cmd, cwd, env, timeout_s, user, stdin = request
         if isinstance(cmd, str):
             argv: list[str] = ["/bin/sh", "-c", cmd]
         else:

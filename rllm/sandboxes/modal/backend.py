@@ -19,16 +19,15 @@ from typing import Any
 
 from rllm.errors import ConfigError
 from rllm.sandboxes.errors import ImageError, SandboxError, SnapshotError
+from rllm.sandboxes.hosted import HostedBackend, HostedSnapshots
 from rllm.sandboxes.modal.client import load_sdk, make_client, modal_errors, not_found, token
 from rllm.sandboxes.modal.sandbox import ModalSandbox
 from rllm.sandboxes.remote import check_spec
 from rllm.sandboxes.settings import SandboxSettings
-from rllm.sandboxes.snapshots import SnapshotRegistry, snapshot_key
 from rllm.sandboxes.types import (
     BACKEND_LABEL,
     ImageInfo,
     NetworkMode,
-    Sandbox,
     SandboxInfo,
     SandboxSpec,
     SnapshotInfo,
@@ -45,17 +44,15 @@ CREATED_LABEL = "rllm.created"
 """Tag holding the Unix time of creation (Modal's listing does not say)."""
 
 
-class ModalSnapshots:
+class ModalSnapshots(HostedSnapshots):
     """Modal filesystem snapshots, by name in the shared snapshot registry."""
 
-    def __init__(self, backend: ModalBackend, registry: SnapshotRegistry) -> None:
-        self.backend = backend
-        self.registry = registry
+    backend_name = NAME
+    sandbox_type = ModalSandbox
+    backend: ModalBackend
 
-    async def create(self, sandbox: Sandbox, name: str) -> SnapshotInfo:
-        """``snapshot_filesystem()`` of a modal ``sandbox``, registered as ``name``."""
-        if not isinstance(sandbox, ModalSandbox):
-            raise SnapshotError(f"{sandbox!r} is not a modal sandbox; snapshot it in its backend")
+    async def _take(self, sandbox: ModalSandbox, name: str) -> str:
+        """``snapshot_filesystem()`` of ``sandbox``; its image id."""
         ttl = self.backend.settings.snapshot_ttl_s
         sdk = self.backend.sdk
         try:
@@ -64,18 +61,7 @@ class ModalSnapshots:
             )
         except sdk.exception.Error as exc:
             raise SnapshotError(f"modal snapshot {name!r} of {sandbox.id} failed: {exc}") from exc
-        info = SnapshotInfo(
-            name=name,
-            backend=NAME,
-            image=str(image.object_id),
-            ttl_s=ttl,
-            labels=dict(sandbox.spec.labels),
-        )
-        return self.registry.register(info)
-
-    async def all(self) -> list[SnapshotInfo]:
-        """The registry's modal snapshots."""
-        return self.registry.all(NAME)
+        return str(image.object_id)
 
     async def delete(self, name: str) -> None:
         """Forget snapshot ``name`` (Modal expires the image itself at its TTL).
@@ -88,7 +74,7 @@ class ModalSnapshots:
         self.registry.remove(name)
 
 
-class ModalBackend:
+class ModalBackend(HostedBackend):
     """Creates sandboxes on Modal (``get_backend("modal")``).
 
     Args:
@@ -98,20 +84,14 @@ class ModalBackend:
     """
 
     name = NAME
+    snapshots_type = ModalSnapshots
 
     def __init__(self, settings: SandboxSettings, sdk: Any | None = None) -> None:
-        self.settings = settings
         token(settings)  # fail now, naming what is missing
+        super().__init__(settings)
         self.sdk = load_sdk(sdk)
-        self._snapshots = ModalSnapshots(self, SnapshotRegistry(settings.snapshots_file))
         self._client: Any | None = None
         self._app: Any | None = None
-        self._open: dict[str, ModalSandbox] = {}
-
-    @property
-    def snapshots(self) -> ModalSnapshots:
-        """Its snapshots."""
-        return self._snapshots
 
     async def _context(self) -> tuple[Any, Any]:
         if self._client is None:
@@ -125,7 +105,7 @@ class ModalBackend:
 
     async def _image(self, name: str, client: Any) -> Any:
         image_id = name
-        for info in self._snapshots.registry.all(NAME):
+        for info in self.snapshots.registry.all(NAME):
             if info.name == name and not info.expired:
                 image_id = info.image
         if image_id.startswith("im-"):
@@ -165,22 +145,12 @@ class ModalBackend:
             raise ImageError(f"modal cannot start image {spec.image!r}: {exc}") from exc
         except self.sdk.exception.Error as exc:
             raise SandboxError(f"creating a modal sandbox from {spec.image!r}: {exc}") from exc
-        sandbox = ModalSandbox(self.sdk, remote, spec, self._snapshots)
-        self._open[sandbox.id] = sandbox
-        try:
-            await sandbox.prepare()
-        except BaseException:
-            await sandbox.close()
-            raise
-        return sandbox
+        return await self._started(ModalSandbox(self.sdk, remote, spec, self._snapshots))
 
     async def build_image(self, context_dir: Path, name: str | None = None) -> ImageInfo:
         """Build ``context_dir/Dockerfile`` with ``Image.from_dockerfile`` (Modal builds it;
         COPY/ADD read ``context_dir``), registered by ``name`` so specs can name it."""
-        dockerfile = context_dir / "Dockerfile"
-        if not dockerfile.is_file():
-            raise ImageError(f"no Dockerfile in {context_dir}; build_image needs one")
-        name = name or "rllm-" + snapshot_key(NAME, "dockerfile", dockerfile.read_text())
+        dockerfile, name = self._dockerfile(context_dir, name)
         _client, app = await self._context()
         with modal_errors(self.sdk, f"building {dockerfile} on Modal"):
             image = self.sdk.Image.from_dockerfile(dockerfile, context_dir=context_dir)
@@ -189,7 +159,7 @@ class ModalBackend:
             except self.sdk.exception.ImageBuildError as exc:
                 raise ImageError(f"modal could not build {dockerfile}: {exc}") from exc
         image_id = str(image.object_id)
-        self._snapshots.registry.register(
+        self.snapshots.registry.register(
             SnapshotInfo(name=name, backend=NAME, image=image_id, labels={"rllm.kind": "image"})
         )
         return ImageInfo(name=name, backend=NAME, id=image_id, created_at=time.time())
@@ -198,7 +168,7 @@ class ModalBackend:
         """Built images and snapshots of the registry (Modal cannot list images)."""
         return [
             ImageInfo(name=i.name, backend=NAME, id=i.image, created_at=i.created_at)
-            for i in self._snapshots.registry.all(NAME)
+            for i in self.snapshots.registry.all(NAME)
             if not i.expired
         ]
 
@@ -216,33 +186,16 @@ class ModalBackend:
                     found.append(_info(remote, tags))
         return found
 
-    async def reap(
-        self, labels: Mapping[str, str] | None = None, older_than_s: float | None = None
-    ) -> list[str]:
-        """Terminate every matching sandbox older than ``older_than_s``; the ids."""
+    async def _delete(self, sandbox_id: str) -> None:
         client, _app = await self._context()
-        closed: list[str] = []
-        for info in await self.sandboxes(labels):
-            if older_than_s is not None and info.age_s < older_than_s:
-                continue
-            mine = self._open.pop(info.id, None)
-            try:
-                if mine is not None:
-                    await mine.close()
-                else:
-                    remote = await self.sdk.Sandbox.from_id.aio(info.id, client=client)
-                    await remote.terminate.aio()
-            except self.sdk.exception.Error as exc:
-                if not not_found(self.sdk, exc):
-                    raise SandboxError(f"reaping modal sandbox {info.id}: {exc}") from exc
-            closed.append(info.id)
-        return closed
+        try:
+            remote = await self.sdk.Sandbox.from_id.aio(sandbox_id, client=client)
+            await remote.terminate.aio()
+        except self.sdk.exception.Error as exc:
+            if not not_found(self.sdk, exc):
+                raise SandboxError(f"reaping modal sandbox {sandbox_id}: {exc}") from exc
 
-    async def aclose(self) -> None:
-        """Terminate the sandboxes this object created and close the client."""
-        open_now, self._open = list(self._open.values()), {}
-        for sandbox in open_now:
-            await sandbox.close()
+    async def _close_client(self) -> None:
         if self._client is not None:
             await self._client.close.aio()
             self._client = None

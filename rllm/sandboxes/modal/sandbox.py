@@ -10,16 +10,13 @@ import shlex
 import time
 import weakref
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rllm.sandboxes.errors import SandboxError
-from rllm.sandboxes.hosted import HostedSandbox, abnormal
+from rllm.sandboxes.hosted import HostedSandbox, HostedSnapshots, abnormal
 from rllm.sandboxes.modal.client import modal_errors, not_found
 from rllm.sandboxes.remote import RemoteCommand, env_of
 from rllm.sandboxes.types import ExecResult, SandboxSpec
-
-if TYPE_CHECKING:
-    from rllm.sandboxes.modal.backend import ModalSnapshots
 
 __all__ = ["ModalSandbox"]
 
@@ -32,7 +29,7 @@ class ModalSandbox(HostedSandbox):
 
     service = "modal"
 
-    def __init__(self, sdk: Any, remote: Any, spec: SandboxSpec, store: ModalSnapshots) -> None:
+    def __init__(self, sdk: Any, remote: Any, spec: SandboxSpec, store: HostedSnapshots) -> None:
         super().__init__(spec, store)
         self._sdk = sdk
         self._remote = remote

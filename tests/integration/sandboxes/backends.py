@@ -3,12 +3,26 @@ docker on the dockerd that CI (or the fixture) starts, daytona and modal on thei
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
 
 from rllm.sandboxes import SandboxBackend, SandboxSettings, get_backend
+from rllm.sandboxes.local.backend import LocalBackend
+
+
+@asynccontextmanager
+async def local_backend(settings: SandboxSettings) -> AsyncIterator[LocalBackend]:
+    """A local backend on ``settings``'s home; afterwards closes and reaps what it made
+    and removes the home."""
+    made = get_backend("local", settings)
+    assert isinstance(made, LocalBackend)
+    yield made
+    await made.aclose()
+    await made.reap()
+    shutil.rmtree(settings.home, ignore_errors=True)
 
 
 @asynccontextmanager

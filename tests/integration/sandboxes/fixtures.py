@@ -13,8 +13,9 @@ import asyncio
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,3 +50,21 @@ def sandbox_settings(base_image: LocalImage) -> Iterator[SandboxSettings]:
 
     asyncio.run(LocalBackend(settings).reap())  # what a failed test left running
     shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture
+async def daytona(sandbox_settings: SandboxSettings) -> AsyncIterator[tuple[Any, Any]]:
+    """A ``DaytonaBackend`` and the ``FakeDaytona`` it talks to (on a loopback port)."""
+    from tests.fakes_sandboxes import daytona_fake
+
+    async with daytona_fake(sandbox_settings) as pair:
+        yield pair
+
+
+@pytest.fixture
+async def modal(sandbox_settings: SandboxSettings) -> AsyncIterator[tuple[Any, Any]]:
+    """A ``ModalBackend`` and the ``FakeModal`` it uses as its ``modal`` module."""
+    from tests.fakes_sandboxes import modal_fake
+
+    async with modal_fake(sandbox_settings) as pair:
+        yield pair

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,6 @@ import pytest
 from daytona import AsyncDaytona, DaytonaConfig, DaytonaTimeoutError
 from pydantic import SecretStr
 
-from rllm.errors import ConfigError
 from rllm.sandboxes.daytona.backend import DaytonaBackend
 from rllm.sandboxes.errors import ImageError, SandboxClosedError, SandboxUnavailableError
 from rllm.sandboxes.registry import get_backend
@@ -23,6 +21,12 @@ from rllm.sandboxes.snapshots import SnapshotRegistry
 from rllm.sandboxes.types import OWNER_LABEL, Mount, NetworkMode, SandboxSpec, cut_output
 from tests.fakes_sandboxes import daytona_fake
 from tests.fakes_sandboxes.daytona import DEFAULT_EXEC_TIMEOUT_S, FAKE_API_KEY, FakeDaytona
+from tests.integration.sandboxes.hosted_checks import (
+    build_and_start,
+    close_twice,
+    exec_env_and_cwd,
+    refuse,
+)
 
 Pair = tuple[DaytonaBackend, FakeDaytona]
 
@@ -40,32 +44,14 @@ def loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket, "getaddrinfo", guarded)
 
 
-@pytest.fixture
-async def daytona(sandbox_settings: SandboxSettings) -> AsyncIterator[Pair]:
-    async with daytona_fake(sandbox_settings) as pair:
-        yield pair
-
-
 def _bodies(fake: FakeDaytona, method: str, suffix: str) -> list[dict[str, object]]:
     return [b for m, p, b in fake.requests if m == method and p.endswith(suffix) and b]
 
 
 async def test_exec_exit_codes_env_and_cwd(daytona: Pair) -> None:
     backend, fake = daytona
-    sandbox = await backend.create(SandboxSpec(env={"SPEC_VAR": "spec"}, workdir="/work/dir"))
-    result = await sandbox.exec(
-        "echo out $SPEC_VAR $CALL_VAR; echo err >&2; pwd; exit 7", env={"CALL_VAR": "call"}
-    )
-    assert (result.stdout, result.stderr, result.exit_code) == (
-        "out spec call\n/work/dir\n",
-        "err\n",
-        7,
-    )
-    assert not result.timed_out and result.error is None and not result.ok
-    moved = await sandbox.exec(
-        ["sh", "-c", 'printf "%s|" "$0" "$1"; pwd', "a b", "c'd"], cwd="/tmp"
-    )
-    assert moved.stdout == "a b|c'd|/tmp\n" and moved.ok
+    sandbox, result = await exec_env_and_cwd(backend)
+    assert not result.ok
     piped = await sandbox.exec(["tr", "a-z", "A-Z"], stdin="shout")
     assert piped.stdout == "SHOUT"
     missing = await sandbox.exec("no-such-command-here")
@@ -180,11 +166,7 @@ async def test_reap_finds_sandboxes_of_another_process(
 
 async def test_close_is_idempotent_and_leaves_nothing(daytona: Pair) -> None:
     backend, fake = daytona
-    sandbox = await backend.create(SandboxSpec())
-    engine = fake.sandboxes[sandbox.id].engine
-    assert engine is not None and await sandbox.is_alive()
-    await sandbox.close()
-    await sandbox.close()
+    sandbox, engine = await close_twice(backend, fake)
     assert fake.sandboxes == {} and not await engine.is_alive()
     assert not await sandbox.is_alive()
     with pytest.raises(SandboxClosedError):
@@ -230,9 +212,7 @@ async def test_what_daytona_cannot_honour_is_refused(
     daytona: Pair, spec: SandboxSpec, words: list[str]
 ) -> None:
     backend, fake = daytona
-    with pytest.raises(ConfigError) as caught:
-        await backend.create(spec)
-    assert all(w in str(caught.value) for w in words), str(caught.value)
+    await refuse(backend, spec, words)
     assert _bodies(fake, "POST", "/api/sandbox") == [] and fake.sandboxes == {}
 
 
@@ -245,11 +225,8 @@ async def test_user_runs_commands_as_that_user(daytona: Pair) -> None:
 
 async def test_build_image_into_a_snapshot(daytona: Pair, tmp_path: Path) -> None:
     backend, fake = daytona
-    (tmp_path / "Dockerfile").write_text("FROM debian:bookworm\nRUN echo built > /built.txt\n")
-    info = await backend.build_image(tmp_path, "task-image")
+    info = await build_and_start(backend, tmp_path)
     assert (info.name, info.backend) == ("task-image", "daytona")
-    sandbox = await backend.create(SandboxSpec(image="task-image"))
-    assert await sandbox.read_file("/built.txt") == b"built\n"
     build = _bodies(fake, "POST", "/api/snapshots")[-1]["buildInfo"]
     assert isinstance(build, dict) and build["dockerfileContent"] == (
         "FROM debian:bookworm\nRUN echo built > /built.txt\n"

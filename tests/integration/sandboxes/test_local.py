@@ -27,20 +27,16 @@ from rllm.sandboxes.local.backend import LocalBackend
 from rllm.sandboxes.local.overlay import RootfsDirs
 from rllm.sandboxes.local.sandbox import LocalSandbox
 from rllm.sandboxes.local.state import process_start
-from rllm.sandboxes.registry import get_backend
 from rllm.sandboxes.settings import SandboxSettings
 from rllm.sandboxes.types import OWNER_LABEL, Mount, NetworkMode, SandboxSpec
+from tests.integration.sandboxes.backends import local_backend
 
 
 @pytest.fixture
 async def backend(sandbox_settings: SandboxSettings) -> AsyncIterator[LocalBackend]:
     """A local backend on the test's own home; closes what it made and removes the home."""
-    made = get_backend("local", sandbox_settings)
-    assert isinstance(made, LocalBackend)
-    yield made
-    await made.aclose()
-    await made.reap()
-    shutil.rmtree(sandbox_settings.home, ignore_errors=True)
+    async with local_backend(sandbox_settings) as made:
+        yield made
 
 
 @pytest.fixture
@@ -446,15 +442,21 @@ asyncio.run(main())
 """
 
 
-async def test_reap_finds_a_sandbox_whose_owner_died(backend: LocalBackend) -> None:
-    owner = f"run-{uuid.uuid4().hex[:8]}"
-    leak = subprocess.run(
-        [sys.executable, "-c", _LEAKER, str(backend.settings.home), owner, "kill"],
+def _leak(backend: LocalBackend, owner: str, how: str) -> subprocess.CompletedProcess[str]:
+    """Run ``_LEAKER`` in a process of its own: it creates a sandbox owned by ``owner``,
+    prints its id, then ends as ``how`` says (``kill``: SIGKILL; else a plain exit)."""
+    return subprocess.run(
+        [sys.executable, "-c", _LEAKER, str(backend.settings.home), owner, how],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+async def test_reap_finds_a_sandbox_whose_owner_died(backend: LocalBackend) -> None:
+    owner = f"run-{uuid.uuid4().hex[:8]}"
+    leak = _leak(backend, owner, "kill")
     assert leak.returncode == -signal.SIGKILL, leak.stderr
     leaked_id = leak.stdout.strip()
     found = await backend.sandboxes({OWNER_LABEL: owner})
@@ -489,13 +491,7 @@ async def test_create_and_exec_figures(backend: LocalBackend) -> None:
 
 async def test_a_sandbox_closes_at_exit_and_at_garbage_collection(backend: LocalBackend) -> None:
     owner = f"run-{uuid.uuid4().hex[:8]}"
-    done = subprocess.run(
-        [sys.executable, "-c", _LEAKER, str(backend.settings.home), owner, "exit"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = _leak(backend, owner, "exit")
     assert done.returncode == 0, done.stderr
     assert not (backend.settings.run_dir / done.stdout.strip()).exists()
     assert await backend.sandboxes({OWNER_LABEL: owner}) == []

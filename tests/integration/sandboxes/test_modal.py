@@ -6,13 +6,11 @@ and signatures those of the installed SDK."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
 
-from rllm.errors import ConfigError
 from rllm.sandboxes.errors import (
     ImageError,
     SandboxClosedError,
@@ -26,32 +24,19 @@ from rllm.sandboxes.snapshots import SnapshotRegistry
 from rllm.sandboxes.types import OWNER_LABEL, Mount, NetworkMode, SandboxSpec, cut_output
 from tests.fakes_sandboxes import modal_fake
 from tests.fakes_sandboxes.modal import FakeModal
+from tests.integration.sandboxes.hosted_checks import (
+    build_and_start,
+    close_twice,
+    exec_env_and_cwd,
+    refuse,
+)
 
 Pair = tuple[ModalBackend, FakeModal]
 
 
-@pytest.fixture
-async def modal(sandbox_settings: SandboxSettings) -> AsyncIterator[Pair]:
-    async with modal_fake(sandbox_settings) as pair:
-        yield pair
-
-
 async def test_exec_exit_codes_env_and_cwd(modal: Pair) -> None:
     backend, _ = modal
-    sandbox = await backend.create(SandboxSpec(env={"SPEC_VAR": "spec"}, workdir="/work/dir"))
-    result = await sandbox.exec(
-        "echo out $SPEC_VAR $CALL_VAR; echo err >&2; pwd; exit 7", env={"CALL_VAR": "call"}
-    )
-    assert (result.stdout, result.stderr, result.exit_code) == (
-        "out spec call\n/work/dir\n",
-        "err\n",
-        7,
-    )
-    assert not result.timed_out and result.error is None
-    moved = await sandbox.exec(
-        ["sh", "-c", 'printf "%s|" "$0" "$1"; pwd', "a b", "c'd"], cwd="/tmp"
-    )
-    assert moved.stdout == "a b|c'd|/tmp\n" and moved.ok
+    sandbox, _result = await exec_env_and_cwd(backend)
     assert (await sandbox.exec(["tr", "a-z", "A-Z"], stdin=b"shout")).stdout == "SHOUT"
     assert (await sandbox.exec("exit 42")).exit_code == 42
 
@@ -128,11 +113,7 @@ async def test_labels_and_reap(modal: Pair) -> None:
 
 async def test_close_is_idempotent_and_leaves_nothing(modal: Pair) -> None:
     backend, fake = modal
-    sandbox = await backend.create(SandboxSpec())
-    engine = fake.sandboxes[sandbox.id].engine
-    assert engine is not None and await sandbox.is_alive()
-    await sandbox.close()
-    await sandbox.close()
+    sandbox, engine = await close_twice(backend, fake)
     assert fake.live() == [] and not await engine.is_alive()
     with pytest.raises(SandboxClosedError):
         await sandbox.exec("true")
@@ -186,9 +167,7 @@ async def test_what_modal_cannot_honour_is_refused(
     modal: Pair, spec: SandboxSpec, words: list[str]
 ) -> None:
     backend, fake = modal
-    with pytest.raises(ConfigError) as caught:
-        await backend.create(spec)
-    assert all(w in str(caught.value) for w in words), str(caught.value)
+    await refuse(backend, spec, words)
     assert fake.calls == [] and fake.sandboxes == {}
 
 
@@ -208,12 +187,9 @@ async def test_user_runs_commands_as_that_user(modal: Pair) -> None:
 
 async def test_build_image(modal: Pair, tmp_path: Path) -> None:
     backend, _ = modal
-    (tmp_path / "Dockerfile").write_text("FROM debian:bookworm\nRUN echo built > /built.txt\n")
-    info = await backend.build_image(tmp_path, "task-image")
+    info = await build_and_start(backend, tmp_path)
     assert info.name == "task-image" and info.id.startswith("im-")
     assert "task-image" in [i.name for i in await backend.images()]
-    sandbox = await backend.create(SandboxSpec(image="task-image"))
-    assert await sandbox.read_file("/built.txt") == b"built\n"
 
 
 async def test_build_failure_is_an_image_error(modal: Pair, tmp_path: Path) -> None:

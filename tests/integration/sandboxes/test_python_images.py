@@ -4,28 +4,23 @@ image's paths, run in a local sandbox. Needs root, bubblewrap, debootstrap and p
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator
 
 import pytest
 
 from rllm.sandboxes.images.base import PYTHON_IMAGES
 from rllm.sandboxes.local.backend import LocalBackend
-from rllm.sandboxes.registry import get_backend
 from rllm.sandboxes.settings import PullPolicy, SandboxSettings
 from rllm.sandboxes.types import OWNER_LABEL, SandboxSpec
+from tests.integration.sandboxes.backends import local_backend
 
 
 @pytest.fixture
 async def offline(sandbox_settings: SandboxSettings) -> AsyncIterator[LocalBackend]:
     """A local backend that never pulls: the offline recipes only."""
     settings = sandbox_settings.model_copy(update={"pull_policy": PullPolicy.NEVER})
-    made = get_backend("local", settings)
-    assert isinstance(made, LocalBackend)
-    yield made
-    await made.aclose()
-    await made.reap()
-    shutil.rmtree(settings.home, ignore_errors=True)
+    async with local_backend(settings) as made:
+        yield made
 
 
 @pytest.mark.parametrize("minor", ["3.12", "3.13"])

@@ -16,7 +16,7 @@ from modal.container_process import ContainerProcess
 from modal.io_streams import StreamReader
 from modal.sandbox.sandbox import SandboxFilesystem
 
-__all__ = ["calls", "check_call", "dotted"]
+__all__ = ["calls", "check_call", "checked_calls", "dotted"]
 
 _MISSING = object()
 
@@ -97,3 +97,12 @@ def check_call(where: str, node: ast.Call, chain: str, target: Any) -> None:
             signature.bind(*args, **kwargs)
     except TypeError as exc:
         pytest.fail(f"{where}:{node.lineno} {chain}({', '.join(kwargs)}): {exc}")
+
+
+def checked_calls(package: Any, receivers: dict[str, Any], names: set[str]) -> set[str]:
+    """Check every SDK call in ``package`` (``check_call``); the dotted targets seen."""
+    seen = set()
+    for where, node, chain, target in calls(package, receivers, names):
+        check_call(where, node, chain, target)
+        seen.add(chain)
+    return seen

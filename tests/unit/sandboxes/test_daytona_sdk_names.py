@@ -22,7 +22,7 @@ from daytona.common.snapshot import Snapshot
 
 import rllm.sandboxes.daytona
 from tests.fakes_sandboxes import daytona as fake_daytona
-from tests.unit.sandboxes.sdk_calls import calls, check_call, dotted
+from tests.unit.sandboxes.sdk_calls import checked_calls, dotted
 
 DAYTONA_RECEIVERS: dict[str, Any] = {
     "daytona": daytona,
@@ -46,11 +46,7 @@ def _daytona_names() -> set[str]:
 
 
 def test_daytona_calls_exist_with_their_arguments() -> None:
-    names = _daytona_names()
-    seen = set()
-    for where, node, chain, target in calls(rllm.sandboxes.daytona, DAYTONA_RECEIVERS, names):
-        check_call(where, node, chain, target)
-        seen.add(chain)
+    seen = checked_calls(rllm.sandboxes.daytona, DAYTONA_RECEIVERS, _daytona_names())
     expected = {
         "client.create",
         "self._remote.process.exec",

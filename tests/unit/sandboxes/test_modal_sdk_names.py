@@ -20,7 +20,7 @@ from modal.sandbox.sandbox import SandboxFilesystem
 import rllm.sandboxes.modal
 from tests.fakes_sandboxes import modal as fake_modal
 from tests.fakes_sandboxes import modal_sandbox
-from tests.unit.sandboxes.sdk_calls import calls, check_call
+from tests.unit.sandboxes.sdk_calls import checked_calls
 
 MODAL_RECEIVERS: dict[str, Any] = {
     "sdk": modal,
@@ -39,10 +39,7 @@ MODAL_RECEIVERS: dict[str, Any] = {
 
 
 def test_modal_calls_exist_with_their_arguments() -> None:
-    seen = set()
-    for where, node, chain, target in calls(rllm.sandboxes.modal, MODAL_RECEIVERS, set()):
-        check_call(where, node, chain, target)
-        seen.add(chain)
+    seen = checked_calls(rllm.sandboxes.modal, MODAL_RECEIVERS, set())
     expected = {
         "self.sdk.Sandbox.create",
         "self._remote.exec",
