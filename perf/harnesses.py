@@ -18,7 +18,9 @@ gen``) instead of hello-file. ``--gateway-url URL --model NAME`` sends the rollo
 a running gateway (``rllm-cli up``: SmolLM2 on the local model server) instead of the
 scripted model; then ``outside_model_share`` (the part of a rollout's wall time not spent
 waiting for the model's answers: sandbox, harness startup, tool runs, the verifier) is the
-figure issue 35 sets at <= 0.10 for ``bash``.
+figure issue 35 sets at <= 0.10 for ``bash``. ``--max-turns N --max-tokens M`` give rllm's own
+loops (``bash``, ``react``) the demo's budget (``make demo-agent``: 2 turns of 48 tokens, the
+last ending the run); without them a loop runs to its defaults (50 turns, no token limit).
 """
 
 from __future__ import annotations
@@ -83,6 +85,22 @@ def _task_dirs(name: str, tmp: Path, family: str | None, count: int) -> list[Pat
     return [folders[i % len(folders)] for i in range(count)]
 
 
+def _harness(name: str, max_turns: int | None, max_tokens: int | None) -> Any:
+    """The harness ``name``; with a budget, one of rllm's loops made as the agent demo makes
+    it (each call at most ``max_tokens``, the ``max_turns``-th call ending the run)."""
+    harness = get_harness(name)
+    if max_turns is None and max_tokens is None:
+        return harness
+    from rllm.producers.harnesses.loop import LoopHarness
+
+    if not isinstance(harness, LoopHarness):
+        raise SystemExit(f"--max-turns/--max-tokens take only rllm's own loops, not {name!r}")
+    sampling = {} if max_tokens is None else {"max_tokens": max_tokens}
+    return type(harness)(
+        max_turns=max_turns or harness.max_turns, sampling=sampling, turn_limit_ends=True
+    )
+
+
 async def _measure(
     name: str,
     rollouts: int,
@@ -91,10 +109,12 @@ async def _measure(
     tmp: Path,
     family: str | None = None,
     model: str = "scripted",
+    harness: Any = None,
 ) -> dict[str, Any]:
     backend = get_backend("local", SandboxSettings())
     owner = f"perf-{uuid.uuid4().hex[:8]}"
-    rollout = HarnessRollout(get_harness(name), backend, labels={OWNER_LABEL: owner})
+    harness = harness or get_harness(name)
+    rollout = HarnessRollout(harness, backend, labels={OWNER_LABEL: owner})
     folders = _task_dirs(name, tmp, family, rollouts + 1)
     tasks = [to_task(load_task(folder), "perf") for folder in folders]
     client = GatewayClient(proxy.url)
@@ -155,6 +175,8 @@ def main() -> None:
     parser.add_argument("--family", default=None, help="generated tasks (shell-basics)")
     parser.add_argument("--gateway-url", default=None, help="a running gateway [scripted]")
     parser.add_argument("--model", default="local", help="with --gateway-url [local]")
+    parser.add_argument("--max-turns", type=int, default=None, help="a loop's model calls")
+    parser.add_argument("--max-tokens", type=int, default=None, help="a loop call's tokens")
     args = parser.parse_args()
     names = [n.strip() for n in args.harnesses.split(",") if n.strip()]
 
@@ -203,11 +225,15 @@ def main() -> None:
             if upstream is not None:
                 upstream.script[:] = list(SOLVE[name]) or ["done"]
             cold, cached, measured = _install_cold_s(name, home)
+            harness = _harness(name, args.max_turns, args.max_tokens)
             figures = asyncio.run(
-                _measure(name, args.rollouts, args.in_flight, proxy, tmp, args.family, model)
+                _measure(
+                    name, args.rollouts, args.in_flight, proxy, tmp, args.family, model, harness
+                )
             )
             row = {"harness": name, "version": get_harness(name).version, "model": model,
                    "tasks": args.family or "hello-file",
+                   "max_turns": args.max_turns, "max_tokens": args.max_tokens,
                    "install_cold_s": round(cold, 1), "install_measured_now": measured,
                    "install_cached_s": round(cached, 4), **figures}  # fmt: skip
             rows.append(row)
