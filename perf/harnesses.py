@@ -75,7 +75,7 @@ def _task_dirs(name: str, tmp: Path, family: str | None, count: int) -> list[Pat
     """The task folder of each rollout: hello-file for every one, or ``count`` generated
     tasks of ``family`` (one each, in order)."""
     if family is None:
-        from tests.integration.harnesses.scripts import hello_file
+        from tests.integration.producers.harnesses.scripts import hello_file
 
         return [hello_file(name, tmp)] * count
     from rllm.benchmarks.harbor.generate import generate_family
@@ -187,7 +187,7 @@ def main() -> None:
     from tests.fakes.recorder import RecordingProxy
     from tests.fakes.scripted import start_scripted_upstream
     from tests.fakes.server import ThreadedServer
-    from tests.integration.harnesses.test_contract import SOLVE
+    from tests.integration.producers.harnesses.test_contract import SOLVE
     from tests.ports import free_broker_port
 
     home = harnesses_home()

@@ -19,8 +19,8 @@ from rllm.settings import KafkaSettings
 from tests.ports import free_broker_port
 
 pytest_plugins = [
-    "tests.integration.gateway.fixtures",
-    "tests.integration.loop.fixtures",
+    "tests.integration.producers.gateway.fixtures",
+    "tests.integration.app.fixtures",
     "tests.integration.sandboxes.fixtures",
     "tests.integration.sandboxes.docker_fixtures",
     "tests.integration.sandboxes.registry_fixtures",

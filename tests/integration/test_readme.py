@@ -31,8 +31,8 @@ from rllm.producers.gateway import GatewaySettings, create_app
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import FakeUpstream, RunningUpstream, ThreadedServer, start_fake_upstream
 from tests.integration.processors.helpers import Workers
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 README = Path(os.environ.get("RLLM_TEST_README") or ROOT / "README.md")
 ADMIN_KEY = "readme-admin-key"
 _BLOCK = re.compile(

@@ -15,7 +15,7 @@ from rllm.errors import TopicError
 from rllm.kafka import EventPublisher, TopicReader, end_offsets, group_lag
 from rllm.schemas.topics import EPISODES
 from rllm.settings import KafkaSettings
-from tests.unit.training.factory import episode
+from tests.unit.consumers.trainer.factory import episode
 
 
 def test_end_offsets_and_a_group_s_lag_per_partition(

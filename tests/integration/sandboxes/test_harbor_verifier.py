@@ -15,8 +15,8 @@ import pytest
 from rllm.benchmarks.harbor import HarborTask, load_dataset, load_task, run_oracle, run_verifier
 from rllm.sandboxes import OWNER_LABEL, Sandbox, SandboxBackend, SandboxSettings, get_backend
 from rllm.sandboxes.types import NetworkMode
+from tests.paths import HARBOR_TASKS as TASKS
 
-TASKS = Path(__file__).resolve().parents[2] / "fixtures" / "harbor_tasks"
 SHIPPED = load_dataset(TASKS).tasks
 
 

@@ -30,8 +30,7 @@ from rllm.benchmarks.harbor.verifier import output_tail
 from rllm.cli.main import cli
 from rllm.errors import ConfigError
 from rllm.sandboxes.types import ExecResult, NetworkMode
-
-TASKS = Path(__file__).resolve().parents[2] / "fixtures" / "harbor_tasks"
+from tests.paths import HARBOR_TASKS as TASKS
 
 MINIMAL_TOML = """version = "1.0"
 [metadata]

@@ -22,6 +22,7 @@ from rllm.sandboxes.images.rootfs import LayerView, LayerWriter
 from rllm.sandboxes.images.steps import CopyStep, RunStep, WorkdirStep
 from rllm.sandboxes.images.store import ImageConfig, ImageStore
 from rllm.sandboxes.images.words import expand, expand_words
+from tests.paths import ROOT
 
 root_only = pytest.mark.usefixtures("as_root")
 """Layers keep owners, so these need root (as CI and the sandboxes run): they fail
@@ -492,7 +493,7 @@ def test_add_extracts_a_local_tar_and_copies_other_files(tmp_path: Path) -> None
 
 
 def test_the_projects_own_dockerfile_plans() -> None:
-    text = (Path(__file__).parents[3] / "Dockerfile").read_text()
+    text = (ROOT / "Dockerfile").read_text()
     built = plan_build(parse_dockerfile(text), ImageConfig(env={"PATH": "/usr/bin"}))
     assert base_image(parse_dockerfile(text))[0] == "python:3.11-slim"
     kinds = [type(step).__name__ for step in built.steps]
