@@ -104,6 +104,22 @@ def batch(n: int = 2) -> TrainBatch:
     return TrainBatch(sequences=seqs, episode_ids=ids, rewards=[1.0, 0.0] * n)
 
 
+def ragged_batch() -> TrainBatch:
+    """Two sequences of different prompt and response lengths, the longer one with a
+    masked token inside its response (for the padding of a backend's batch layout)."""
+    seq = TrainSequence(
+        "ep",
+        "s",
+        ("a", "b"),
+        [1, 2, 3, 10, 11, 20, 12],
+        [0, 0, 0, 1, 1, 0, 1],
+        [0, 0, 0, -0.1, -0.2, 0, -0.3],
+        advantage=2.0,
+    )
+    short = TrainSequence("ep2", "s2", ("c",), [5, 6, 9], [0, 0, 1], [0, 0, -0.5], advantage=-1.0)
+    return TrainBatch([seq, short], ["ep", "ep2"])
+
+
 def trainer_settings(
     tiny_model: Path, checkpoint_dir: Path, run_id: str, **more: Any
 ) -> TrainerSettings:
