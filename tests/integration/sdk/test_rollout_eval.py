@@ -20,6 +20,7 @@ from rllm.schemas.types import SessionStatus, StepCaptured, Task
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
 from tests.integration.helpers import read_all
+from tests.unit.sdk.agents import counting_agent
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "benchmarks"
 
@@ -198,12 +199,7 @@ def test_agent_trainer_refuses_a_model_the_gateways_upstream_does_not_serve(
     SmolLM2 through an upstream serving fake-model are refused before any session (and
     before the trainer loads a model), naming both."""
     calls: list[str] = []
-
-    @rllm.rollout
-    def counted(task: Task, config: RolloutConfig) -> str:
-        calls.append(task.task_id)
-        return "x"
-
+    counted = counting_agent(calls)
     trainer = rllm.AgentTrainer(
         counted,
         train_dataset=[Task(task_id="t")],
