@@ -32,6 +32,7 @@ __all__ = [
     "StackSettings",
     "default_home",
     "env_var",
+    "model_env",
     "private_home",
 ]
 
@@ -69,6 +70,20 @@ class MovedEnv:
     """The variable it read before (``RLLM_MODEL``)."""
     now: str = ""
     """What ``old`` sets today, if anything (``the stack's model profile``)."""
+
+
+def model_env(service: str) -> tuple[MovedEnv, ...]:
+    """The local model's fields of a service that runs one (the trainer, the model server):
+    ``model``, ``gguf_file``, ``device`` and ``torch_threads`` read ``RLLM_<SERVICE>_<FIELD>``
+    instead of the ``RLLM_<FIELD>`` both read before (``RLLM_MODEL`` names the stack's model
+    profile now)."""
+    return (
+        MovedEnv("model", f"RLLM_{service}_MODEL", "RLLM_MODEL", "the stack's model profile"),
+        *(
+            MovedEnv(name, f"RLLM_{service}_{name.upper()}", f"RLLM_{name.upper()}")
+            for name in ("gguf_file", "device", "torch_threads")
+        ),
+    )
 
 
 class _OwnEnvSource(EnvSettingsSource):

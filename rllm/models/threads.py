@@ -21,7 +21,9 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Literal, ParamSpec, TypeVar
+from typing import Annotated, Literal, ParamSpec, TypeVar
+
+from pydantic import AfterValidator
 
 from rllm.errors import ConfigError
 
@@ -29,6 +31,7 @@ __all__ = [
     "FixedThreads",
     "ThreadTuner",
     "Threads",
+    "ThreadsSetting",
     "apply_threads",
     "check_threads",
     "compute",
@@ -51,6 +54,10 @@ def check_threads(threads: Threads) -> Threads:
             f"not {threads!r}"
         )
     return threads
+
+
+ThreadsSetting = Annotated[Threads, AfterValidator(check_threads)]
+"""A settings field of ``Threads``, checked by ``check_threads``."""
 
 
 def apply_threads(threads: Threads) -> ThreadTuner | FixedThreads:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from rllm.models.threads import Threads, check_threads
-from rllm.settings import MovedEnv, OwnEnvSettings
+from rllm.models.threads import ThreadsSetting
+from rllm.settings import MovedEnv, OwnEnvSettings, model_env
 
 __all__ = ["ServeSettings"]
 
@@ -19,12 +19,7 @@ class ServeSettings(OwnEnvSettings):
 
     model_config = SettingsConfigDict(env_prefix="RLLM_", frozen=True, extra="ignore")
     owner: ClassVar[str] = "the model server"
-    moved_env: ClassVar[tuple[MovedEnv, ...]] = (
-        MovedEnv("model", "RLLM_SERVE_MODEL", "RLLM_MODEL", "the stack's model profile"),
-        MovedEnv("gguf_file", "RLLM_SERVE_GGUF_FILE", "RLLM_GGUF_FILE"),
-        MovedEnv("device", "RLLM_SERVE_DEVICE", "RLLM_DEVICE"),
-        MovedEnv("torch_threads", "RLLM_SERVE_TORCH_THREADS", "RLLM_TORCH_THREADS"),
-    )
+    moved_env: ClassVar[tuple[MovedEnv, ...]] = model_env("SERVE")
 
     # --- model ----------------------------------------------------------------------
     model: str = ""
@@ -40,16 +35,10 @@ class ServeSettings(OwnEnvSettings):
     """Arithmetic of generation. ``bfloat16`` is several times faster on AMX CPUs and
     GPUs, as vLLM serves; its logprobs differ from a float32 trainer's in the second or
     third digit (train with ``RLLM_PRECISION=bf16`` to match)."""
-    torch_threads: Threads = 0
+    torch_threads: ThreadsSetting = 0
     """torch CPU threads (``RLLM_SERVE_TORCH_THREADS``): a count (0: torch's default), or
     ``auto``, which times the decode steps and keeps the faster of 1 and all cores (``up``
     sets ``auto``)."""
-
-    @field_validator("torch_threads")
-    @classmethod
-    def _threads(cls, v: Threads) -> Threads:
-        return check_threads(v)
-
     # --- http -----------------------------------------------------------------------
     serve_host: str = "127.0.0.1"
     """Address to listen on."""

@@ -33,27 +33,14 @@ from rllm.consumers.backends.verl.workers import (
     update_inputs,
 )
 from rllm.consumers.trainer.settings import BackendName, TrainerSettings
-from rllm.consumers.trainer.types import LossAgg, LossKind, TrainBatch, TrainSequence
+from rllm.consumers.trainer.types import LossAgg, LossKind
 from rllm.errors import ConfigError
+from tests.unit.consumers.trainer.factory import ragged_batch
 
 pytestmark = pytest.mark.filterwarnings(
     # verl 0.9.1 imports ray.experimental.state, which Ray 2.60 deprecates
     "ignore:Ray state API is no longer experimental:DeprecationWarning"
 )
-
-
-def batch() -> TrainBatch:
-    seq = TrainSequence(
-        "ep",
-        "s",
-        ("a", "b"),
-        [1, 2, 3, 10, 11, 20, 12],
-        [0, 0, 0, 1, 1, 0, 1],
-        [0, 0, 0, -0.1, -0.2, 0, -0.3],
-        advantage=2.0,
-    )
-    short = TrainSequence("ep2", "s2", ("c",), [5, 6, 9], [0, 0, 1], [0, 0, -0.5], advantage=-1.0)
-    return TrainBatch([seq, short], ["ep", "ep2"])
 
 
 def test_settings_become_verls_own_actor_and_algorithm_config() -> None:
@@ -101,7 +88,7 @@ def test_rloo_estimator_reaches_verl_and_reinforce_is_refused() -> None:
 
 
 def test_batch_is_a_real_data_proto() -> None:
-    data = to_data_proto(to_verl_batch(batch(), pad_id=0))
+    data = to_data_proto(to_verl_batch(ragged_batch(), pad_id=0))
     assert isinstance(data, DataProto) and len(data) == 2
     assert data.batch["responses"].tolist() == [[10, 11, 20, 12], [9, 0, 0, 0]]
     assert data.batch["prompts"].tolist() == [[1, 2, 3], [0, 5, 6]]
@@ -114,13 +101,13 @@ def test_batch_is_a_real_data_proto() -> None:
 
 def test_update_inputs_are_verls_unpadded_tensordict() -> None:
     cfg = compose_config(TrainerSettings(batch_size=2, micro_batch_size=1), 1)
-    td = update_inputs(to_data_proto(to_verl_batch(batch(), pad_id=0)), cfg)
+    td = update_inputs(to_data_proto(to_verl_batch(ragged_batch(), pad_id=0)), cfg)
     ids = td["input_ids"]
     assert ids.is_nested
     assert [t.tolist() for t in ids.unbind()] == [[1, 2, 3, 10, 11, 20, 12], [5, 6, 9]]
     assert (tu.get(td, "global_batch_size"), tu.get(td, "mini_batch_size")) == (2, 2)
     assert (tu.get(td, "epochs"), tu.get(td, "compute_loss")) == (1, True)
-    ref = ref_inputs(to_data_proto(to_verl_batch(batch(), pad_id=0)))
+    ref = ref_inputs(to_data_proto(to_verl_batch(ragged_batch(), pad_id=0)))
     assert tu.get(ref, "compute_loss") is False
 
 

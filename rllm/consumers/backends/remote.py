@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rllm.consumers.trainer.settings import TrainerSettings
+from rllm.consumers.backends.base import BackendBase
 from rllm.consumers.trainer.types import Capabilities, LossAgg, LossKind
 from rllm.errors import ConfigError
 
@@ -33,30 +33,10 @@ def missing(backend: str, what: str) -> ConfigError:
     return ConfigError(f"backend {backend!r} needs {what}")
 
 
-class RemoteBackend:
-    """Base of the backends whose weights live on a service; subclasses set ``name`` and
-    ``capabilities`` and implement ``update``, ``save`` and ``load``.
-
-    Args:
-        settings: the trainer's settings (``model`` is the service's base model).
-    """
-
-    name: str
-    capabilities: Capabilities
-
-    def __init__(self, settings: TrainerSettings) -> None:
-        self.settings = settings
-        self._version = 0
-
-    @property
-    def version(self) -> int:
-        """Current policy version."""
-        return self._version
-
-    @property
-    def base_model(self) -> str:
-        """The service's base model name."""
-        return self.settings.model
+class RemoteBackend(BackendBase):
+    """Base of the backends whose weights live on a service (``settings.model`` is the
+    service's base model); subclasses set ``name`` and ``capabilities`` and implement
+    ``update``, ``save`` and ``load``."""
 
     def _write_record(self, directory: Path, record: dict[str, str]) -> None:
         """Record where the service keeps this checkpoint, in ``directory/<name>.json``."""

@@ -13,9 +13,9 @@ from pydantic_settings import SettingsConfigDict
 
 from rllm.consumers.trainer.types import LossAgg, LossKind
 from rllm.errors import ConfigError
-from rllm.models.threads import Threads, check_threads
+from rllm.models.threads import ThreadsSetting
 from rllm.schemas.types import Estimator
-from rllm.settings import MovedEnv, OwnEnvSettings, default_home
+from rllm.settings import MovedEnv, OwnEnvSettings, default_home, model_env
 
 __all__ = [
     "LOSS_ESTIMATORS",
@@ -90,10 +90,7 @@ class TrainerSettings(OwnEnvSettings):
     model_config = SettingsConfigDict(env_prefix="RLLM_", frozen=True, extra="ignore")
     owner: ClassVar[str] = "the trainer"
     moved_env: ClassVar[tuple[MovedEnv, ...]] = (
-        MovedEnv("model", "RLLM_TRAIN_MODEL", "RLLM_MODEL", "the stack's model profile"),
-        MovedEnv("gguf_file", "RLLM_TRAIN_GGUF_FILE", "RLLM_GGUF_FILE"),
-        MovedEnv("device", "RLLM_TRAIN_DEVICE", "RLLM_DEVICE"),
-        MovedEnv("torch_threads", "RLLM_TRAIN_TORCH_THREADS", "RLLM_TORCH_THREADS"),
+        *model_env("TRAIN"),
         MovedEnv(
             "estimator", "RLLM_TRAIN_ESTIMATOR", "RLLM_ESTIMATOR", "the processors' estimator"
         ),
@@ -190,15 +187,10 @@ class TrainerSettings(OwnEnvSettings):
     second or third digit)."""
     seed: int = 0
     """Seed of the local backend."""
-    torch_threads: Threads = 0
+    torch_threads: ThreadsSetting = 0
     """torch CPU threads of the local backend (``RLLM_TRAIN_TORCH_THREADS``): a count (0:
     torch's default), or ``auto``, which times the micro-batches and keeps the faster of 1
     and all cores."""
-
-    @field_validator("torch_threads")
-    @classmethod
-    def _threads(cls, v: Threads) -> Threads:
-        return check_threads(v)
 
     save_optimizer: bool = True
     """Keep the AdamW state in checkpoints (exact resume; ~2x the weights on disk)."""

@@ -14,13 +14,14 @@ import httpx
 import rllm
 from rllm.app import UpdateRecord
 from rllm.kafka import EventPublisher
-from rllm.producers.sdk import RolloutConfig, RolloutOutcome
+from rllm.producers.sdk import RolloutConfig
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.policy import PolicyServed, PolicyUpdated
 from rllm.schemas.run import run_estimator
 from rllm.schemas.topics import EPISODES, POLICY_UPDATES, SESSION_EVENTS
 from rllm.schemas.types import Task
 from rllm.settings import KafkaSettings
+from tests.integration.app.agents import by_index, post, short_run_config
 from tests.integration.app.fixtures import LoopStack
 from tests.integration.helpers import read_all
 from tests.unit.consumers.trainer.factory import episode
@@ -30,21 +31,8 @@ RUN = "loop-run"
 
 @rllm.rollout(name="completer")
 async def completer(task: Task, config: RolloutConfig) -> str:
-    body = {"model": config.model, "prompt": task.instruction, **config.sampling}
-    async with httpx.AsyncClient(timeout=60) as http:
-        resp = await http.post(
-            f"{config.base_url}/completions",
-            json=body,
-            headers={"Authorization": f"Bearer {config.api_key}"},
-        )
-    resp.raise_for_status()
-    return str(resp.json()["choices"][0]["text"])
-
-
-@rllm.evaluator
-def by_index(task: Task, outcome: RolloutOutcome) -> tuple[float, bool]:
-    """A reward that always differs inside a group of two, so no group is uniform."""
-    return float(outcome.rollout_index), outcome.rollout_index == 1
+    answer = await post(config, "/completions", {"prompt": task.instruction})
+    return str(answer["choices"][0]["text"])
 
 
 def test_agent_trainer_closes_the_loop(
@@ -69,22 +57,9 @@ def test_agent_trainer_closes_the_loop(
             evaluator=by_index,
             train_dataset=tasks,
             kafka=kafka,
-            config={
-                "run_id": RUN,
-                "gateway_url": gateway.url,
-                "admin_key": "loop-admin-key",
-                "model": "tiny",
-                "group_size": 2,
-                "batch_size": 2,
-                "epochs": 3,
-                "update_timeout_s": 120,
-                "sampling": {"max_tokens": 4, "temperature": 1.0},
-                "trainer": {
-                    "model": str(tiny_model),
-                    "lr": 0.05,
-                    "checkpoint_dir": str(tmp_path / "ckpt"),
-                },
-            },
+            config=short_run_config(
+                RUN, gateway.url, "loop-admin-key", tiny_model, tmp_path, tokens=4
+            ),
         )
         seen: list[int] = []
 

@@ -201,21 +201,15 @@ def test_eval_with_the_stack_down_is_one_line_naming_up() -> None:
 def test_the_python_api_with_the_stack_down_says_up_before_any_rollout() -> None:
     import rllm
     from rllm.errors import ConfigError, KafkaUnavailableError
-    from rllm.producers.sdk import RolloutConfig
     from rllm.schemas.types import Task
     from rllm.settings import KafkaSettings
     from tests.ports import free_broker_port
+    from tests.unit.producers.sdk.agents import counting_agent
 
     calls: list[str] = []
-
-    @rllm.rollout
-    def agent(task: Task, config: RolloutConfig) -> str:
-        calls.append(task.task_id)
-        return "x"
-
     url = _down_url()
     trainer = rllm.AgentTrainer(
-        agent,
+        counting_agent(calls),
         train_dataset=[Task(task_id="t")],
         val_dataset=[Task(task_id="v")],
         config={"gateway_url": url},

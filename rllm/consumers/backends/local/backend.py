@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from rllm.consumers.backends.base import BackendBase
 from rllm.consumers.backends.local.tensors import (
     SequenceTensors,
     group_by_prefix,
@@ -52,7 +53,7 @@ LOCAL_CAPABILITIES = Capabilities(
 )
 
 
-class LocalBackend:
+class LocalBackend(BackendBase):
     """Trains a local HF causal LM; checkpoints are HF directories (safetensors)."""
 
     name = "local"
@@ -60,7 +61,7 @@ class LocalBackend:
 
     @compute
     def __init__(self, settings: TrainerSettings, loaded: LoadedModel | None = None) -> None:
-        self.settings = settings
+        super().__init__(settings)
         torch.manual_seed(settings.seed)
         runtime = start_runtime(
             settings.model,
@@ -96,12 +97,6 @@ class LocalBackend:
             self.teacher = load_model(settings.teacher_model, None, settings.device).model.eval()
         elif settings.loss is LossKind.DISTILL and settings.teacher_url:
             self.teacher_client = TeacherClient.from_settings(settings, self._encode)
-        self._version = 0
-
-    @property
-    def version(self) -> int:
-        """Current policy version."""
-        return self._version
 
     @property
     def base_model(self) -> str:

@@ -12,6 +12,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from rllm.consumers.backends.base import BackendBase
 from rllm.consumers.backends.verl.convert import VERL_ESTIMATORS, to_data_proto, to_verl_batch
 from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.consumers.trainer.types import Capabilities, LossAgg, LossKind, TrainBatch, UpdateResult
@@ -38,7 +39,7 @@ VERL_CAPABILITIES = Capabilities(
 )
 
 
-class VerlBackend:
+class VerlBackend(BackendBase):
     """Drives verl's actor worker group (FSDP); the gateway's servers load its checkpoints.
 
     ``actor`` and ``ref`` may be handed in (worker groups built elsewhere); otherwise the
@@ -58,7 +59,7 @@ class VerlBackend:
             )
         from rllm.consumers.backends.verl.workers import compose_config, needs_reference
 
-        self.settings = settings
+        super().__init__(settings)
         n_gpus = max(torch.cuda.device_count(), 1)
         self.config = compose_config(settings, n_gpus)
         """verl's full ``ppo_trainer`` config (an OmegaConf DictConfig)."""
@@ -76,7 +77,6 @@ class VerlBackend:
         """verl's actor worker group: ``update_actor``, ``save_checkpoint``."""
         self.ref = ref
         """verl's reference worker group (KL loss), or None."""
-        self._version = 0
 
     def _build(self, n_gpus: int, with_ref: bool) -> tuple[Any, Any]:
         import ray  # comes with verl
@@ -91,16 +91,6 @@ class VerlBackend:
             ref.init_model()
         actor.init_model()
         return actor, ref
-
-    @property
-    def version(self) -> int:
-        """Current policy version."""
-        return self._version
-
-    @property
-    def base_model(self) -> str:
-        """The model verl started from."""
-        return self.settings.model
 
     def update(self, batch: TrainBatch) -> UpdateResult:
         """One actor update on the batch (reference log-probs first when KL is on)."""

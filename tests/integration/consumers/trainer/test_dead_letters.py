@@ -13,13 +13,12 @@ from confluent_kafka import TopicPartition
 
 from rllm.consumers.backends.local.backend import LocalBackend
 from rllm.consumers.trainer.loop import Trainer
-from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.kafka import EventPublisher, make_consumer
 from rllm.schemas.policy import PolicyUpdated
 from rllm.schemas.topics import DEAD_LETTERS, EPISODES
 from rllm.settings import KafkaSettings
 from tests.integration.helpers import read_all
-from tests.unit.consumers.trainer.factory import episode
+from tests.unit.consumers.trainer.factory import episode, trainer_settings
 
 
 def test_records_that_are_not_episodes_are_dead_lettered_and_committed_with_the_update(
@@ -28,15 +27,8 @@ def test_records_that_are_not_episodes_are_dead_lettered_and_committed_with_the_
     make_topics(partitions=1)
     topic = kafka.topic(EPISODES)
     group = f"dl-trainer-{uuid.uuid4().hex[:6]}"
-    settings = TrainerSettings(
-        model=str(tiny_model),
-        checkpoint_dir=tmp_path,
-        lr=0.01,
-        run_id="dl-run",
-        batch_size=2,
-        group_id=group,
-        poll_timeout_s=0.1,
-        max_updates=1,
+    settings = trainer_settings(
+        tiny_model, tmp_path, "dl-run", lr=0.01, batch_size=2, group_id=group, max_updates=1
     )
     wrong = PolicyUpdated(event_id="x/v1", run_id="x", version=1, checkpoint_uri="file:///x")
     with EventPublisher(kafka) as pub:

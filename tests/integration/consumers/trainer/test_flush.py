@@ -11,11 +11,10 @@ from pathlib import Path
 
 from rllm.consumers.backends.local.backend import LocalBackend
 from rllm.consumers.trainer.loop import Trainer
-from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.kafka import EventPublisher
 from rllm.schemas.topics import EPISODES
 from rllm.settings import KafkaSettings
-from tests.unit.consumers.trainer.factory import episode
+from tests.unit.consumers.trainer.factory import episode, trainer_settings
 
 
 def _until(check: Callable[[], bool], what: str, timeout_s: float = 60) -> None:
@@ -29,16 +28,8 @@ def _start(
     kafka: KafkaSettings, tiny_model: Path, tmp_path: Path, run_id: str, **more: object
 ) -> tuple[Trainer, threading.Thread]:
     """A trainer of run ``run_id`` on the tiny model, batches of 4, on its own thread."""
-    settings = TrainerSettings(
-        model=str(tiny_model),
-        checkpoint_dir=tmp_path,
-        lr=0.01,
-        run_id=run_id,
-        batch_size=4,
-        group_id=f"{run_id}-trainer",
-        poll_timeout_s=0.1,
-        episode_run_ids=("run",),
-        **more,  # type: ignore[arg-type]
+    settings = trainer_settings(
+        tiny_model, tmp_path, run_id, lr=0.01, batch_size=4, episode_run_ids=("run",), **more
     )
     trainer = Trainer(settings, kafka, LocalBackend(settings))
     thread = threading.Thread(target=trainer.run, daemon=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -24,7 +25,39 @@ from rllm.serving.engine import Engine, SamplingParams
 from rllm.serving.updates import PolicyFollower
 from rllm.settings import KafkaSettings
 from tests.integration.helpers import read_all
-from tests.unit.consumers.trainer.factory import episode
+from tests.unit.consumers.trainer.factory import episode, trainer_settings
+
+GREEDY = SamplingParams(temperature=0, max_tokens=6)
+"""How the tests see the weights change: a greedy completion's logprobs."""
+
+
+def _greedy(engine: Engine) -> Any:
+    """The engine's greedy completion of one fixed prompt."""
+    (output,) = engine.generate([[5, 6, 7]], [GREEDY])
+    return output
+
+
+def _publish_episodes(kafka: KafkaSettings, prefix: str, bad: bytes | None = None) -> None:
+    """Two episodes of run ``run`` (rewards 1 and 0), after one ``bad`` record if given."""
+    with EventPublisher(kafka) as pub:
+        if bad is not None:
+            pub.publish_bytes(EPISODES, "bad", bad).result(timeout=30)
+        for i in range(2):
+            pub.publish_sync(EPISODES, f"k{i}", episode(f"{prefix}-{i}", rewards=(1.0, 0.0)))
+
+
+def _one_update(tiny_model: Path, tmp_path: Path, run_id: str, group_id: str) -> TrainerSettings:
+    """A trainer that makes one update of a batch of two episodes."""
+    return trainer_settings(
+        tiny_model,
+        tmp_path,
+        run_id,
+        lr=0.05,
+        batch_size=2,
+        max_updates=1,
+        group_id=group_id,
+        poll_timeout_s=0.2,
+    )
 
 
 def test_server_reloads_weights_on_policy_updated(
@@ -32,24 +65,11 @@ def test_server_reloads_weights_on_policy_updated(
 ) -> None:
     make_topics(partitions=1)
     engine = Engine(load_model(str(tiny_model)))
-    greedy = SamplingParams(temperature=0, max_tokens=6)
-    (before,) = engine.generate([[5, 6, 7]], [greedy])
+    before = _greedy(engine)
     follower = PolicyFollower(engine, kafka, run_id="follow-run", poll_s=0.2).start()
     try:
-        with EventPublisher(kafka) as pub:
-            pub.publish_bytes(EPISODES, "bad", b"\x00not avro").result(timeout=30)
-            for i in range(2):
-                pub.publish_sync(EPISODES, f"k{i}", episode(f"f-{i}", rewards=(1.0, 0.0)))
-        settings = TrainerSettings(
-            model=str(tiny_model),
-            checkpoint_dir=tmp_path,
-            lr=0.05,
-            run_id="follow-run",
-            batch_size=2,
-            max_updates=1,
-            group_id="follow-trainer",
-            poll_timeout_s=0.2,
-        )
+        _publish_episodes(kafka, "f", bad=b"\x00not avro")
+        settings = _one_update(tiny_model, tmp_path, "follow-run", "follow-trainer")
         report = Trainer(settings, kafka, LocalBackend(settings)).run()
         assert report.updates == 1 and report.version == 1
         assert report.dead_letters == 1 and report.episodes_consumed == 3
@@ -65,7 +85,7 @@ def test_server_reloads_weights_on_policy_updated(
         assert [v for v, _ in follower.reloads] in ([1], [0, 1])
     finally:
         follower.stop()
-    (after,) = engine.generate([[5, 6, 7]], [greedy])
+    after = _greedy(engine)
     assert after.logprobs != before.logprobs
     with TestClient(create_app(engine, "tiny")) as client:
         r = client.get("/v1/models")
@@ -79,8 +99,7 @@ def test_server_switches_to_a_new_runs_base_weights(
     (B's version 0) instead of keeping A's policy, and then follows B's versions."""
     make_topics(partitions=1)
     engine = Engine(load_model(str(tiny_model)))
-    greedy = SamplingParams(temperature=0, max_tokens=6)
-    (base,) = engine.generate([[5, 6, 7]], [greedy])
+    base = _greedy(engine)
     follower = PolicyFollower(engine, kafka, poll_s=0.2).start()
 
     def settle(run: str, version: int) -> None:
@@ -90,22 +109,11 @@ def test_server_switches_to_a_new_runs_base_weights(
         assert follower.loaded == PolicyPointer(run, version), follower.errors
 
     try:
-        with EventPublisher(kafka) as pub:
-            for i in range(2):
-                pub.publish_sync(EPISODES, f"k{i}", episode(f"a-{i}", rewards=(1.0, 0.0)))
-        run_a = TrainerSettings(
-            model=str(tiny_model),
-            checkpoint_dir=tmp_path,
-            lr=0.05,
-            run_id="run-a",
-            batch_size=2,
-            max_updates=1,
-            group_id="trainer-a",
-            poll_timeout_s=0.2,
-        )
+        _publish_episodes(kafka, "a")
+        run_a = _one_update(tiny_model, tmp_path, "run-a", "trainer-a")
         assert Trainer(run_a, kafka, LocalBackend(run_a)).run().version == 1
         settle("run-a", 1)
-        (trained,) = engine.generate([[5, 6, 7]], [greedy])
+        trained = _greedy(engine)
         assert trained.logprobs != base.logprobs
         run_b = TrainerSettings(
             **{
@@ -121,7 +129,7 @@ def test_server_switches_to_a_new_runs_base_weights(
         assert engine.version == 0
     finally:
         follower.stop()
-    (again,) = engine.generate([[5, 6, 7]], [greedy])
+    again = _greedy(engine)
     assert again.logprobs == pytest.approx(base.logprobs, abs=1e-5)
 
 

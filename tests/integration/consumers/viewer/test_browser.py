@@ -29,10 +29,11 @@ from rllm.consumers.history import HistorySettings, HistorySink, run_named
 from rllm.consumers.history.service import serve_queries
 from rllm.consumers.history.types import HistoryStore
 from rllm.consumers.viewer.app import _fmt
-from rllm.producers.sdk import RolloutConfig, RolloutOutcome
+from rllm.producers.sdk import RolloutConfig
 from rllm.schemas.types import Task
 from rllm.settings import KafkaSettings
 from tests.fakes.server import free_port
+from tests.integration.app.agents import by_index, post, short_run_config
 from tests.integration.app.fixtures import LoopStack
 from tests.integration.consumers.viewer.browser import chromium, wait_for
 from tests.unit.consumers.history.shared import fresh_chdb
@@ -43,28 +44,12 @@ ADMIN = "view-admin-key"
 
 @rllm.rollout(name="chatter")
 async def chatter(task: Task, config: RolloutConfig) -> str:
-    body = {
-        "model": config.model,
-        "messages": [
-            {"role": "system", "content": "Answer briefly."},
-            {"role": "user", "content": task.instruction},
-        ],
-        **config.sampling,
-    }
-    async with httpx.AsyncClient(timeout=60) as http:
-        resp = await http.post(
-            f"{config.base_url}/chat/completions",
-            json=body,
-            headers={"Authorization": f"Bearer {config.api_key}"},
-        )
-    resp.raise_for_status()
-    return str(resp.json()["choices"][0]["message"]["content"])
-
-
-@rllm.evaluator
-def by_index(task: Task, outcome: RolloutOutcome) -> tuple[float, bool]:
-    """A reward that differs inside a group of two, so no group is uniform."""
-    return float(outcome.rollout_index), outcome.rollout_index == 1
+    messages = [
+        {"role": "system", "content": "Answer briefly."},
+        {"role": "user", "content": task.instruction},
+    ]
+    answer = await post(config, "/chat/completions", {"messages": messages})
+    return str(answer["choices"][0]["message"]["content"])
 
 
 @contextmanager
@@ -194,22 +179,7 @@ def test_the_viewer_in_chromium_over_a_real_training_run(
         train_dataset=tasks,
         val_dataset=tasks,
         kafka=kafka,
-        config={
-            "run_id": RUN,
-            "gateway_url": gateway.url,
-            "admin_key": ADMIN,
-            "model": "tiny",
-            "group_size": 2,
-            "batch_size": 2,
-            "epochs": 3,
-            "update_timeout_s": 120,
-            "sampling": {"max_tokens": 6, "temperature": 1.0},
-            "trainer": {
-                "model": str(tiny_model),
-                "lr": 0.05,
-                "checkpoint_dir": str(tmp_path / "ckpt"),
-            },
-        },
+        config=short_run_config(RUN, gateway.url, ADMIN, tiny_model, tmp_path, tokens=6),
     )
     done: dict[str, Any] = {}
 

@@ -21,6 +21,7 @@ from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
 from tests.integration.helpers import read_all
 from tests.paths import BENCHMARK_FIXTURES as FIXTURES
+from tests.unit.producers.sdk.agents import counting_agent
 
 
 def _events_by_session(kafka: KafkaSettings) -> dict[str, list[Any]]:
@@ -197,12 +198,7 @@ def test_agent_trainer_refuses_a_model_the_gateways_upstream_does_not_serve(
     SmolLM2 through an upstream serving fake-model are refused before any session (and
     before the trainer loads a model), naming both."""
     calls: list[str] = []
-
-    @rllm.rollout
-    def counted(task: Task, config: RolloutConfig) -> str:
-        calls.append(task.task_id)
-        return "x"
-
+    counted = counting_agent(calls)
     trainer = rllm.AgentTrainer(
         counted,
         train_dataset=[Task(task_id="t")],

@@ -17,7 +17,7 @@ from rllm.consumers.trainer.errors import CapabilityError
 from rllm.consumers.trainer.settings import BackendName, TrainerSettings
 from rllm.consumers.trainer.types import LossAgg, LossKind, TrainBatch, TrainSequence
 from rllm.errors import ConfigError
-from tests.unit.consumers.trainer.factory import batch
+from tests.unit.consumers.trainer.factory import batch, ragged_batch
 
 
 @pytest.mark.parametrize(
@@ -102,17 +102,7 @@ def test_local_backend_gradient_only_from_sampled_tokens(tiny_model: Path) -> No
 
 
 def test_verl_layout() -> None:
-    seq = TrainSequence(
-        "ep",
-        "s",
-        ("a", "b"),
-        [1, 2, 3, 10, 11, 20, 12],
-        [0, 0, 0, 1, 1, 0, 1],
-        [0, 0, 0, -0.1, -0.2, 0, -0.3],
-        advantage=2.0,
-    )
-    short = TrainSequence("ep2", "s2", ("c",), [5, 6, 9], [0, 0, 1], [0, 0, -0.5], advantage=-1.0)
-    vb = to_verl_batch(TrainBatch([seq, short], ["ep", "ep2"]), pad_id=0)
+    vb = to_verl_batch(ragged_batch(), pad_id=0)
     b = vb.batch
     assert b["prompts"].tolist() == [[1, 2, 3], [0, 5, 6]]  # left-padded
     assert b["responses"].tolist() == [[10, 11, 20, 12], [9, 0, 0, 0]]  # right-padded

@@ -1,8 +1,13 @@
-"""Build EpisodeAssembled records with real token arrays for trainer tests."""
+"""Build EpisodeAssembled records with real token arrays, and the settings of a trainer on
+the tiny model, for trainer tests."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from rllm.consumers.trainer.batching import episode_sequences
+from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.consumers.trainer.types import LossKind, TrainBatch, TrainSequence
 from rllm.schemas import types as t
 from rllm.schemas.tokens import pack_logprobs, pack_tokens
@@ -97,3 +102,30 @@ def batch(n: int = 2) -> TrainBatch:
         seqs += episode_sequences(ep, LossKind.GRPO)
         ids.append(ep.event_id)
     return TrainBatch(sequences=seqs, episode_ids=ids, rewards=[1.0, 0.0] * n)
+
+
+def ragged_batch() -> TrainBatch:
+    """Two sequences of different prompt and response lengths, the longer one with a
+    masked token inside its response (for the padding of a backend's batch layout)."""
+    seq = TrainSequence(
+        "ep",
+        "s",
+        ("a", "b"),
+        [1, 2, 3, 10, 11, 20, 12],
+        [0, 0, 0, 1, 1, 0, 1],
+        [0, 0, 0, -0.1, -0.2, 0, -0.3],
+        advantage=2.0,
+    )
+    short = TrainSequence("ep2", "s2", ("c",), [5, 6, 9], [0, 0, 1], [0, 0, -0.5], advantage=-1.0)
+    return TrainBatch([seq, short], ["ep", "ep2"])
+
+
+def trainer_settings(
+    tiny_model: Path, checkpoint_dir: Path, run_id: str, **more: Any
+) -> TrainerSettings:
+    """A trainer of run ``run_id`` on the tiny model that polls briefly (0.1 s), its
+    consumer group ``<run_id>-trainer``; ``more`` sets or overrides any other field."""
+    fields: dict[str, Any] = {"group_id": f"{run_id}-trainer", "poll_timeout_s": 0.1, **more}
+    return TrainerSettings(
+        model=str(tiny_model), checkpoint_dir=checkpoint_dir, run_id=run_id, **fields
+    )

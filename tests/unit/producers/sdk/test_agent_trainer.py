@@ -9,6 +9,7 @@ from rllm.errors import ConfigError
 from rllm.producers.sdk import RolloutConfig
 from rllm.schemas.run import run_estimator
 from rllm.schemas.types import Task
+from tests.unit.producers.sdk.agents import counting_agent
 
 
 @rllm.rollout
@@ -71,12 +72,7 @@ def test_sampling_a_backend_cannot_score_is_refused_before_any_rollout() -> None
     from rllm.consumers.trainer.errors import CapabilityError
 
     calls: list[str] = []
-
-    @rllm.rollout
-    def counted(task: Task, config: RolloutConfig) -> str:
-        calls.append(task.task_id)
-        return "x"
-
+    counted = counting_agent(calls)
     hot = rllm.AgentTrainer(
         counted,
         train_dataset=[Task(task_id="t")],

@@ -12,36 +12,38 @@ from rllm.producers.evaluation import run_tasks, summarize
 from rllm.producers.harnesses import HarnessRollout, get_harness, verifier_evaluator
 from rllm.producers.harnesses.types import CloseReason, HarnessRun
 from rllm.producers.sdk import AgentAnswer, Rollout, rollout
-from rllm.producers.sdk.client import SessionHandle
-from rllm.producers.sdk.types import SessionTotals
+from rllm.producers.sdk.client import GatewayClient
+from rllm.schemas.convert import from_json_dict
 from rllm.schemas.types import RewardAssigned, SessionEvent, SessionStatus, Task
 from tests.paths import HARBOR_TASKS as TASKS
 
 
-class FakeGateway:
-    """Opens and closes sessions in memory; every close reports 3 steps, 120 in, 45 out."""
-
-    url = "http://gateway.invalid"
+class FakeGateway(GatewayClient):
+    """The real client over an in-memory gateway (its ``_open_many`` and ``_close_many``);
+    every close reports 3 steps, 120 in, 45 out."""
 
     def __init__(self) -> None:
+        super().__init__("http://gateway.invalid", admin_key="admin")
         self.opened: list[dict[str, Any]] = []
         self.closed: list[tuple[str, SessionStatus, Any, str | None, list[SessionEvent]]] = []
 
-    async def open_session(self, task: Task, **kw: Any) -> SessionHandle:
-        self.opened.append({"task": task.task_id, **kw})
-        sid = f"s{len(self.opened)}"
-        return SessionHandle(sid, kw["run_id"], f"{self.url}/s/{sid}/v1", "key")
+    async def _open_many(self, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        answers = []
+        for body in bodies:
+            self.opened.append({**body, "task": body["task"]["task_id"]})
+            sid = f"s{len(self.opened)}"
+            answers.append(
+                {"session_id": sid, "base_url": f"{self.url}/s/{sid}/v1", "api_key": "key"}
+            )
+        return answers
 
-    async def close_session_totals(
-        self,
-        handle: SessionHandle,
-        status: SessionStatus,
-        output: Any = None,
-        error: str | None = None,
-        events: list[SessionEvent] | None = None,
-    ) -> SessionTotals:
-        self.closed.append((handle.session_id, status, output, error, list(events or [])))
-        return SessionTotals(num_steps=3, prompt_tokens=120, completion_tokens=45)
+    async def _close_many(self, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for b in bodies:
+            events = [from_json_dict(SessionEvent.avro_name, e) for e in b.get("events", [])]
+            self.closed.append(
+                (b["session_id"], SessionStatus(b["status"]), b["output"], b["error"], events)
+            )
+        return [{"num_steps": 3, "prompt_tokens": 120, "completion_tokens": 45} for _ in bodies]
 
 
 def _harness_rollout(reward: float) -> HarnessRollout:
