@@ -124,8 +124,10 @@ def test_cli_prints_every_query_as_tab_separated_rows_in_a_pipe(
     assert lines[0].split("\t") == list(expected.columns)
     assert len(lines) == 1 + len(expected.rows) >= 3
     assert all(line.count("\t") == len(expected.columns) - 1 for line in lines), lines[:3]
-    assert res.stdout == CliRunner().invoke(cli, ["analytics", name, "--format", "tsv"],
-                                            env=service).stdout  # fmt: skip
+    assert (
+        res.stdout
+        == CliRunner().invoke(cli, ["analytics", name, "--format", "tsv"], env=service).stdout
+    )
 
 
 def test_cli_tsv_keeps_run_ids_whole_and_values_exact(

@@ -50,8 +50,15 @@ def _harness_rollout(reward: float) -> HarnessRollout:
     rollout_ = HarnessRollout(get_harness("bash"), backend=None)  # type: ignore[arg-type]  # never reached
 
     async def run(task: Any, **kw: Any) -> HarnessRun:
-        verifier = VerifierResult(reward=reward, values={"reward": reward}, ok=True, error=None,
-                                  stdout_tail="", timed_out=False, duration_s=0.5)  # fmt: skip
+        verifier = VerifierResult(
+            reward=reward,
+            values={"reward": reward},
+            ok=True,
+            error=None,
+            stdout_tail="",
+            timed_out=False,
+            duration_s=0.5,
+        )
         return HarnessRun("bash", task.name, CloseReason.OK, agent_exit_code=0, verifier=verifier)
 
     rollout_.runner.run = run  # type: ignore[method-assign]  # the sandbox part is not this test's
@@ -66,11 +73,20 @@ def test_the_harness_uses_the_one_lifecycle() -> None:
 async def test_a_harness_rollout_carries_the_gateways_token_totals() -> None:
     gateway = FakeGateway()
     task = to_task(load_task(TASKS / "hello-file"), "b")
-    results = await run_tasks([task], _harness_rollout(1.0), gateway, run_id="r", model="m",  # type: ignore[arg-type]
-                              attempts=2, evaluator=verifier_evaluator)  # fmt: skip
+    results = await run_tasks(
+        [task],
+        _harness_rollout(1.0),
+        gateway,  # type: ignore[arg-type]
+        run_id="r",
+        model="m",
+        attempts=2,
+        evaluator=verifier_evaluator,
+    )
     outcomes = [o for o, _ in results]
     assert [(o.num_steps, o.prompt_tokens, o.completion_tokens) for o in outcomes] == [
-        (3, 120, 45), (3, 120, 45)]  # fmt: skip
+        (3, 120, 45),
+        (3, 120, 45),
+    ]
     summary = summarize("r", "b", "m", results, 2, 1.0)
     assert (summary.prompt_tokens, summary.completion_tokens) == (240, 90)
     assert "tokens in/out 240/90" in str(summary)

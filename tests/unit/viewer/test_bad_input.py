@@ -159,5 +159,9 @@ def test_pages_through_the_history_service_equal_pages_over_the_store(
             mask = re.compile(r'data-refreshed="[^"]*"|\(last [^)]*\)')
             assert mask.sub("", through.text) == mask.sub("", direct.text), url
         assert [cells(r)["sessions"] for r in rows(served.get("/").text, "run").values()] == [
-            "3", "100", "100", "100", "100",
-        ]  # fmt: skip
+            "3",
+            "100",
+            "100",
+            "100",
+            "100",
+        ]

@@ -309,11 +309,20 @@ def test_the_run_page_heads_each_passk_column_once(client: TestClient) -> None:
         r"<th>([^<]*)</th>", page.split('id="passk"', 1)[1].split("</thead>", 1)[0]
     )
     assert heads(client.get("/runs/run-1").text) == [
-        "benchmark", "model", "tasks", "samples", "pass@1",
-    ]  # fmt: skip
+        "benchmark",
+        "model",
+        "tasks",
+        "samples",
+        "pass@1",
+    ]
     assert heads(client.get("/runs/run-1?k=2").text) == [
-        "benchmark", "model", "tasks", "samples", "pass@2", "pass@1",
-    ]  # fmt: skip
+        "benchmark",
+        "model",
+        "tasks",
+        "samples",
+        "pass@2",
+        "pass@1",
+    ]
 
 
 def test_tokens_the_answer_spelled_out_need_no_tokenizer(client: TestClient) -> None:
