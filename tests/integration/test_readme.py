@@ -129,11 +129,28 @@ def stack(
         "RLLM_CHECKPOINT_DIR": str(tmp_path / "ckpt"),
     }
     profile = subprocess.run(
-        [sys.executable, "-m", "rllm.cli", "model", "setup", "--provider", "vllm",
-         "--name", "fake", "--model", "fake-model", "--base-url", f"{upstream.url}/v1",
-         "--no-input"],
-        env=env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "rllm.cli",
+            "model",
+            "setup",
+            "--provider",
+            "vllm",
+            "--name",
+            "fake",
+            "--model",
+            "fake-model",
+            "--base-url",
+            f"{upstream.url}/v1",
+            "--no-input",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert profile.returncode == 0, profile.stdout + profile.stderr
     workers = Workers(kafka, tmp_path)
     workers.start()
