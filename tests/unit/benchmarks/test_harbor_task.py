@@ -494,7 +494,7 @@ async def test_verifier_reads_rewards_by_harbors_rules(
 ) -> None:
     task = load_task(TASKS / "edit-config", verifier_timeout_multiplier=2.0)
     sandbox = RecordingSandbox({**files, OUT: "diff output\n"})
-    result = await run_verifier(sandbox, task, timeout_multiplier=1.5)  # type: ignore[arg-type]
+    result = await run_verifier(sandbox, task, timeout_multiplier=1.5)  # type: ignore[arg-type]  # a recording stand-in for a Sandbox
     assert (result.ok, result.reward, result.values, result.error) == (True, reward, values, None)
     assert result.stdout_tail == "diff output\n" and result.exit_code == 0
     prepare, run = sandbox.calls
@@ -518,7 +518,7 @@ async def test_verifier_reads_rewards_by_harbors_rules(
 )
 async def test_bad_reward_files_fail_the_verification(files: dict[str, str], why: str) -> None:
     task = load_task(TASKS / "hello-file")
-    result = await run_verifier(RecordingSandbox(files), task)  # type: ignore[arg-type]
+    result = await run_verifier(RecordingSandbox(files), task)  # type: ignore[arg-type]  # a recording stand-in for a Sandbox
     assert (result.ok, result.reward, result.values, result.timed_out) == (False, None, {}, False)
     assert result.error is not None and why in result.error and "'hello-file'" in result.error
 
@@ -526,18 +526,18 @@ async def test_bad_reward_files_fail_the_verification(files: dict[str, str], why
 async def test_verifier_timeout_and_sandbox_death() -> None:
     task = load_task(TASKS / "hello-file")
     hung = ExecResult("", "", None, True, 30.0, error="timed out after 30 s")
-    result = await run_verifier(RecordingSandbox({TXT: "1"}, hung), task)  # type: ignore[arg-type]
+    result = await run_verifier(RecordingSandbox({TXT: "1"}, hung), task)  # type: ignore[arg-type]  # a recording stand-in for a Sandbox
     assert (result.ok, result.timed_out, result.reward) == (False, True, None)
     assert "timed out after 30 s" in str(result.error) and "timeout_sec = 30" in str(result.error)
     died = ExecResult("", "", None, False, 1.0, error="sandbox died: killed")
-    result = await run_verifier(RecordingSandbox({TXT: "1"}, died), task)  # type: ignore[arg-type]
+    result = await run_verifier(RecordingSandbox({TXT: "1"}, died), task)  # type: ignore[arg-type]  # a recording stand-in for a Sandbox
     assert (result.ok, result.timed_out) == (False, False) and "sandbox died" in str(result.error)
 
 
 async def test_oracle_runs_solve_sh_in_the_workdir(tmp_path: Path) -> None:
     task = load_task(TASKS / "edit-config", agent_timeout_multiplier=0.5)
     sandbox = RecordingSandbox({})
-    result = await run_oracle(sandbox, task)  # type: ignore[arg-type]
+    result = await run_oracle(sandbox, task)  # type: ignore[arg-type]  # a recording stand-in for a Sandbox
     assert result.ok
     assert sandbox.uploads == [(task.path / "solution", "/solution")]
     command, kwargs = sandbox.calls[-1]
@@ -545,7 +545,7 @@ async def test_oracle_runs_solve_sh_in_the_workdir(tmp_path: Path) -> None:
     assert (kwargs["cwd"], kwargs["timeout_s"]) == ("/srv/service", 60.0)
     bare = load_task(make_task(tmp_path, "no-oracle", solve_sh=None))
     with pytest.raises(HarborTaskError, match="'no-oracle' has no oracle"):
-        await run_oracle(sandbox, bare)  # type: ignore[arg-type]
+        await run_oracle(sandbox, bare)  # type: ignore[arg-type]  # a recording stand-in for a Sandbox
 
 
 def test_check_takes_the_users_image_substitutes_and_names_the_fix(tmp_path: Path) -> None:

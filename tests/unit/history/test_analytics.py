@@ -213,10 +213,10 @@ def test_rewards_plot_draws_one_line_per_run(service: dict[str, str], tmp_path: 
         real_savefig(fig, *args, **kwargs)
 
     png = tmp_path / "by-run.png"
-    plt.Figure.savefig = record  # type: ignore[method-assign]
+    plt.Figure.savefig = record  # type: ignore[attr-defined,method-assign,assignment]  # records the figure instead of writing it; restored below
     try:
         res = CliRunner().invoke(cli, ["analytics", "rewards", "--plot", str(png)], env=service)
     finally:
-        plt.Figure.savefig = real_savefig  # type: ignore[method-assign]
+        plt.Figure.savefig = real_savefig  # type: ignore[attr-defined,method-assign]  # restores the real savefig
     assert res.exit_code == 0, res.output
     assert drawn == [[f"run-{i} {y}" for y in ("mean_reward", "accuracy") for i in range(4)]]
