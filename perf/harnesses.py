@@ -125,8 +125,13 @@ async def _measure(
     async def one(index: int) -> None:
         async with gate:
             began = time.perf_counter()
-            outcome = await rollout.run(tasks[index + 1], client, run_id=f"perf-{name}-{owner}",
-                                        model=model, rollout_index=max(index, 0))  # fmt: skip
+            outcome = await rollout.run(
+                tasks[index + 1],
+                client,
+                run_id=f"perf-{name}-{owner}",
+                model=model,
+                rollout_index=max(index, 0),
+            )
             starts[outcome.session_id] = began
             results.append((outcome, time.perf_counter() - began))
 
@@ -211,13 +216,17 @@ def main() -> None:
             stack.callback(upstream.stop)
             gateway = ThreadedServer(
                 create_app(
-                    GatewaySettings(upstream_url=upstream.url, spool_dir=tmp / "spool",
-                                    spool_fsync=False, follow_policy_updates=False,
-                                    insecure=True),
+                    GatewaySettings(
+                        upstream_url=upstream.url,
+                        spool_dir=tmp / "spool",
+                        spool_fsync=False,
+                        follow_policy_updates=False,
+                        insecure=True,
+                    ),
                     kafka,
                 ),
                 lifespan="on",
-            )  # fmt: skip
+            )
             stack.callback(gateway.stop)
             proxy, model = RecordingProxy(gateway.url), "scripted"
         stack.callback(proxy.stop)
@@ -231,11 +240,18 @@ def main() -> None:
                     name, args.rollouts, args.in_flight, proxy, tmp, args.family, model, harness
                 )
             )
-            row = {"harness": name, "version": get_harness(name).version, "model": model,
-                   "tasks": args.family or "hello-file",
-                   "max_turns": args.max_turns, "max_tokens": args.max_tokens,
-                   "install_cold_s": round(cold, 1), "install_measured_now": measured,
-                   "install_cached_s": round(cached, 4), **figures}  # fmt: skip
+            row = {
+                "harness": name,
+                "version": get_harness(name).version,
+                "model": model,
+                "tasks": args.family or "hello-file",
+                "max_turns": args.max_turns,
+                "max_tokens": args.max_tokens,
+                "install_cold_s": round(cold, 1),
+                "install_measured_now": measured,
+                "install_cached_s": round(cached, 4),
+                **figures,
+            }
             rows.append(row)
             print(
                 f"{name:<15} install {row['install_cold_s']:>6.1f} s cold, "

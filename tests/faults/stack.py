@@ -69,7 +69,7 @@ class Service:
     def start(self, *extra: str) -> Service:
         """Start the process (with ``extra`` arguments for this start only)."""
         if self.running:
-            raise InfraError(f"{self.name} is already running (pid {self.proc.pid})")  # type: ignore[union-attr]
+            raise InfraError(f"{self.name} is already running (pid {self.proc.pid})")  # type: ignore[union-attr]  # running is True: proc is set
         with open(self.log_dir / f"{self.name}-{self.starts}.log", "wb") as log:
             self.proc = subprocess.Popen(
                 [*self.argv, *extra],

@@ -58,11 +58,19 @@ def test_list_shows_every_harness_with_version_api_and_install_state(home: Path)
     rows = _rows()
     assert sorted(rows) == harness_names()  # every registered one, sorted, the fakes too
     assert {k: rows["oracle"][k] for k in ("version", "api", "installed")} == {
-        "version": "1", "api": "none", "installed": True}  # fmt: skip
+        "version": "1",
+        "api": "none",
+        "installed": True,
+    }
     assert (rows["bash"]["api"], rows["bash"]["installed"]) == ("openai-chat", True)
     assert (rows["react"]["api"], rows["react"]["installed"]) == ("openai-chat", True)
-    assert rows["host-fake"] == {"name": "host-fake", "version": "0.1.2", "api": "responses",
-                                 "installed": False, "error": None}  # fmt: skip
+    assert rows["host-fake"] == {
+        "name": "host-fake",
+        "version": "0.1.2",
+        "api": "responses",
+        "installed": False,
+        "error": None,
+    }
     assert (rows["bare-fake"]["installed"], rows["bare-fake"]["version"]) == (True, "7")
     broken = rows["broken-fake"]
     assert broken["installed"] is False and "Missing" in broken["error"]

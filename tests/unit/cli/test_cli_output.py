@@ -247,16 +247,27 @@ def test_progress_lines_come_about_every_tenth_and_at_the_end() -> None:
     said = out.getvalue().splitlines()
     assert [re.sub(r", [\d.]+ s$", "", line) for line in said] == [
         f"evaluate r-val: {n}/81 attempts, {c} correct, {e} error{'' if e == 1 else 's'}"
-        for n, c, e in [(9, 4, 0), (18, 9, 0), (27, 13, 0), (36, 18, 0), (45, 22, 1),
-                        (54, 27, 1), (63, 31, 1), (72, 36, 1), (81, 40, 1)]
-    ]  # fmt: skip
+        for n, c, e in [
+            (9, 4, 0),
+            (18, 9, 0),
+            (27, 13, 0),
+            (36, 18, 0),
+            (45, 22, 1),
+            (54, 27, 1),
+            (63, 31, 1),
+            (72, 36, 1),
+            (81, 40, 1),
+        ]
+    ]
     few = io.StringIO()
     three = ProgressLines("x", 3, stream=few)
     for i in range(3):
         three(outcome(i), RewardResult(reward=1.0, is_correct=True))
     assert [line.split(",")[0] for line in few.getvalue().splitlines()] == [
-        "x: 1/3 attempts", "x: 2/3 attempts", "x: 3/3 attempts"
-    ]  # fmt: skip
+        "x: 1/3 attempts",
+        "x: 2/3 attempts",
+        "x: 3/3 attempts",
+    ]
 
 
 def test_the_python_api_is_bounded_and_finds_the_gateway_by_default(

@@ -67,8 +67,11 @@ def test_each_train_command_has_its_own_options() -> None:
     ]
     assert sections["loop"]["Harbor tasks (--tasks-dir)"][0] == "--tasks-dir"
     assert sections["consume"]["Episodes and staleness"] == [
-        "--mode", "--max-staleness", "--uniform-reward", "--idle-exit"
-    ]  # fmt: skip
+        "--mode",
+        "--max-staleness",
+        "--uniform-reward",
+        "--idle-exit",
+    ]
     assert sections["sft"]["Data"] == ["--data-file", "--epochs", "--offline"]
     loop_only = {"--benchmark", "--tasks-dir", "--group-size", "--gateway-url"}
     assert not loop_only & {f for rows in sections["consume"].values() for f in rows}

@@ -19,7 +19,7 @@ from rllm.sandboxes.images.dockerfile import parse_dockerfile
 from rllm.sandboxes.images.importer import import_rootfs
 from rllm.sandboxes.images.plan import base_image, plan_build, stages
 from rllm.sandboxes.images.rootfs import LayerView, LayerWriter
-from rllm.sandboxes.images.steps import CopyStep, RunStep, WorkdirStep
+from rllm.sandboxes.images.steps import BuildPlan, CopyStep, RunStep, WorkdirStep
 from rllm.sandboxes.images.store import ImageConfig, ImageStore
 from rllm.sandboxes.images.words import expand, expand_words
 from tests.paths import ROOT
@@ -35,7 +35,7 @@ def as_root() -> None:
         pytest.fail("layers keep owners: run the sandbox tests as root")
 
 
-def plan(text: str, env: dict[str, str] | None = None, **build_args: str):  # type: ignore[no-untyped-def]
+def plan(text: str, env: dict[str, str] | None = None, **build_args: str) -> BuildPlan:
     return plan_build(parse_dockerfile(text), ImageConfig(env=env or {}), build_args)
 
 
@@ -306,7 +306,7 @@ async def test_unknown_from_says_how_to_import(tmp_path: Path) -> None:
     (context := tmp_path / "ctx").mkdir()
     (context / "Dockerfile").write_text("# hi\nFROM ghcr.io/acme/tool:1.2\nRUN true\n")
     with pytest.raises(ImageError) as caught:
-        await build_image(None, store, context)  # type: ignore[arg-type]
+        await build_image(None, store, context)  # type: ignore[arg-type]  # refused before any backend is used
     message = str(caught.value)
     assert "ghcr.io/acme/tool:1.2" in message and "Dockerfile:2" in message
     assert "rllm-cli sandbox image import ghcr.io/acme/tool:1.2 rootfs.tar" in message
@@ -323,7 +323,7 @@ async def test_unknown_from_says_how_to_import(tmp_path: Path) -> None:
 async def test_refused_from_gives_a_hint(tmp_path: Path, name: str, needle: str) -> None:
     (instruction,) = parse_dockerfile(f"FROM {name}\n")
     with pytest.raises(ImageError, match=needle):
-        await resolve_from(None, ImageStore(tmp_path), name, instruction)  # type: ignore[arg-type]
+        await resolve_from(None, ImageStore(tmp_path), name, instruction)  # type: ignore[arg-type]  # refused before any backend is used
 
 
 def test_derived_names() -> None:

@@ -205,7 +205,7 @@ def test_repeated_prompts_prefill_once_and_sample_as_if_alone(engine: Engine) ->
         calls.append(int(kwargs["input_ids"].shape[0]))
         return forward(*args, **kwargs)
 
-    engine.model.forward = counting  # type: ignore[method-assign]
+    engine.model.forward = counting
     try:
         together = engine.generate(prompts, params)
     finally:

@@ -98,7 +98,7 @@ def test_killed_between_update_and_commit_trains_every_episode_exactly_once(
     trained = state.trained_episode_ids()
     assert Counter(trained) == Counter(ids), Counter(trained)  # each exactly once
     assert [h["version"] for h in state.history] == [1, 2, 3, 4, 5, 6]
-    assert all(len(h["episode_ids"]) == 2 for h in state.history)  # type: ignore[arg-type]
+    assert all(len(h["episode_ids"]) == 2 for h in state.history)  # type: ignore[arg-type]  # the state's history holds dicts of objects
     committed = _committed(kafka)
     assert sum(max(o, 0) for o in committed.values()) == N_EPISODES, committed
 

@@ -91,10 +91,28 @@ def test_replayed_sessions_train_and_publish_policy_versions(
 
     trained = CliRunner(env=env).invoke(
         cli,
-        ["train", "sft", "--loss", "sft", "--data-file", str(out), "--model", str(tiny_model),
-         "--run-id", "sft-run", "--checkpoint-dir", str(tmp_path / "ckpt"), "--lr", "0.01",
-         "--batch-size", "2", "--epochs", "3", *broker],
-    )  # fmt: skip
+        [
+            "train",
+            "sft",
+            "--loss",
+            "sft",
+            "--data-file",
+            str(out),
+            "--model",
+            str(tiny_model),
+            "--run-id",
+            "sft-run",
+            "--checkpoint-dir",
+            str(tmp_path / "ckpt"),
+            "--lr",
+            "0.01",
+            "--batch-size",
+            "2",
+            "--epochs",
+            "3",
+            *broker,
+        ],
+    )
     assert trained.exit_code == 0, trained.output
     assert "3 rows -> 2 sequences (9 loss tokens per epoch" in trained.output
     assert "trained 3 update(s), 27 tokens; policy version 3" in trained.output

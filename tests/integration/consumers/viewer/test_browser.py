@@ -352,9 +352,14 @@ def test_the_viewer_in_chromium_over_a_real_training_run(
         stack.close()
     names = sorted(p.name for p in shots.iterdir())
     assert names == [
-        "compare-runs.png", "compare-versions.png", "not-found.png", "run-live.png", "run.png",
-        "runs.png", "trajectory.png",
-    ]  # fmt: skip
+        "compare-runs.png",
+        "compare-versions.png",
+        "not-found.png",
+        "run-live.png",
+        "run.png",
+        "runs.png",
+        "trajectory.png",
+    ]
     assert all((shots / n).stat().st_size > 10_000 for n in names)
     assert done["eval"].run_id == f"{RUN}-val"
     print(f"screenshots in {shots}")

@@ -78,7 +78,7 @@ class SlowEngine:
 
 
 def _serve(engine: SlowEngine) -> ThreadedServer:
-    return ThreadedServer(serving_app(engine, "m", batch_wait_ms=1), lifespan="on")  # type: ignore[arg-type]
+    return ThreadedServer(serving_app(engine, "m", batch_wait_ms=1), lifespan="on")  # type: ignore[arg-type]  # a stand-in engine with only what serving_app calls
 
 
 @pytest.fixture

@@ -86,4 +86,4 @@ def test_go_producer_events_decode_with_our_codec(
         assert step.usage.prompt_tokens == len(full)
         full += step.response_ids.tolist()
         if i:
-            assert step.parent_step_id == steps[i - 1].step_id  # type: ignore[union-attr]
+            assert step.parent_step_id == steps[i - 1].step_id

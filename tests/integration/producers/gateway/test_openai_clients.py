@@ -46,7 +46,7 @@ def test_multi_turn_chat_sync_is_captured_with_prefix_delta(
     messages: list[dict[str, str]] = [{"role": "user", "content": "What is 7*8?"}]
     prompts = []
     for turn in range(3):
-        reply = client.chat.completions.create(model="m", messages=messages)  # type: ignore[arg-type]
+        reply = client.chat.completions.create(model="m", messages=messages)  # type: ignore[arg-type]  # plain dicts, not the SDK's message TypedDicts
         text = reply.choices[0].message.content or ""
         prompt = chat_prompt_text(messages)
         assert text == answer_text(prompt, None)
@@ -112,13 +112,13 @@ async def test_async_and_streaming_clients(
     messages = [{"role": "user", "content": "hello there"}]
     reply = await client.chat.completions.create(
         model="m",
-        messages=messages,  # type: ignore[arg-type]
+        messages=messages,  # type: ignore[arg-type]  # plain dicts, not the SDK's message TypedDicts
         logprobs=True,
     )
     assert reply.choices[0].logprobs is not None  # asked for: kept
     stream = await client.chat.completions.create(
         model="m",
-        messages=messages,  # type: ignore[arg-type]
+        messages=messages,  # type: ignore[arg-type]  # plain dicts, not the SDK's message TypedDicts
         stream=True,
     )
     parts = [c.choices[0].delta.content or "" async for c in stream if c.choices]

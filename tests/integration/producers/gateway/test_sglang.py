@@ -25,14 +25,14 @@ def test_chat_through_generate(
     gw = start_gateway(upstream_kind="sglang", tokenizer=str(tiny_tokenizer))
     client = openai.OpenAI(base_url=f"{gw.url}/sessions/sg/v1", api_key=ADMIN_KEY)
     msgs = [{"role": "user", "content": "hello world"}]
-    reply = client.chat.completions.create(model="m", messages=msgs, max_tokens=8)  # type: ignore[arg-type]
+    reply = client.chat.completions.create(model="m", messages=msgs, max_tokens=8)  # type: ignore[arg-type]  # plain dicts, not the SDK's message TypedDicts
     assert reply.choices[0].message.content == "ok done"
     assert reply.choices[0].finish_reason == "stop"
     sent = upstream.state.requests[-1]
     # <|im_start|> user hello world <|im_end|> <|im_start|> assistant
     assert sent["input_ids"] == [2, 4, 7, 8, 3, 2, 5]
     assert sent["sampling_params"] == {"max_new_tokens": 8} and sent["return_logprob"] is True
-    stream = client.chat.completions.create(model="m", messages=msgs, stream=True, max_tokens=2)  # type: ignore[arg-type]
+    stream = client.chat.completions.create(model="m", messages=msgs, stream=True, max_tokens=2)  # type: ignore[arg-type]  # plain dicts, not the SDK's message TypedDicts
     text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
     client.close()
     assert text == "ok done"[:6]

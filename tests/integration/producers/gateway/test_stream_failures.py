@@ -209,7 +209,7 @@ class _Model:
 def test_a_model_server_that_answers_whole_still_serves_streamed_calls(
     api: str, start_gateway: Callable[..., ThreadedServer], session_events: Events
 ) -> None:
-    local = ThreadedServer(serving_app(_Model(), "m", batch_wait_ms=1), lifespan="on")  # type: ignore[arg-type]
+    local = ThreadedServer(serving_app(_Model(), "m", batch_wait_ms=1), lifespan="on")  # type: ignore[arg-type]  # a stand-in engine with only what serving_app calls
     try:
         gw = start_gateway(upstream_url=local.url, upstream_streams=False)
         whole = call(gw.url, f"whole-{api}", api, stream=False, content="hi")

@@ -97,7 +97,7 @@ def test_anthropic_messages_beta_streaming_and_tool_use(
     first = client.messages.create(
         model="claude-x",
         max_tokens=64,
-        tools=[TOOL],  # type: ignore[list-item]
+        tools=[TOOL],  # type: ignore[list-item]  # a plain dict, not the SDK's ToolParam
         messages=[{"role": "user", "content": "weather in Paris?"}],
     )
     assert first.stop_reason == "tool_use"
@@ -106,10 +106,10 @@ def test_anthropic_messages_beta_streaming_and_tool_use(
     second = client.messages.create(
         model="claude-x",
         max_tokens=64,
-        tools=[TOOL],  # type: ignore[list-item]
+        tools=[TOOL],  # type: ignore[list-item]  # a plain dict, not the SDK's ToolParam
         messages=[
             {"role": "user", "content": "weather in Paris?"},
-            {"role": "assistant", "content": first.content},  # type: ignore[typeddict-item]
+            {"role": "assistant", "content": first.content},
             {
                 "role": "user",
                 "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "sunny"}],

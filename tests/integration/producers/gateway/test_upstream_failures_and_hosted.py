@@ -26,15 +26,15 @@ def test_timeout_unreachable_and_stream_errors(
     gw = start_gateway(upstream_timeout_s=0.5)
     client = openai.OpenAI(base_url=f"{gw.url}/sessions/f/v1", api_key=ADMIN_KEY, max_retries=0)
     with pytest.raises(openai.APIStatusError) as info:
-        client.chat.completions.create(model="slow-2", messages=MSG)  # type: ignore[arg-type]
+        client.chat.completions.create(model="slow-2", messages=MSG)  # type: ignore[arg-type]  # plain dicts, not the SDK's message TypedDicts
     assert info.value.status_code == 504 and "timed out" in str(info.value)
     with pytest.raises(openai.BadRequestError) as bad:
-        client.chat.completions.create(model="error-400", messages=MSG, stream=True)  # type: ignore[arg-type]
+        client.chat.completions.create(model="error-400", messages=MSG, stream=True)  # type: ignore[arg-type]  # plain dicts, not the SDK's message TypedDicts
     assert "fake bad request" in str(bad.value)
     dead = start_gateway(upstream_url=f"http://127.0.0.1:{free_port()}")
     client2 = openai.OpenAI(base_url=f"{dead.url}/sessions/g/v1", api_key=ADMIN_KEY, max_retries=0)
     with pytest.raises(openai.APIStatusError) as gone:
-        client2.chat.completions.create(model="m", messages=MSG)  # type: ignore[arg-type]
+        client2.chat.completions.create(model="m", messages=MSG)  # type: ignore[arg-type]  # plain dicts, not the SDK's message TypedDicts
     assert gone.value.status_code == 502
     client.close()
     client2.close()
@@ -58,7 +58,7 @@ def test_hosted_passthrough_records_missing_tokens(
 ) -> None:
     gw = start_gateway(upstream_kind="hosted", upstream_api_key="sk-upstream-secret")
     client = openai.OpenAI(base_url=f"{gw.url}/sessions/h/v1", api_key=ADMIN_KEY)
-    reply = client.chat.completions.create(model="m", messages=MSG)  # type: ignore[arg-type]
+    reply = client.chat.completions.create(model="m", messages=MSG)  # type: ignore[arg-type]  # plain dicts, not the SDK's message TypedDicts
     client.close()
     assert reply.choices[0].message.content
     sent = upstream.state.requests[-1]

@@ -71,9 +71,11 @@ async def test_bash_solves_hello_file_end_to_end(
     gateway = start_gateway()
     owner = f"harness-{uuid.uuid4().hex[:8]}"
     rollout = HarnessRollout(
-        get_harness("bash"), backend, artifacts_dir=tmp_path / "artifacts",
+        get_harness("bash"),
+        backend,
+        artifacts_dir=tmp_path / "artifacts",
         labels={OWNER_LABEL: owner},
-    )  # fmt: skip
+    )
     task = to_task(load_task(TASKS / "hello-file"), "harbor-fixtures")
     client = GatewayClient(gateway.url)
     try:
@@ -87,10 +89,12 @@ async def test_bash_solves_hello_file_end_to_end(
     finally:
         await client.aclose()
     out, out2 = outcome.output, second.output
-    print(f"bash on hello-file: first model call {first_call_s:.2f} s after start; rollout "
-          f"{whole_s:.2f} s cold (agent {out['agent_s']:.2f} s, sandbox {out['sandbox_s']:.2f} s),"
-          f" {second_s:.2f} s warm (agent {out2['agent_s']:.2f} s, sandbox "
-          f"{out2['sandbox_s']:.2f} s)")  # fmt: skip
+    print(
+        f"bash on hello-file: first model call {first_call_s:.2f} s after start; rollout "
+        f"{whole_s:.2f} s cold (agent {out['agent_s']:.2f} s, sandbox {out['sandbox_s']:.2f} s),"
+        f" {second_s:.2f} s warm (agent {out2['agent_s']:.2f} s, sandbox "
+        f"{out2['sandbox_s']:.2f} s)"
+    )
 
     assert (outcome.status, outcome.error, outcome.num_steps) == (SessionStatus.OK, None, 2)
     assert outcome.output["reason"] == "ok" and outcome.output["reward"] == 1.0
@@ -106,8 +110,13 @@ async def test_bash_solves_hello_file_end_to_end(
 
     events = _session(session_events, outcome.session_id)
     kinds = [type(e.payload).__name__ for e in events]
-    assert kinds == ["SessionOpened", "StepCaptured", "StepCaptured", "RewardAssigned",
-                     "SessionClosed"]  # fmt: skip
+    assert kinds == [
+        "SessionOpened",
+        "StepCaptured",
+        "StepCaptured",
+        "RewardAssigned",
+        "SessionClosed",
+    ]
     opened, step0, step1, reward, closed = (e.payload for e in events)
     assert isinstance(opened, SessionOpened) and opened.agent == "harness:bash"
     assert isinstance(step0, StepCaptured) and isinstance(step1, StepCaptured)
@@ -155,8 +164,11 @@ async def test_oracle_solves_every_shipped_task_without_a_model_call(
     for name, outcome in by_task.items():
         assert (outcome.status, outcome.error) == (SessionStatus.OK, None), (name, outcome.output)
         assert outcome.output["reward"] == 1.0 and outcome.num_steps == 0, name
-        rewards = [e.payload for e in _session(session_events, outcome.session_id)
-                   if isinstance(e.payload, RewardAssigned)]  # fmt: skip
+        rewards = [
+            e.payload
+            for e in _session(session_events, outcome.session_id)
+            if isinstance(e.payload, RewardAssigned)
+        ]
         assert [r.reward for r in rewards] == [1.0], name
     assert upstream.requests == []
     assert await _alive(backend, owner) == []
@@ -188,8 +200,11 @@ async def test_a_hung_agent_is_killed_at_its_timeout(
     assert outcome.num_steps == 1 and len(upstream.requests) == 1
     closed = _session(session_events, outcome.session_id)[-1].payload
     assert isinstance(closed, SessionClosed) and closed.status is SessionStatus.TIMEOUT
-    rewards = [e.payload for e in _session(session_events, outcome.session_id)
-               if isinstance(e.payload, RewardAssigned)]  # fmt: skip
+    rewards = [
+        e.payload
+        for e in _session(session_events, outcome.session_id)
+        if isinstance(e.payload, RewardAssigned)
+    ]
     assert [r.reward for r in rewards] == [0.0]  # verified anyway: nothing was written
     assert await _alive(backend, owner) == []
 
@@ -201,8 +216,7 @@ async def test_bash_runs_as_the_tasks_non_root_agent_user(
     backend: SandboxBackend,
     tmp_path: Path,
 ) -> None:
-    upstream.script[:] = ["run: id -un && printf 'Hello, Harbor!\\n' > hello.txt",
-                          "done"]  # fmt: skip
+    upstream.script[:] = ["run: id -un && printf 'Hello, Harbor!\\n' > hello.txt", "done"]
     folder = tmp_path / "hello-nobody"
     shutil.copytree(TASKS / "hello-file", folder)
     toml = (folder / "task.toml").read_text()

@@ -44,15 +44,28 @@ def test_oracle_on_the_shipped_tasks_scores_every_one(
     session_events: Events,
 ) -> None:
     gateway = start_gateway()
-    result = _eval(sandbox_settings, str(TASKS), "--agent", "oracle", "--json",
-                   "--gateway-url", gateway.url, "--run-id", "cli-oracle",
-                   "--agent-timeout-multiplier", "2")  # fmt: skip
+    result = _eval(
+        sandbox_settings,
+        str(TASKS),
+        "--agent",
+        "oracle",
+        "--json",
+        "--gateway-url",
+        gateway.url,
+        "--run-id",
+        "cli-oracle",
+        "--agent-timeout-multiplier",
+        "2",
+    )
     summary = _summary(result)
     assert (summary["tasks"], summary["attempts"], summary["errors"]) == (10, 1, 0)
     assert (summary["accuracy"], summary["mean_reward"]) == (1.0, 1.0)
     assert summary["pass_at"] == {"1": 1.0}
     assert (summary["benchmark"], summary["run_id"], summary["failures"]) == (
-        "harbor_tasks", "cli-oracle", [])  # fmt: skip
+        "harbor_tasks",
+        "cli-oracle",
+        [],
+    )
     assert upstream.requests == []  # the oracle calls no model
     rewards = [e.payload for _, e in session_events() if isinstance(e.payload, RewardAssigned)]
     assert sorted(r.reward for r in rewards) == [1.0] * 10  # one verifier reward per task
@@ -65,8 +78,19 @@ def test_bash_that_does_nothing_scores_zero_without_errors(
 ) -> None:
     upstream.script[:] = ["done"]
     gateway = start_gateway()
-    result = _eval(sandbox_settings, str(TASKS), "--agent", "bash", "--json", "-n", "3",
-                   "--gateway-url", gateway.url, "--model", "scripted")  # fmt: skip
+    result = _eval(
+        sandbox_settings,
+        str(TASKS),
+        "--agent",
+        "bash",
+        "--json",
+        "-n",
+        "3",
+        "--gateway-url",
+        gateway.url,
+        "--model",
+        "scripted",
+    )
     summary = _summary(result)
     assert (summary["tasks"], summary["accuracy"], summary["mean_reward"]) == (3, 0.0, 0.0)
     assert (summary["errors"], summary["failures"], summary["pass_at"]) == (0, [], {"1": 0.0})
@@ -84,16 +108,37 @@ def test_a_model_the_upstream_does_not_serve_is_refused_before_any_sandbox(
     line naming both, no sandbox, no model call, no result filed under the wrong model. The
     oracle calls no model, so it runs whatever the upstream serves."""
     gateway = start_gateway()
-    result = _eval(sandbox_settings, str(TASKS), "--agent", "bash", "-n", "1",
-                   "--gateway-url", gateway.url, "--model", "fake-model")  # fmt: skip
+    result = _eval(
+        sandbox_settings,
+        str(TASKS),
+        "--agent",
+        "bash",
+        "-n",
+        "1",
+        "--gateway-url",
+        gateway.url,
+        "--model",
+        "fake-model",
+    )
     assert result.exit_code == 1, result.output
     err = " ".join(result.stderr.split())
     assert "model 'fake-model' is not what the gateway at" in err and "lists scripted" in err
     assert upstream.requests == []
     run = sandbox_settings.home / "run"
     assert not run.exists() or not any(run.iterdir()), "no sandbox started"
-    oracle = _eval(sandbox_settings, str(TASKS), "--agent", "oracle", "-n", "1", "--json",
-                   "--gateway-url", gateway.url, "--model", "fake-model")  # fmt: skip
+    oracle = _eval(
+        sandbox_settings,
+        str(TASKS),
+        "--agent",
+        "oracle",
+        "-n",
+        "1",
+        "--json",
+        "--gateway-url",
+        gateway.url,
+        "--model",
+        "fake-model",
+    )
     assert _summary(oracle)["accuracy"] == 1.0
 
 
@@ -112,8 +157,9 @@ def test_bad_task_folders_are_named_and_the_others_are_scored(
     (tasks / "no-test" / "tests" / "test.sh").unlink()
     (tasks / "no-reward" / "tests" / "test.sh").write_text("#!/bin/bash\necho no reward\n")
     gateway = start_gateway()
-    result = _eval(sandbox_settings, str(tasks), "--agent", "oracle", "--json",
-                   "--gateway-url", gateway.url)  # fmt: skip
+    result = _eval(
+        sandbox_settings, str(tasks), "--agent", "oracle", "--json", "--gateway-url", gateway.url
+    )
     summary = _summary(result)
     assert (summary["tasks"], summary["errors"]) == (3, 3)  # no-toml and no-test never ran
     assert summary["accuracy"] == pytest.approx(2 / 3)  # no-reward ran, and failed
@@ -124,8 +170,9 @@ def test_bad_task_folders_are_named_and_the_others_are_scored(
     assert errors["no-reward"].startswith("verifier_error: ") and "reward" in errors["no-reward"]
     assert "no-reward" in errors["no-reward"]
 
-    table = _eval(sandbox_settings, str(tasks), "--agent", "oracle", "-n", "1",
-                  "--gateway-url", gateway.url)  # fmt: skip
+    table = _eval(
+        sandbox_settings, str(tasks), "--agent", "oracle", "-n", "1", "--gateway-url", gateway.url
+    )
     assert table.exit_code == 0, table.output
     assert "error no-toml: " in table.stdout and "task.toml" in table.stdout
 
@@ -152,8 +199,17 @@ def test_a_failed_verification_keeps_its_reason_in_the_summary_and_the_artifacts
     )
     artifacts = tmp_path / "artifacts"
     gateway = start_gateway()
-    result = _eval(sandbox_settings, str(tasks), "--agent", "oracle", "--json",
-                   "--gateway-url", gateway.url, "--artifacts-dir", str(artifacts))  # fmt: skip
+    result = _eval(
+        sandbox_settings,
+        str(tasks),
+        "--agent",
+        "oracle",
+        "--json",
+        "--gateway-url",
+        gateway.url,
+        "--artifacts-dir",
+        str(artifacts),
+    )
     summary = _summary(result)
     assert (summary["tasks"], summary["errors"]) == (3, 1)
     assert summary["mean_reward"] == pytest.approx(1 / 3)
@@ -161,9 +217,12 @@ def test_a_failed_verification_keeps_its_reason_in_the_summary_and_the_artifacts
     by_task = {v["task"]: v for v in summary["verifications"]}
     assert sorted(by_task) == ["no-reward", "wrong"]
     assert by_task["wrong"] == {
-        "task": "wrong", "reward": 0.0, "exit_code": 3, "error": None,
+        "task": "wrong",
+        "reward": 0.0,
+        "exit_code": 3,
+        "error": None,
         "output_tail": "hello.txt is missing or wrong: Hello, World!\n",
-    }  # fmt: skip
+    }
     missing = by_task["no-reward"]
     assert (missing["reward"], missing["exit_code"], missing["output_tail"]) == (None, 2, tail_50)
     assert "no-reward" in missing["error"] and "reward" in missing["error"]
@@ -180,7 +239,11 @@ def test_a_failed_verification_keeps_its_reason_in_the_summary_and_the_artifacts
     assert sorted(kept) == ["hello-file", "no-reward", "wrong"]
     solved, solved_log = kept["hello-file"]
     assert (solved["ok"], solved["reward"], solved["exit_code"], solved["error"]) == (
-        True, 1.0, 0, None)  # fmt: skip
+        True,
+        1.0,
+        0,
+        None,
+    )
     assert solved_log == "hello.txt is right\n"
     wrong, wrong_log = kept["wrong"]
     assert (wrong["ok"], wrong["reward"], wrong["exit_code"]) == (True, 0.0, 3)
@@ -196,8 +259,9 @@ def test_an_unknown_harness_is_refused_before_any_sandbox(
     sandbox_settings: SandboxSettings,
 ) -> None:
     gateway = start_gateway()
-    result = _eval(sandbox_settings, str(TASKS), "--agent", "claude-codex",
-                   "--gateway-url", gateway.url)  # fmt: skip
+    result = _eval(
+        sandbox_settings, str(TASKS), "--agent", "claude-codex", "--gateway-url", gateway.url
+    )
     assert result.exit_code == 1
     assert "unknown harness 'claude-codex'" in result.stderr and "oracle" in result.stderr
     assert not (sandbox_settings.home / "run").exists() or not any(
@@ -211,11 +275,25 @@ def test_an_agentic_benchmark_runs_its_tasks_dir(
     sandbox_settings: SandboxSettings,
 ) -> None:
     gateway = start_gateway()
-    result = _eval(sandbox_settings, "terminal_bench2", "--tasks-dir", str(TASKS), "-n", "2",
-                   "--agent", "harness:oracle", "--json", "--gateway-url", gateway.url)  # fmt: skip
+    result = _eval(
+        sandbox_settings,
+        "terminal_bench2",
+        "--tasks-dir",
+        str(TASKS),
+        "-n",
+        "2",
+        "--agent",
+        "harness:oracle",
+        "--json",
+        "--gateway-url",
+        gateway.url,
+    )
     summary = _summary(result)
     assert (summary["benchmark"], summary["tasks"], summary["accuracy"]) == (
-        "terminal_bench2", 2, 1.0)  # fmt: skip
+        "terminal_bench2",
+        2,
+        1.0,
+    )
 
     refused = _eval(sandbox_settings, "gsm8k", "--tasks-dir", str(TASKS), "--agent", "oracle")
     assert refused.exit_code == 1 and "not 'gsm8k'" in refused.stderr

@@ -42,11 +42,18 @@ def _model(directory: Path, heads: int = 4, hidden: int = 32, positions: int = 8
     tf: Any = transformers  # untyped
     tiny_model_dir(directory)
     config = tf.LlamaConfig(
-        vocab_size=320, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=1,
-        num_attention_heads=heads, num_key_value_heads=min(2, heads),
-        max_position_embeddings=positions, eos_token_id=1, pad_token_id=0, bos_token_id=None,
+        vocab_size=320,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=1,
+        num_attention_heads=heads,
+        num_key_value_heads=min(2, heads),
+        max_position_embeddings=positions,
+        eos_token_id=1,
+        pad_token_id=0,
+        bos_token_id=None,
         tie_word_embeddings=True,
-    )  # fmt: skip
+    )
     tf.LlamaForCausalLM(config).save_pretrained(directory)
     return directory
 
@@ -69,15 +76,40 @@ def train_on_tasks(
     try:
         return CliRunner().invoke(
             cli,
-            ["train", "--tasks-dir", str(tasks), "--agent", agent, "--group-size", "2",
-             "--batch-size", "1", "--epochs", "2", "--uniform-reward", "keep",
-             "--model", str(model), "--served-model", "scripted",
-             "--lr", "0.01", "--checkpoint-dir", str(tmp_path / "ckpt"), "--run-id", run_id,
-             "--gateway-url", gateway.url, "-b", kafka.bootstrap_servers,
-             "--topic-prefix", kafka.topic_prefix],
+            [
+                "train",
+                "--tasks-dir",
+                str(tasks),
+                "--agent",
+                agent,
+                "--group-size",
+                "2",
+                "--batch-size",
+                "1",
+                "--epochs",
+                "2",
+                "--uniform-reward",
+                "keep",
+                "--model",
+                str(model),
+                "--served-model",
+                "scripted",
+                "--lr",
+                "0.01",
+                "--checkpoint-dir",
+                str(tmp_path / "ckpt"),
+                "--run-id",
+                run_id,
+                "--gateway-url",
+                gateway.url,
+                "-b",
+                kafka.bootstrap_servers,
+                "--topic-prefix",
+                kafka.topic_prefix,
+            ],
             env=env,
             catch_exceptions=False,
-        )  # fmt: skip
+        )
     finally:
         workers.close()
 

@@ -113,28 +113,40 @@ async def test_harness_solves_hello_file(
     assert harness.is_installed(home)
     proxy = RecordingProxy(start_gateway().url)
     owner = f"contract-{uuid.uuid4().hex[:8]}"
-    rollout = HarnessRollout(harness, backend, artifacts_dir=tmp_path / "artifacts",
-                             labels={OWNER_LABEL: owner})  # fmt: skip
+    rollout = HarnessRollout(
+        harness, backend, artifacts_dir=tmp_path / "artifacts", labels={OWNER_LABEL: owner}
+    )
     task = to_task(load_task(hello_file(name, tmp_path)), "harbor-fixtures")
     client = GatewayClient(proxy.url)
     try:
         began = time.perf_counter()
-        results = await run_tasks([task], rollout, client, run_id=f"run-{name}",
-                                  model="scripted", attempts=2, concurrency=2,
-                                  evaluator=verifier_evaluator)  # fmt: skip
+        results = await run_tasks(
+            [task],
+            rollout,
+            client,
+            run_id=f"run-{name}",
+            model="scripted",
+            attempts=2,
+            concurrency=2,
+            evaluator=verifier_evaluator,
+        )
         rollout_s = time.perf_counter() - began
     finally:
         await client.aclose()
         proxy.stop()
     calls = 0 if harness.api is HarnessApi.NONE else len(script)
-    print(f"\n{name} {harness.version}: install {install_s:.1f} s "
-          f"({'cached' if cached else 'cold'}); 2 rollouts at once {rollout_s:.2f} s")  # fmt: skip
+    print(
+        f"\n{name} {harness.version}: install {install_s:.1f} s "
+        f"({'cached' if cached else 'cold'}); 2 rollouts at once {rollout_s:.2f} s"
+    )
     for outcome, _ in results:
         out = outcome.output
         sent = _session_calls(proxy, outcome.session_id)
         first_s = sent[0].arrived - began if sent else float("nan")
-        print(f"  agent {out['agent_s']:.2f} s, sandbox {out['sandbox_s']:.2f} s; first model "
-              f"call {first_s:.2f} s after start; {len(sent)} model calls")  # fmt: skip
+        print(
+            f"  agent {out['agent_s']:.2f} s, sandbox {out['sandbox_s']:.2f} s; first model "
+            f"call {first_s:.2f} s after start; {len(sent)} model calls"
+        )
     for request in proxy.requests:
         print(f"  {request.line()}  headers={request.headers}")
     for body in upstream.requests:  # what the gateway made of them for the chat upstream
@@ -148,8 +160,12 @@ async def test_harness_solves_hello_file(
         assert reward is not None and (reward.reward, reward.signals) == (1.0, {"reward": 1.0})
         payloads = [e.payload for k, e in session_events() if k == outcome.session_id]
         kinds = [type(p).__name__ for p in payloads]
-        assert kinds == ["SessionOpened", *["StepCaptured"] * calls, "RewardAssigned",
-                         "SessionClosed"], kinds  # fmt: skip
+        assert kinds == [
+            "SessionOpened",
+            *["StepCaptured"] * calls,
+            "RewardAssigned",
+            "SessionClosed",
+        ], kinds
         steps = [p for p in payloads if isinstance(p, StepCaptured)]
         assert [s.step_index for s in steps] == list(range(calls))
         for step, line in zip(steps, script, strict=True):  # the upstream's sampled ids

@@ -58,17 +58,29 @@ def test_agent_demo_updates_twice_and_evaluates_the_adopted_version(
     try:
         report = run_demo(
             DemoConfig(
-                run_id=RUN, agent="bash", gateway_url=stack.gateway.url,
-                admin_key="demo-admin-key", model="tiny", trainer_model=str(tiny_model),
-                tasks=8, held_out=2, max_turns=2, max_updates=2, target_reward=0,
-                group_size=2, batch_size=1, max_tokens=4, lr=0.05,
-                checkpoint_dir=tmp_path / "ckpt", plot=tmp_path / "curve.png",
+                run_id=RUN,
+                agent="bash",
+                gateway_url=stack.gateway.url,
+                admin_key="demo-admin-key",
+                model="tiny",
+                trainer_model=str(tiny_model),
+                tasks=8,
+                held_out=2,
+                max_turns=2,
+                max_updates=2,
+                target_reward=0,
+                group_size=2,
+                batch_size=1,
+                max_tokens=4,
+                lr=0.05,
+                checkpoint_dir=tmp_path / "ckpt",
+                plot=tmp_path / "curve.png",
                 update_timeout_s=120,
                 trainer={"uniform_reward": "keep"},  # the random model solves nothing
             ),
             kafka,
             say=lines.append,
-        )  # fmt: skip
+        )
     finally:
         stack.close()
 

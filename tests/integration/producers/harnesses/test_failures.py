@@ -56,8 +56,9 @@ async def test_failures_are_named_and_the_other_tasks_go_on(
     client = GatewayClient(gateway.url)
     try:
         rollout = HarnessRollout(get_harness("bash"), backend, labels={OWNER_LABEL: owner})
-        results = await run_tasks(tasks, rollout, client, run_id="run-fail", model="m",
-                                  concurrency=1)  # fmt: skip
+        results = await run_tasks(
+            tasks, rollout, client, run_id="run-fail", model="m", concurrency=1
+        )
         upstream.script[:] = ["thinking..."]  # never a command, never done: out of turns
         stuck = HarnessRollout(BashHarness(max_turns=2), backend, labels={OWNER_LABEL: owner})
         gave_up = await stuck.run(tasks[0], client, run_id="run-fail", model="m")
@@ -67,9 +68,15 @@ async def test_failures_are_named_and_the_other_tasks_go_on(
 
     nothing = by_task["hello-file"]  # did nothing: reward 0, a clean ok run
     assert (nothing.status, nothing.output["reward"], nothing.num_steps) == (
-        SessionStatus.OK, 0.0, 2)  # fmt: skip
-    assert [p.reward for p in _payloads(session_events, nothing.session_id)
-            if isinstance(p, RewardAssigned)] == [0.0]  # fmt: skip
+        SessionStatus.OK,
+        0.0,
+        2,
+    )
+    assert [
+        p.reward
+        for p in _payloads(session_events, nothing.session_id)
+        if isinstance(p, RewardAssigned)
+    ] == [0.0]
 
     bad = by_task["no-reward"]
     assert bad.status is SessionStatus.ERROR and bad.error is not None

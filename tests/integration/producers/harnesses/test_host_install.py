@@ -30,8 +30,7 @@ class Counting(HostInstalled):
         await asyncio.sleep(0.05)
         (target / "tool").write_text("ok")
         if self.fail:
-            await run_install_command(["sh", "-c", "echo boom; exit 7"], name=self.name,
-                                      cwd=target)  # fmt: skip
+            await run_install_command(["sh", "-c", "echo boom; exit 7"], name=self.name, cwd=target)
 
 
 async def test_installs_once_and_concurrent_callers_wait(tmp_path: Path) -> None:

@@ -80,8 +80,10 @@ def test_training_through_the_codex_cli_captures_masks_updates_and_adopts(
             assert carried == [t for response in sampled for t in response]
             prompt_tokens = sum(len(s.input_ids_T) for s in sequences) - len(carried)
             assert prompt_tokens > 1000  # Codex's own system prompt and tools, masked
-            print(f"codex trajectory: {len(sequences)} sequences, {prompt_tokens} masked "
-                  f"tokens, {len(carried)} sampled")  # fmt: skip
+            print(
+                f"codex trajectory: {len(sequences)} sequences, {prompt_tokens} masked "
+                f"tokens, {len(carried)} sampled"
+            )
     updates = [codec.decode(m.value() or b"") for m in read_all(kafka, kafka.topic(POLICY_UPDATES))]
     versions = [u.version for u in updates if isinstance(u, PolicyUpdated) and u.run_id == RUN]
     assert versions == [0, 1, 2]

@@ -55,7 +55,7 @@ def test_unsupported_setting_refused_before_training(
     overrides: dict[str, object], fragments: list[str]
 ) -> None:
     with pytest.raises(CapabilityError) as err:
-        make_backend(TrainerSettings(model="/nonexistent", **overrides))  # type: ignore[arg-type]
+        make_backend(TrainerSettings(model="/nonexistent", **overrides))  # type: ignore[arg-type]  # settings fields of several types
     for f in fragments:
         assert f in str(err.value)
 

@@ -124,8 +124,10 @@ def test_cli_prints_every_query_as_tab_separated_rows_in_a_pipe(
     assert lines[0].split("\t") == list(expected.columns)
     assert len(lines) == 1 + len(expected.rows) >= 3
     assert all(line.count("\t") == len(expected.columns) - 1 for line in lines), lines[:3]
-    assert res.stdout == CliRunner().invoke(cli, ["analytics", name, "--format", "tsv"],
-                                            env=service).stdout  # fmt: skip
+    assert (
+        res.stdout
+        == CliRunner().invoke(cli, ["analytics", name, "--format", "tsv"], env=service).stdout
+    )
 
 
 def test_cli_tsv_keeps_run_ids_whole_and_values_exact(
@@ -211,10 +213,10 @@ def test_rewards_plot_draws_one_line_per_run(service: dict[str, str], tmp_path: 
         real_savefig(fig, *args, **kwargs)
 
     png = tmp_path / "by-run.png"
-    plt.Figure.savefig = record  # type: ignore[method-assign]
+    plt.Figure.savefig = record  # type: ignore[attr-defined,method-assign,assignment]  # records the figure instead of writing it; restored below
     try:
         res = CliRunner().invoke(cli, ["analytics", "rewards", "--plot", str(png)], env=service)
     finally:
-        plt.Figure.savefig = real_savefig  # type: ignore[method-assign]
+        plt.Figure.savefig = real_savefig  # type: ignore[attr-defined,method-assign]  # restores the real savefig
     assert res.exit_code == 0, res.output
     assert drawn == [[f"run-{i} {y}" for y in ("mean_reward", "accuracy") for i in range(4)]]

@@ -23,7 +23,7 @@ def session() -> Iterator[Any]:
     """A raw chDB session on the process's history directory (as the engine opens)."""
     from chdb import session as chdb_session
 
-    sess = chdb_session.Session(str(shared_chdb().path))  # type: ignore[no-untyped-call]
+    sess = chdb_session.Session(str(shared_chdb().path))  # type: ignore[no-untyped-call]  # chdb ships no type hints
     try:
         yield sess
     finally:

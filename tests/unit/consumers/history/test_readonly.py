@@ -288,9 +288,10 @@ def test_cli_sql_refuses_a_bypass_and_reports_a_limit(
     service: dict[str, str], canary: tuple[Path, str]
 ) -> None:
     res = CliRunner().invoke(
-        cli, ["analytics", "sql", f"SELECT * FROM `file`('{canary[0]}', 'LineAsString')"],
+        cli,
+        ["analytics", "sql", f"SELECT * FROM `file`('{canary[0]}', 'LineAsString')"],
         env=service,
-    )  # fmt: skip
+    )
     assert res.exit_code == 1 and "file() reads a host file" in res.output
     assert canary[1] not in res.output
     res = CliRunner().invoke(cli, ["analytics", "sql", SLOW], env=service)
@@ -298,9 +299,10 @@ def test_cli_sql_refuses_a_bypass_and_reports_a_limit(
     assert "stopped by the read limit on execution time" in res.output
     assert "Traceback" not in res.output
     res = CliRunner().invoke(
-        cli, ["analytics", "sql", "SELECT count() AS n FROM __DB__.steps", "--format", "json"],
+        cli,
+        ["analytics", "sql", "SELECT count() AS n FROM __DB__.steps", "--format", "json"],
         env=service,
-    )  # fmt: skip
+    )
     assert res.exit_code == 0, res.output
     assert json.loads(res.output) == [{"n": 500}]
 

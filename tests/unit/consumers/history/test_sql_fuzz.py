@@ -234,7 +234,9 @@ def test_no_generated_statement_reads_a_host_file_or_writes(
     assert store.query(f"SELECT count() FROM `{store.database}`.steps").rows == [(200,)]
     # the fuzzer reached both sides: statements that ran, and refusals by each layer
     assert done >= 200, f"only {done} statements in {BUDGET_S} s"
-    print(f"fuzz: {done} statements; run_sql ran {ran}, refused {refused}; past the lexer "
-          f"ran {direct_ran}, refused {direct_refused}")  # fmt: skip
+    print(
+        f"fuzz: {done} statements; run_sql ran {ran}, refused {refused}; past the lexer "
+        f"ran {direct_ran}, refused {direct_refused}"
+    )
     assert ran >= done // 20 and refused >= done // 2, (ran, refused, done)
     assert direct_ran >= done // 20 and direct_refused >= done // 5, (direct_ran, direct_refused)

@@ -190,8 +190,10 @@ def test_every_listed_name_is_a_pure_function_of_this_clickhouse() -> None:
         cat, alias = fns[low[name]]
         cat = fns[alias][0] if alias in fns else cat
         assert cat not in impure - {"Other", "Internal"} or name in {"_cast"}, name
-    tables = {str(n).lower() for (n,) in shared_chdb().query(
-        "SELECT name FROM system.table_functions").rows}  # fmt: skip
+    tables = {
+        str(n).lower()
+        for (n,) in shared_chdb().query("SELECT name FROM system.table_functions").rows
+    }
     assert {t.lower() for t in TABLE_FUNCTIONS} <= tables
     # a table function refused in FROM is not callable as a listed scalar function either
     assert not (listed & tables) - {t.lower() for t in TABLE_FUNCTIONS} - {"format", "null"}

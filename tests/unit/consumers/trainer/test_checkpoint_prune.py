@@ -62,8 +62,19 @@ def test_the_cli_lists_and_prunes(tmp_path: Path) -> None:
     listed = runner.invoke(cli, ["checkpoints", "ls", "--dir", str(tmp_path)])
     assert listed.exit_code == 0, listed.output
     assert "run-a  v0, v1, v2 (latest)" in listed.output and "1 run(s)" in listed.output
-    pruned = runner.invoke(cli, ["checkpoints", "prune", "--dir", str(tmp_path), "--keep", "2",
-                                 "--serve-url", "http://127.0.0.1:9"])  # fmt: skip
+    pruned = runner.invoke(
+        cli,
+        [
+            "checkpoints",
+            "prune",
+            "--dir",
+            str(tmp_path),
+            "--keep",
+            "2",
+            "--serve-url",
+            "http://127.0.0.1:9",
+        ],
+    )
     assert pruned.exit_code == 0, pruned.output
     assert "deleted run-a v0" in pruned.output and "deleted 1 checkpoint(s)" in pruned.output
     assert list_checkpoints(tmp_path)[0].versions == (1, 2)

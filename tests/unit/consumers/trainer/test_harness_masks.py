@@ -25,18 +25,29 @@ END = "|"
 ``<|im_end|>``)."""
 
 
-def _step(sid: str, index: int, prompt: list[int], response: list[int],
-          parent: tuple[str, list[int]] | None = None) -> t.StepCaptured:  # fmt: skip
+def _step(
+    sid: str,
+    index: int,
+    prompt: list[int],
+    response: list[int],
+    parent: tuple[str, list[int]] | None = None,
+) -> t.StepCaptured:
     prefix, stored = 0, np.asarray(prompt, dtype=np.int32)
     if parent is not None:  # as the gateway publishes a step that extends its parent
         prefix, stored = delta_prompt(np.asarray(parent[1], dtype=np.int32), stored)
     return t.StepCaptured(
-        step_id=f"{sid}/{index}", step_index=index, api=t.ApiKind.CHAT, model="tiny",
-        prompt_token_ids=pack_tokens(stored.tolist()), prompt_prefix_len=prefix,
+        step_id=f"{sid}/{index}",
+        step_index=index,
+        api=t.ApiKind.CHAT,
+        model="tiny",
+        prompt_token_ids=pack_tokens(stored.tolist()),
+        prompt_prefix_len=prefix,
         parent_step_id=parent[0] if parent else None,
-        response_token_ids=pack_tokens(response), response_logprobs=pack_logprobs(
-            [-0.5] * len(response)), policy_version=0, token_status=t.TokenStatus.OK,
-    )  # fmt: skip
+        response_token_ids=pack_tokens(response),
+        response_logprobs=pack_logprobs([-0.5] * len(response)),
+        policy_version=0,
+        token_status=t.TokenStatus.OK,
+    )
 
 
 def test_a_two_step_bash_rollout_masks_prompt_and_tool_output(tmp_path: Path) -> None:
@@ -67,10 +78,16 @@ def test_a_two_step_bash_rollout_masks_prompt_and_tool_output(tmp_path: Path) ->
         assert s1.prompt_prefix_len == len(prompt0) + len(response0)
         trajs.append(trajectory(f"s{i}", [s0, s1], reward, i))
     episode = t.EpisodeAssembled(
-        event_id="ep", run_id="run", task=t.Task(task_id="ep"), trajectories=tuple(trajs),
-        rewards=(1.0, 0.0), advantages=(0.5, -0.5), estimator="grpo", group_size=2,
+        event_id="ep",
+        run_id="run",
+        task=t.Task(task_id="ep"),
+        trajectories=tuple(trajs),
+        rewards=(1.0, 0.0),
+        advantages=(0.5, -0.5),
+        estimator="grpo",
+        group_size=2,
         uniform_reward=False,
-    )  # fmt: skip
+    )
     first, second = episode_sequences(episode, LossKind.GRPO)  # one sequence a rollout
     assert first.input_ids_T == prompt1 + response1 == second.input_ids_T
     mask = [0] * len(prompt0) + [1] * len(response0) + [0] * len(tool) + [1] * len(response1)

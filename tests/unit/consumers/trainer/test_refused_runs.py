@@ -51,8 +51,9 @@ def test_sampling_problems_name_the_field_and_value(
 
 
 def test_bad_sampling_is_refused_before_any_rollout() -> None:
-    trainer = rllm.AgentTrainer(agent, train_dataset=[Task(task_id="t")],
-                                config={"sampling": {"temperature": -1}})  # fmt: skip
+    trainer = rllm.AgentTrainer(
+        agent, train_dataset=[Task(task_id="t")], config={"sampling": {"temperature": -1}}
+    )
     with pytest.raises(ConfigError, match=r"sampling temperature=-1 must be a number in"):
         trainer.check()
 
@@ -60,9 +61,16 @@ def test_bad_sampling_is_refused_before_any_rollout() -> None:
 def test_cli_train_refuses_a_negative_temperature_with_a_nonzero_exit() -> None:
     result = CliRunner().invoke(
         cli,
-        ["train", "--benchmark", "multiply", "--temperature", "-1",
-         "--gateway-url", "http://127.0.0.1:1"],
-    )  # fmt: skip
+        [
+            "train",
+            "--benchmark",
+            "multiply",
+            "--temperature",
+            "-1",
+            "--gateway-url",
+            "http://127.0.0.1:1",
+        ],
+    )
     assert result.exit_code == 1, result.output
     assert "temperature=-1.0 must be a number in [0, 100]" in result.stderr
 
@@ -87,8 +95,16 @@ def test_the_local_server_refuses_logit_bias() -> None:
 
 
 def _record(failed: int, first_error: str | None = None) -> UpdateRecord:
-    return UpdateRecord(version=0, rollout_version=0, reward_mean=0.0, accuracy=0.0, rollouts=4,
-                        seconds=0.0, failed=failed, first_error=first_error)  # fmt: skip
+    return UpdateRecord(
+        version=0,
+        rollout_version=0,
+        reward_mean=0.0,
+        accuracy=0.0,
+        rollouts=4,
+        seconds=0.0,
+        failed=failed,
+        first_error=first_error,
+    )
 
 
 def test_a_run_fails_only_when_every_rollout_failed() -> None:
@@ -101,8 +117,12 @@ def test_a_run_fails_only_when_every_rollout_failed() -> None:
 
 def test_a_trainer_that_refused_every_episode_fails_naming_the_first() -> None:
     why = "refused episode ep:r/t for training: session s has tokens=missing"
-    report = TrainerReport(episodes_consumed=3, other_runs=1, messages=[why, "later"],
-                           drops={"refused_missing_tokens_episodes": 2.0})  # fmt: skip
+    report = TrainerReport(
+        episodes_consumed=3,
+        other_runs=1,
+        messages=[why, "later"],
+        drops={"refused_missing_tokens_episodes": 2.0},
+    )
     assert (
         report.all_refused() == f"every one of the 2 episodes it read was refused; the first: {why}"
     )
@@ -115,12 +135,13 @@ def test_a_trainer_that_refused_every_episode_fails_naming_the_first() -> None:
 def test_train_raises_after_a_run_whose_every_rollout_failed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    trainer = rllm.AgentTrainer(agent, train_dataset=[Task(task_id="t")],
-                                config={"mode": "async"})  # fmt: skip
-    fake = SimpleNamespace(version=0, failure=None,
-                           report=TrainerReport(episodes_consumed=0))  # fmt: skip
-    running = SimpleNamespace(trainer=fake, settings=SimpleNamespace(run_estimator=lambda: None),
-                              raise_failure=lambda: None)  # fmt: skip
+    trainer = rllm.AgentTrainer(agent, train_dataset=[Task(task_id="t")], config={"mode": "async"})
+    fake = SimpleNamespace(version=0, failure=None, report=TrainerReport(episodes_consumed=0))
+    running = SimpleNamespace(
+        trainer=fake,
+        settings=SimpleNamespace(run_estimator=lambda: None),
+        raise_failure=lambda: None,
+    )
     monkeypatch.setattr(trainer, "_start", lambda progress=False: running)
     monkeypatch.setattr(trainer, "_one_batch", lambda run, batch: _record(4, "Boom: 400"))
     monkeypatch.setattr(trainer, "close", lambda: None)
@@ -143,9 +164,18 @@ def test_cli_train_refuses_a_bad_flag_by_its_name_before_printing(
 ) -> None:
     result = CliRunner().invoke(
         cli,
-        ["train", "--benchmark", "multiply", flag, value,
-         "--gateway-url", "http://127.0.0.1:1", "-b", "127.0.0.1:1"],
-    )  # fmt: skip
+        [
+            "train",
+            "--benchmark",
+            "multiply",
+            flag,
+            value,
+            "--gateway-url",
+            "http://127.0.0.1:1",
+            "-b",
+            "127.0.0.1:1",
+        ],
+    )
     assert result.exit_code == 2, result.output
     assert result.stdout == ""  # no "training on multiply ..." line before the refusal
     assert result.stderr.strip() == f"error: invalid settings: {message}"

@@ -27,8 +27,11 @@ def test_sft_shows_each_update_and_a_finished_run_says_so(tmp_path: Path, tiny_m
     progress = [m.groups() for m in map(LINE.match, first.stderr.splitlines()) if m]
     # 2 sequences, one per update: 4 updates over 2 epochs, versions 1..4
     assert [(u, t, e, v) for u, t, e, _, v in progress] == [
-        ("1", "4", "1", "1"), ("2", "4", "1", "2"), ("3", "4", "2", "3"), ("4", "4", "2", "4")
-    ]  # fmt: skip
+        ("1", "4", "1", "1"),
+        ("2", "4", "1", "2"),
+        ("3", "4", "2", "3"),
+        ("4", "4", "2", "4"),
+    ]
     assert sum(int(n) for *_, n, _ in progress) == 18  # the epochs' 2 x 9 loss tokens
     assert "trained 4 update(s), 18 tokens; policy version 4" in first.stdout
 
@@ -41,6 +44,7 @@ def test_sft_shows_each_update_and_a_finished_run_says_so(tmp_path: Path, tiny_m
     more = CliRunner(env=env).invoke(cli, [*args, "--epochs", "3"])
     assert more.exit_code == 0, more.output
     assert [m.group(1, 2, 3) for m in map(LINE.match, more.stderr.splitlines()) if m] == [
-        ("1", "2", "3"), ("2", "2", "3")
-    ]  # fmt: skip
+        ("1", "2", "3"),
+        ("2", "2", "3"),
+    ]
     assert "trained 2 update(s), 9 tokens; policy version 6" in more.stdout

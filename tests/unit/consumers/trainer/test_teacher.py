@@ -399,7 +399,7 @@ def test_sglang_generate_form(sglang: tuple[str, FakeSGLang], engine: Engine) ->
 def test_settings_need_exactly_one_teacher_for_distill() -> None:
     for extra in ({}, {"teacher_model": "/m", "teacher_url": "http://t:1"}):
         with pytest.raises(ValueError, match=r"exactly one of teacher_model .* or teacher_url"):
-            TrainerSettings(loss=LossKind.DISTILL, **extra)  # type: ignore[arg-type]
+            TrainerSettings(loss=LossKind.DISTILL, **extra)  # type: ignore[arg-type]  # settings fields given by name
     with pytest.raises(ValueError, match=r"teacher_url is set but loss=grpo"):
         TrainerSettings(teacher_url="http://t:1")
     with pytest.raises(ValueError, match=r"teacher URL 'ftp://t' must start with http"):

@@ -67,8 +67,14 @@ def agent(task: Task, config: RolloutConfig) -> str:
 
 
 def _record(version: int, rollout_version: int) -> UpdateRecord:
-    return UpdateRecord(version=version, rollout_version=rollout_version, reward_mean=0.0,
-                        accuracy=0.0, rollouts=1, seconds=0.0)  # fmt: skip
+    return UpdateRecord(
+        version=version,
+        rollout_version=rollout_version,
+        reward_mean=0.0,
+        accuracy=0.0,
+        rollouts=1,
+        seconds=0.0,
+    )
 
 
 def test_max_updates_counts_updates_made_not_batches(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -77,8 +83,11 @@ def test_max_updates_counts_updates_made_not_batches(monkeypatch: pytest.MonkeyP
     trainer = rllm.AgentTrainer(agent, train_dataset=tasks, config=config)
     assert trainer.planned_batches() == 6, "every epoch's batches: max_updates counts updates"
     fake = SimpleNamespace(version=0, failure=None, report=TrainerReport())
-    running = SimpleNamespace(trainer=fake, settings=SimpleNamespace(run_estimator=lambda: None),
-                              raise_failure=lambda: None)  # fmt: skip
+    running = SimpleNamespace(
+        trainer=fake,
+        settings=SimpleNamespace(run_estimator=lambda: None),
+        raise_failure=lambda: None,
+    )
     # batch 1 and 2 make no update (their groups dropped), 3 and 4 do; 5 is never run
     versions = iter([(0, 0), (0, 0), (0, 1), (1, 2), (2, 3)])
     batches: list[list[str]] = []

@@ -62,26 +62,41 @@ def _chat(
 
 def _env(session: str, i: int, at: datetime, payload: t.SessionPayload) -> t.SessionEvent:
     return t.SessionEvent(
-        event_id=f"{session}:e{i}", session_id=session, run_id=AGENT_RUN, emitted_at=at,
-        producer="test", payload=payload,
-    )  # fmt: skip
+        event_id=f"{session}:e{i}",
+        session_id=session,
+        run_id=AGENT_RUN,
+        emitted_at=at,
+        producer="test",
+        payload=payload,
+    )
 
 
 def _step(
     index: int, at: datetime, request: dict[str, Any], response: str, version: int
 ) -> t.StepCaptured:
     return t.StepCaptured(
-        step_id=f"{CHAT_SESSION}/s{index}", step_index=index,
-        parent_step_id=f"{CHAT_SESSION}/s{index - 1}" if index else None, api=t.ApiKind.CHAT,
-        model="calc-model", request_json=json.dumps(request), response_json=response,
-        prompt_token_ids=pack_tokens([1, 2, 3, 4 + index]), prompt_prefix_len=0,
+        step_id=f"{CHAT_SESSION}/s{index}",
+        step_index=index,
+        parent_step_id=f"{CHAT_SESSION}/s{index - 1}" if index else None,
+        api=t.ApiKind.CHAT,
+        model="calc-model",
+        request_json=json.dumps(request),
+        response_json=response,
+        prompt_token_ids=pack_tokens([1, 2, 3, 4 + index]),
+        prompt_prefix_len=0,
         response_token_ids=pack_tokens(ANSWER_TOKENS[index]),
-        response_logprobs=pack_logprobs(ANSWER_LOGPROBS[index]), finish_reason="stop",
-        sampling_params_json='{"temperature": 1.0}', policy_version=version, upstream="local",
-        started_at=at, latency_ms=40.0 + index, ttft_ms=5.0, overhead_ms=0.5,
+        response_logprobs=pack_logprobs(ANSWER_LOGPROBS[index]),
+        finish_reason="stop",
+        sampling_params_json='{"temperature": 1.0}',
+        policy_version=version,
+        upstream="local",
+        started_at=at,
+        latency_ms=40.0 + index,
+        ttft_ms=5.0,
+        overhead_ms=0.5,
         usage=t.Usage(prompt_tokens=4, completion_tokens=len(ANSWER_TOKENS[index])),
         token_status=t.TokenStatus.OK,
-    )  # fmt: skip
+    )
 
 
 def agent_events(now: datetime) -> list[t.SessionEvent]:
@@ -91,8 +106,14 @@ def agent_events(now: datetime) -> list[t.SessionEvent]:
     out: list[t.SessionEvent] = []
 
     def opened(index: int) -> t.SessionOpened:
-        return t.SessionOpened(task=task, rollout_index=index, group_size=3, agent="calc-agent",
-                               model="calc-model", policy_version=2)  # fmt: skip
+        return t.SessionOpened(
+            task=task,
+            rollout_index=index,
+            group_size=3,
+            agent="calc-agent",
+            model="calc-model",
+            policy_version=2,
+        )
 
     first = {"model": "calc-model", "messages": [SYSTEM, USER], "tools": TOOLS}
     second = {
@@ -114,12 +135,19 @@ def agent_events(now: datetime) -> list[t.SessionEvent]:
         _env(CHAT_SESSION, 4, t0, t.SessionClosed(status=ok, output_json='"56"', num_steps=2)),
     ]
     harness_out = {
-        "harness": "bash", "task": "calc", "reason": "ok", "error": None, "agent_exit_code": 0,
+        "harness": "bash",
+        "task": "calc",
+        "reason": "ok",
+        "error": None,
+        "agent_exit_code": 0,
         "agent_output_tail": "$ echo 56 > answer.txt\nverifier: 1 of 1 passed",
-        "reward": 0.0, "values": {}, "verifier_error": "answer.txt: expected 56, got 65",
-        "verifier_exit_code": 1, "verifier_output_tail": "FAILED test_answer - 65 != 56",
+        "reward": 0.0,
+        "values": {},
+        "verifier_error": "answer.txt: expected 56, got 65",
+        "verifier_exit_code": 1,
+        "verifier_output_tail": "FAILED test_answer - 65 != 56",
         "artifacts": {"agent_log": "/var/tmp/artifacts/agent.log"},
-    }  # fmt: skip
+    }
     verified = t.RewardAssigned(reward=0.0, is_correct=False, evaluator="harbor-verifier")
     harness_closed = t.SessionClosed(status=ok, output_json=json.dumps(harness_out), num_steps=0)
     out += [

@@ -26,7 +26,7 @@ STATIC = ROOT / "rllm" / "consumers" / "viewer" / "static"
 
 
 def _client(store: HistoryStore, **settings: object) -> TestClient:
-    app = create_app(fixed_source(store), ViewerSettings(**settings))  # type: ignore[arg-type]
+    app = create_app(fixed_source(store), ViewerSettings(**settings))  # type: ignore[arg-type]  # settings fields of several types
     return TestClient(app, base_url="http://127.0.0.1:8500", raise_server_exceptions=False)
 
 
@@ -73,12 +73,12 @@ class _Broken:
 
 
 def test_a_history_that_cannot_be_read_is_a_503_and_a_bug_a_500_without_a_trace() -> None:
-    down = _client(_Broken(HistoryError("cannot open the chDB history at /x: locked")))  # type: ignore[arg-type]
+    down = _client(_Broken(HistoryError("cannot open the chDB history at /x: locked")))  # type: ignore[arg-type]  # a store whose every call raises
     resp = down.get("/")
     assert resp.status_code == 503
     assert "The history cannot be read" in text(resp.text)
     assert "cannot open the chDB history at /x: locked" in text(resp.text)
-    bug = _client(_Broken(ZeroDivisionError("secret detail")))  # type: ignore[arg-type]
+    bug = _client(_Broken(ZeroDivisionError("secret detail")))  # type: ignore[arg-type]  # a store whose every call raises
     resp = bug.get("/runs/run-1")
     assert resp.status_code == 500
     assert "ZeroDivisionError while showing this page" in text(resp.text)
@@ -160,5 +160,9 @@ def test_pages_through_the_history_service_equal_pages_over_the_store(
             mask = re.compile(r'data-refreshed="[^"]*"|\(last [^)]*\)')
             assert mask.sub("", through.text) == mask.sub("", direct.text), url
         assert [cells(r)["sessions"] for r in rows(served.get("/").text, "run").values()] == [
-            "3", "100", "100", "100", "100",
-        ]  # fmt: skip
+            "3",
+            "100",
+            "100",
+            "100",
+            "100",
+        ]

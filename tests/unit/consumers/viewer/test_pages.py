@@ -137,7 +137,7 @@ def test_run_page_equals_the_analytics_queries(client: TestClient, history: Hist
         for r in rewards
     ]
     chart = json.loads(
-        re.search(r"data-chart='([^']*)'", page).group(1).replace("&#34;", '"')  # type: ignore[union-attr]
+        re.search(r"data-chart='([^']*)'", page).group(1).replace("&#34;", '"')  # type: ignore[union-attr]  # a page without it fails the test here anyway
     )
     assert chart == {
         "policy_version": [r["policy_version"] for r in rewards],
@@ -227,7 +227,7 @@ def test_trajectory_shows_its_advantage_and_group(
 
 def test_harness_logs_and_an_open_trajectory(client: TestClient) -> None:
     page = client.get(f"/trajectories/{HARNESS_SESSION}").text
-    harness = text(re.search(r'<section id="harness">(.*?)</section>', page, flags=re.S).group(1))  # type: ignore[union-attr]
+    harness = text(re.search(r'<section id="harness">(.*?)</section>', page, flags=re.S).group(1))  # type: ignore[union-attr]  # a page without it fails the test here anyway
     assert "$ echo 56 > answer.txt verifier: 1 of 1 passed" in harness
     assert "verifier: answer.txt: expected 56, got 65" in harness
     assert "tests/test.sh exit code 1" in harness
@@ -309,11 +309,20 @@ def test_the_run_page_heads_each_passk_column_once(client: TestClient) -> None:
         r"<th>([^<]*)</th>", page.split('id="passk"', 1)[1].split("</thead>", 1)[0]
     )
     assert heads(client.get("/runs/run-1").text) == [
-        "benchmark", "model", "tasks", "samples", "pass@1",
-    ]  # fmt: skip
+        "benchmark",
+        "model",
+        "tasks",
+        "samples",
+        "pass@1",
+    ]
     assert heads(client.get("/runs/run-1?k=2").text) == [
-        "benchmark", "model", "tasks", "samples", "pass@2", "pass@1",
-    ]  # fmt: skip
+        "benchmark",
+        "model",
+        "tasks",
+        "samples",
+        "pass@2",
+        "pass@1",
+    ]
 
 
 def test_tokens_the_answer_spelled_out_need_no_tokenizer(client: TestClient) -> None:

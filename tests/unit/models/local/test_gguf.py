@@ -33,7 +33,7 @@ MESSAGES = [
 
 
 def _ids(tokenizer: object, messages: list[dict[str, str]]) -> list[int]:
-    out = tokenizer.apply_chat_template(  # type: ignore[attr-defined]
+    out = tokenizer.apply_chat_template(  # type: ignore[attr-defined]  # the GGUF and the HF tokenizer both have it
         messages, add_generation_prompt=True, tokenize=True
     )
     return list(out if isinstance(out, list) else out["input_ids"])

@@ -31,8 +31,9 @@ Output = dict[str, object]
 
 
 def _config(benchmark: str, tasks_dir: Path | None = None) -> EvalConfig:
-    return EvalConfig(benchmark=benchmark, gateway_url="http://127.0.0.1:1", model="m",
-                      tasks_dir=tasks_dir)  # fmt: skip
+    return EvalConfig(
+        benchmark=benchmark, gateway_url="http://127.0.0.1:1", model="m", tasks_dir=tasks_dir
+    )
 
 
 def test_a_directory_is_a_tasks_dir_and_a_benchmark_name_is_not(
@@ -77,9 +78,18 @@ def test_folders_that_do_not_load_are_paired_with_their_own_error(tmp_path: Path
 def test_the_summary_lists_every_error_and_scores_the_rest() -> None:
     def outcome(task_id: str, error: str | None) -> RolloutOutcome:
         status = SessionStatus.OK if error is None else SessionStatus.ERROR
-        return RolloutOutcome(session_id=task_id, run_id="r", task=Task(task_id=task_id),
-                              rollout_index=0, status=status, answer=None, output=None,
-                              error=error, num_steps=0, seconds=1.0)  # fmt: skip
+        return RolloutOutcome(
+            session_id=task_id,
+            run_id="r",
+            task=Task(task_id=task_id),
+            rollout_index=0,
+            status=status,
+            answer=None,
+            output=None,
+            error=error,
+            num_steps=0,
+            seconds=1.0,
+        )
 
     results = [
         (outcome("good", None), RewardResult(1.0, True)),
@@ -98,13 +108,26 @@ def test_verifier_outcomes_name_why_each_attempt_fell_short() -> None:
     reward keep the exit code, the error and the tail of test-stdout.txt."""
 
     def outcome(task_id: str, output: Output | None) -> RolloutOutcome:
-        return RolloutOutcome(session_id=task_id, run_id="r", task=Task(task_id=task_id),
-                              rollout_index=0, status=SessionStatus.OK, answer=None,
-                              output=output, error=None, num_steps=0, seconds=1.0)  # fmt: skip
+        return RolloutOutcome(
+            session_id=task_id,
+            run_id="r",
+            task=Task(task_id=task_id),
+            rollout_index=0,
+            status=SessionStatus.OK,
+            answer=None,
+            output=output,
+            error=None,
+            num_steps=0,
+            seconds=1.0,
+        )
 
     def ran(reward: float | None, code: int | None, error: str | None, tail: str) -> Output:
-        return {"reward": reward, "verifier_exit_code": code, "verifier_error": error,
-                "verifier_output_tail": tail}  # fmt: skip
+        return {
+            "reward": reward,
+            "verifier_exit_code": code,
+            "verifier_error": error,
+            "verifier_output_tail": tail,
+        }
 
     results = [
         (outcome("solved", ran(1.0, 0, None, "1 passed\n")), RewardResult(1.0, True)),
@@ -116,14 +139,29 @@ def test_verifier_outcomes_name_why_each_attempt_fell_short() -> None:
         (outcome("not-harbor", None), None),
     ]
     assert verifier_outcomes(results) == [
-        {"task": "wrong", "reward": 0.0, "exit_code": 1, "error": None,
-         "output_tail": "expected 56, got 65\n"},
+        {
+            "task": "wrong",
+            "reward": 0.0,
+            "exit_code": 1,
+            "error": None,
+            "output_tail": "expected 56, got 65\n",
+        },
         {"task": "half", "reward": 0.5, "exit_code": 0, "error": None, "output_tail": "1 of 2\n"},
-        {"task": "no-file", "reward": None, "exit_code": 0, "error": "no reward file",
-         "output_tail": "done\n"},
-        {"task": "timed-out", "reward": None, "exit_code": None, "error": "timed out after 5 s",
-         "output_tail": ""},
-    ]  # fmt: skip
+        {
+            "task": "no-file",
+            "reward": None,
+            "exit_code": 0,
+            "error": "no reward file",
+            "output_tail": "done\n",
+        },
+        {
+            "task": "timed-out",
+            "reward": None,
+            "exit_code": None,
+            "error": "timed out after 5 s",
+            "output_tail": "",
+        },
+    ]
 
 
 def test_the_plain_summary_and_table_say_why_verifiers_fell_short(
@@ -134,13 +172,25 @@ def test_the_plain_summary_and_table_say_why_verifiers_fell_short(
     from rllm.cli.eval import _table
 
     verifications = [
-        {"task": "wrong", "reward": 0.0, "exit_code": 1, "error": None,
-         "output_tail": "collected 2 items\nFAILED test_out - expected 56, got 65\n\n"},
-        {"task": "no-file", "reward": None, "exit_code": 0, "error": "no reward file",
-         "output_tail": "done\n"},
-        *[{"task": f"t{i}", "reward": 0.0, "exit_code": 2, "error": None, "output_tail": ""}
-          for i in range(4)],
-    ]  # fmt: skip
+        {
+            "task": "wrong",
+            "reward": 0.0,
+            "exit_code": 1,
+            "error": None,
+            "output_tail": "collected 2 items\nFAILED test_out - expected 56, got 65\n\n",
+        },
+        {
+            "task": "no-file",
+            "reward": None,
+            "exit_code": 0,
+            "error": "no reward file",
+            "output_tail": "done\n",
+        },
+        *[
+            {"task": f"t{i}", "reward": 0.0, "exit_code": 2, "error": None, "output_tail": ""}
+            for i in range(4)
+        ],
+    ]
     base = summarize("r", "tasks", "m", [], attempts=1, seconds=1.0)
     summary = dataclasses.replace(
         base,
@@ -170,8 +220,9 @@ def test_rows_of_an_agentic_benchmark_point_at_tasks_dir_before_the_stack(
 
     rows = tmp_path / "rows.jsonl"
     rows.write_text('{"task_id": "a", "instruction": "make hello.txt"}\n')
-    config = EvalConfig(benchmark="terminal_bench2", gateway_url="http://127.0.0.1:1",
-                        model="m", data_file=rows)  # fmt: skip
+    config = EvalConfig(
+        benchmark="terminal_bench2", gateway_url="http://127.0.0.1:1", model="m", data_file=rows
+    )
     # no gateway listens on port 1: the bad input is named first, not the missing stack
     with pytest.raises(
         ConfigError, match=r"rows carry no environment or verifier: pass --tasks-dir"

@@ -82,7 +82,7 @@ async def test_vllm_steps_keep_the_old_version_until_the_adapter_is_listed(
         # two more: the adapter before the served one stays for calls in flight
         for version in (2, 3):
             tracker.offer(_record(_checkpoint(tmp_path, version, lora=True), version))
-            await until(lambda v=version: state.policy_version == v, f"v{version}")  # type: ignore[misc]
+            await until(lambda v=version: state.policy_version == v, f"v{version}")  # type: ignore[misc]  # the default binds each version to its own lambda
         assert (state.served_model, sorted(fake.adapters), fake.unloaded) == (
             "r-v3",
             ["r-v2", "r-v3"],
@@ -130,7 +130,7 @@ async def test_vllm_without_runtime_lora_or_dev_mode_is_refused_with_what_to_cha
         assert state.sync_error is not None
         assert "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True" in state.sync_error[1]
         tracker.offer(_record(_checkpoint(tmp_path, 2, lora=False), 2))
-        await until(lambda: state.sync_error and state.sync_error[0].version == 2, "full")  # type: ignore[arg-type, return-value]
+        await until(lambda: state.sync_error and state.sync_error[0].version == 2, "full")  # type: ignore[arg-type, return-value]  # None until refused: until() reads it as false
         assert "VLLM_SERVER_DEV_MODE=1" in state.sync_error[1]
         assert state.policy_version == 0
     finally:

@@ -76,7 +76,7 @@ async def _json_answers(
 
 
 def _upstream(url: str, transport: httpx.AsyncBaseTransport | None = None, **kw: Any) -> Upstream:
-    settings = GatewaySettings(upstream_url=url, upstream_api_key="sk-up", **kw)  # type: ignore[arg-type]
+    settings = GatewaySettings(upstream_url=url, upstream_api_key="sk-up", **kw)
     return Upstream(settings, transport)
 
 

@@ -12,7 +12,7 @@ from rllm.producers.gateway.upstreams import Upstream, UpstreamFailure
 
 
 def _upstream(handler: httpx.MockTransport, **overrides: object) -> Upstream:
-    return Upstream(GatewaySettings(upstream_url="http://up.test", **overrides), handler)  # type: ignore[arg-type]
+    return Upstream(GatewaySettings(upstream_url="http://up.test", **overrides), handler)  # type: ignore[arg-type]  # settings fields of several types
 
 
 async def test_status_timeout_and_invalid_body_become_failures() -> None:

@@ -34,8 +34,16 @@ def test_the_turn_limit_ends_the_run_only_when_asked(
     monkeypatch.setattr(agent_loop, "chat", lambda *_: {"content": "thinking..."})
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     (tmp_path / "task.md").write_text("do it")
-    argv = ["--instruction", str(tmp_path / "task.md"), "--workdir", str(tmp_path),
-            "--log", str(tmp_path / "log.jsonl"), "--max-turns", "2"]  # fmt: skip
+    argv = [
+        "--instruction",
+        str(tmp_path / "task.md"),
+        "--workdir",
+        str(tmp_path),
+        "--log",
+        str(tmp_path / "log.jsonl"),
+        "--max-turns",
+        "2",
+    ]
     assert agent_loop.main(argv) == 2
     assert agent_loop.main([*argv, "--turn-limit-ends"]) == 0
     assert len((tmp_path / "log.jsonl").read_text().splitlines()) == 4

@@ -46,7 +46,7 @@ def test_bad_arguments_are_named() -> None:
     with pytest.raises(ConfigError, match=r"train_dataset\[1\] is a dict"):
         rllm.AgentTrainer(agent, train_dataset=[Task(task_id="t"), {"task_id": "u"}])
     with pytest.raises(ConfigError, match=r"must be an @rllm\.rollout function"):
-        rllm.AgentTrainer(lambda t, c: "x")  # type: ignore[arg-type]
+        rllm.AgentTrainer(lambda t, c: "x")  # type: ignore[arg-type]  # a plain function on purpose: it is refused
     with pytest.raises(ConfigError, match=r"train\(\) needs a train_dataset"):
         rllm.AgentTrainer(agent).train()
 

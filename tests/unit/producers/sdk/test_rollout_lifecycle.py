@@ -50,8 +50,15 @@ def _harness_rollout(reward: float) -> HarnessRollout:
     rollout_ = HarnessRollout(get_harness("bash"), backend=None)  # type: ignore[arg-type]  # never reached
 
     async def run(task: Any, **kw: Any) -> HarnessRun:
-        verifier = VerifierResult(reward=reward, values={"reward": reward}, ok=True, error=None,
-                                  stdout_tail="", timed_out=False, duration_s=0.5)  # fmt: skip
+        verifier = VerifierResult(
+            reward=reward,
+            values={"reward": reward},
+            ok=True,
+            error=None,
+            stdout_tail="",
+            timed_out=False,
+            duration_s=0.5,
+        )
         return HarnessRun("bash", task.name, CloseReason.OK, agent_exit_code=0, verifier=verifier)
 
     rollout_.runner.run = run  # type: ignore[method-assign]  # the sandbox part is not this test's
@@ -66,11 +73,20 @@ def test_the_harness_uses_the_one_lifecycle() -> None:
 async def test_a_harness_rollout_carries_the_gateways_token_totals() -> None:
     gateway = FakeGateway()
     task = to_task(load_task(TASKS / "hello-file"), "b")
-    results = await run_tasks([task], _harness_rollout(1.0), gateway, run_id="r", model="m",  # type: ignore[arg-type]
-                              attempts=2, evaluator=verifier_evaluator)  # fmt: skip
+    results = await run_tasks(
+        [task],
+        _harness_rollout(1.0),
+        gateway,  # type: ignore[arg-type]  # a stand-in with the client's session calls
+        run_id="r",
+        model="m",
+        attempts=2,
+        evaluator=verifier_evaluator,
+    )
     outcomes = [o for o, _ in results]
     assert [(o.num_steps, o.prompt_tokens, o.completion_tokens) for o in outcomes] == [
-        (3, 120, 45), (3, 120, 45)]  # fmt: skip
+        (3, 120, 45),
+        (3, 120, 45),
+    ]
     summary = summarize("r", "b", "m", results, 2, 1.0)
     assert (summary.prompt_tokens, summary.completion_tokens) == (240, 90)
     assert "tokens in/out 240/90" in str(summary)
@@ -84,10 +100,10 @@ async def test_a_harness_rollout_carries_the_gateways_token_totals() -> None:
 async def test_without_an_evaluator_the_harness_publishes_the_verifiers_reward() -> None:
     gateway = FakeGateway()
     task = to_task(load_task(TASKS / "hello-file"), "b")
-    outcome = await _harness_rollout(0.0).run(task, gateway, run_id="r", model="m")  # type: ignore[arg-type]
+    outcome = await _harness_rollout(0.0).run(task, gateway, run_id="r", model="m")  # type: ignore[arg-type]  # a stand-in with the client's session calls
     assert (outcome.status, outcome.num_steps, outcome.prompt_tokens) == (SessionStatus.OK, 3, 120)
     ((sid, _, _, _, events),) = gateway.closed
-    assert [(e.session_id, e.payload.reward) for e in events] == [(sid, 0.0)]  # type: ignore[union-attr]
+    assert [(e.session_id, e.payload.reward) for e in events] == [(sid, 0.0)]  # type: ignore[union-attr]  # only RewardAssigned events are collected
 
 
 async def test_an_agent_that_reports_its_usage_keeps_it() -> None:
@@ -100,8 +116,8 @@ async def test_an_agent_that_reports_its_usage_keeps_it() -> None:
         return "42"
 
     gateway = FakeGateway()
-    reported = await agent.run(Task(task_id="t"), gateway, run_id="r", model="m")  # type: ignore[arg-type]
-    counted = await silent.run(Task(task_id="t"), gateway, run_id="r", model="m")  # type: ignore[arg-type]
+    reported = await agent.run(Task(task_id="t"), gateway, run_id="r", model="m")  # type: ignore[arg-type]  # a stand-in with the client's session calls
+    counted = await silent.run(Task(task_id="t"), gateway, run_id="r", model="m")  # type: ignore[arg-type]  # a stand-in with the client's session calls
     assert (reported.num_steps, reported.prompt_tokens, reported.completion_tokens) == (3, 7, 2)
     assert (counted.num_steps, counted.prompt_tokens, counted.completion_tokens) == (3, 120, 45)
     assert [o["metadata"] for o in gateway.opened] == [{}, {}]
@@ -113,7 +129,7 @@ async def test_a_failing_agent_closes_its_session_with_the_error() -> None:
         raise RuntimeError("no answer")
 
     gateway = FakeGateway()
-    outcome = await broken.run(Task(task_id="t"), gateway, run_id="r", model="m")  # type: ignore[arg-type]
+    outcome = await broken.run(Task(task_id="t"), gateway, run_id="r", model="m")  # type: ignore[arg-type]  # a stand-in with the client's session calls
     assert (outcome.status, outcome.error) == (SessionStatus.ERROR, "RuntimeError: no answer")
     assert [(c[1], c[3]) for c in gateway.closed] == [
         (SessionStatus.ERROR, "RuntimeError: no answer")
