@@ -17,6 +17,7 @@ from rllm.benchmarks import (
     reward_fn_names,
 )
 from rllm.benchmarks.adapters import ADAPTERS
+from rllm.benchmarks.registry import benchmark_kind
 
 REQUIRED = [
     "gsm8k",
@@ -116,6 +117,26 @@ def test_every_entry_is_wired_to_a_registered_grader_and_adapter() -> None:
         if spec.agent.startswith("harness:"):
             assert Need.HARNESS in spec.needs
         assert spec.hf_id or spec.source != "hub", spec.name
+
+
+def test_a_kind_variant_and_meta_build_the_entry_spelled_out_in_full() -> None:
+    base = benchmark_kind(Category.QA, reward_fn="f1", split="validation")
+    judged = base.variant(reward_fn="llm_judge", needs=frozenset({Need.JUDGE}))
+    spec = judged(
+        "x",
+        "X",
+        "org/x",
+        {"question": "q", "answer": "a"},
+        optional={"hint": "h"},
+        metadata=("hint",),
+        meta=("level", "type"),
+        split="test",
+    )
+    assert spec.reward_fn == "llm_judge" and spec.needs == {Need.JUDGE}
+    assert spec.split == "test" and spec.hf_id == "org/x"
+    assert list(spec.optional.items()) == [("hint", "h"), ("level", "level"), ("type", "type")]
+    assert spec.metadata == ("hint", "level", "type")
+    assert base("y", "Y").reward_fn == "f1" and base("y", "Y").needs == frozenset()
 
 
 def test_categories_filter() -> None:
