@@ -7,7 +7,7 @@ import importlib
 import re
 from typing import Any
 
-from rllm.benchmarks.errors import UnknownBenchmarkError
+from rllm.benchmarks.errors import NameTakenError, UnknownBenchmarkError
 from rllm.benchmarks.types import BenchmarkSpec, Category
 
 __all__ = [
@@ -80,12 +80,18 @@ def benchmark_kind(category: Category, **shared: Any) -> BenchmarkKind:
 
 
 def register_benchmarks(*specs: BenchmarkSpec) -> None:
-    """Add entries; a name or alias already taken by another entry is refused."""
+    """Add entries; a name or alias already taken by another entry is refused.
+
+    Raises:
+        NameTakenError: naming the label, its entry and the entry that has it.
+    """
     for spec in specs:
         for label in (spec.name, *spec.aliases):
             owner = _ALIASES.get(_key(label))
             if owner is not None and owner != spec.name:
-                raise ValueError(f"benchmark name {label!r} of {spec.name!r} is taken by {owner!r}")
+                raise NameTakenError(
+                    f"benchmark name {label!r} of {spec.name!r} is taken by {owner!r}"
+                )
         _SPECS[spec.name] = spec
         for label in (spec.name, *spec.aliases):
             _ALIASES[_key(label)] = spec.name

@@ -9,15 +9,21 @@ from collections import Counter
 import pytest
 
 from rllm.benchmarks import (
+    BenchmarkError,
     Category,
     Need,
+    RewardResult,
     UnknownBenchmarkError,
     all_benchmarks,
     get_benchmark,
+    get_reward_fn,
+    register_reward_fn,
     reward_fn_names,
 )
 from rllm.benchmarks.adapters import ADAPTERS
-from rllm.benchmarks.registry import benchmark_kind
+from rllm.benchmarks.errors import GradingError, NameTakenError, UnknownRewardFnError
+from rllm.benchmarks.registry import benchmark_kind, register_benchmarks
+from rllm.schemas.types import Task
 
 REQUIRED = [
     "gsm8k",
@@ -161,3 +167,25 @@ def test_every_exported_name_resolves(module: str) -> None:
     assert hasattr(mod, "__all__"), module
     for name in mod.__all__:
         assert hasattr(mod, name), f"{module}.{name}"
+
+
+def test_registry_errors_are_benchmark_errors_naming_the_value() -> None:
+    get_benchmark("gsm8k")  # the catalog is loaded
+    clash = benchmark_kind(Category.MATH)("unit_clash", "Clash", "org/x", aliases=("GSM-8K",))
+    with pytest.raises(NameTakenError, match="'GSM-8K' of 'unit_clash' is taken by 'gsm8k'"):
+        register_benchmarks(clash)
+    with pytest.raises(KeyError):  # UnknownBenchmarkError is one too, for stdlib callers
+        get_benchmark("unit_clash")
+    with pytest.raises(NameTakenError, match="'exact_match' is already registered"):
+        register_reward_fn("exact_match")(lambda task, answer: RewardResult(0.0))
+    with pytest.raises(UnknownRewardFnError) as unknown:
+        get_reward_fn("exact_matsh")
+    assert isinstance(unknown.value, KeyError) and isinstance(unknown.value, BenchmarkError)
+    assert str(unknown.value).startswith("unknown reward function 'exact_matsh'; did you mean")
+
+
+@pytest.mark.parametrize("reward_fn", ["exact_match", "last_number", "math", "mcq", "em"])
+def test_a_task_without_ground_truth_is_a_grading_error(reward_fn: str) -> None:
+    task = Task(task_id="t9", instruction="q", reward_fn=reward_fn, benchmark="unit")
+    with pytest.raises(GradingError, match="task 't9' has no ground truth"):
+        get_reward_fn(reward_fn)(task, "Answer: 4")
