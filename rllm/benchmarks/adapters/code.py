@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from rllm.benchmarks.adapters import Vars, adapter, as_list
+from rllm.benchmarks.errors import DatasetRowError
 
 __all__ = []
 
@@ -48,7 +49,7 @@ def _mbpp_plus(v: Vars) -> Vars:
 def _stdio(inputs: list[Any], outputs: list[Any], fn_name: str | None = None) -> dict[str, Any]:
     cases = [{"input": str(i), "output": str(o)} for i, o in zip(inputs, outputs, strict=False)]
     if not cases:
-        raise ValueError("the row has no test cases")
+        raise DatasetRowError("the row has no test cases")
     return {"kind": "functional" if fn_name else "stdio", "cases": cases, "fn_name": fn_name}
 
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from rllm.benchmarks.errors import HarborTaskError
+
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "HarborNetworkMode",
@@ -50,11 +52,11 @@ def parse_size_mb(text: str) -> int:
     """Megabytes in a Harbor size string: ``"2G"`` is 2048, ``"512M"`` 512, ``"1.5G"`` 1536.
 
     Raises:
-        ValueError: not a number followed by K, M, G or T (an optional ``B`` / ``iB`` after).
+        HarborTaskError: not a number followed by K, M, G or T (an optional ``B`` / ``iB`` after).
     """
     match = _SIZE.match(text)
     if match is None:
-        raise ValueError(f"size {text!r} is not like '2G', '512M' or '1024K'")
+        raise HarborTaskError(f"size {text!r} is not like '2G', '512M' or '1024K'")
     return int(float(match.group(1)) * _MB_PER_UNIT[match.group(2).upper()])
 
 
@@ -215,7 +217,7 @@ class _Reader:
             return mb
         try:
             return parse_size_mb(text)
-        except ValueError as exc:
+        except HarborTaskError as exc:
             self.problems.append(f"[environment] {key}: {exc}")
             return default
 

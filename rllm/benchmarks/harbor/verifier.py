@@ -20,6 +20,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from rllm.benchmarks.errors import RewardFileError
 from rllm.benchmarks.harbor.rewards import (
     REWARD_JSON,
     REWARD_TXT,
@@ -164,7 +165,7 @@ async def run_verifier(
     files: dict[str, str] = {}
     try:
         reward, values = await read_rewards(sandbox, files)
-    except ValueError as exc:
+    except RewardFileError as exc:
         return _failed(f"task {task.name!r}: {exc}", start, stdout_tail, run.exit_code, files)
     return VerifierResult(
         reward=reward,
