@@ -29,7 +29,8 @@ def _humaneval(v: Vars) -> Vars:
 @adapter("mbpp")
 def _mbpp(v: Vars) -> Vars:
     tests = [str(t) for t in as_list(v["tests"], "tests")]
-    setup = "\n".join(x for x in (v.get("imports_text"), v.get("setup")) if x)
+    imports = "\n".join(as_list(v.get("imports") or [], "imports"))  # mbpp_sanitized's
+    setup = "\n".join(x for x in (imports, v.get("setup")) if x)
     return {
         "tests_text": "\n".join(tests),
         "answer": {"kind": "asserts", "tests": tests, "setup": setup},

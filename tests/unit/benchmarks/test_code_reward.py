@@ -93,6 +93,15 @@ def test_mbpp_asserts_with_setup_code() -> None:
     assert code(task, "```python\ndef sq(x):\n    return x + x\n```").is_correct is False
 
 
+def test_mbpp_sanitized_runs_the_tests_imports_first() -> None:
+    task = load_tasks("mbpp_sanitized", data_file=fixture_for("mbpp_sanitized"))[1]
+    uses_math = (
+        "def is_not_prime(n):\n    return any(n % i == 0 for i in range(2, math.isqrt(n) + 1))"
+    )
+    assert code(task, f"```python\n{uses_math}\n```").is_correct is True  # its test_imports
+    assert code(task, "```python\ndef is_not_prime(n):\n    return True\n```").is_correct is False
+
+
 def test_stdio_and_functional_cases() -> None:
     contest = load_tasks("code_contests", data_file=fixture_for("code_contests"))[0]
     program = (
