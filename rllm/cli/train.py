@@ -29,6 +29,7 @@ from rllm.cli.train_options import (
     config_option,
     options,
     preflight,
+    rl_option_groups,
 )
 from rllm.cli.train_sft import sft
 from rllm.errors import ConfigError
@@ -53,14 +54,10 @@ LOOP = (
 """The rollouts of ``--benchmark``."""
 HARBOR = ("tasks_dir", "sandbox_backend", "agent_timeout_multiplier", "verifier_timeout_multiplier")
 """The rollouts of ``--tasks-dir``."""
-OPTION_GROUPS = (
-    ("Trainer", RUN),
-    ("Objective", OBJECTIVE),
-    ("Episodes and staleness", EPISODES),
-    ("Distillation (--loss distill)", DISTILL),
+OPTION_GROUPS = rl_option_groups(
+    EPISODES,
     ("The whole loop (rollouts through the gateway)", LOOP),
     ("Harbor tasks (--tasks-dir)", HARBOR),
-    ("Kafka", ("bootstrap_servers", "topic_prefix")),
 )
 """How ``rllm-cli train --help`` groups its options."""
 _SAMPLING = TrainConfig.model_fields["sampling"].get_default(call_default_factory=True)
