@@ -18,7 +18,9 @@ gen``) instead of hello-file. ``--gateway-url URL --model NAME`` sends the rollo
 a running gateway (``rllm-cli up``: SmolLM2 on the local model server) instead of the
 scripted model; then ``outside_model_share`` (the part of a rollout's wall time not spent
 waiting for the model's answers: sandbox, harness startup, tool runs, the verifier) is the
-figure issue 35 sets at <= 0.10 for ``bash``.
+figure issue 35 sets at <= 0.10 for ``bash``. ``--max-turns N --max-tokens M`` give rllm's own
+loops (``bash``, ``react``) the demo's budget (``make demo-agent``: 2 turns of 48 tokens, the
+last ending the run); without them a loop runs to its defaults (50 turns, no token limit).
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ def _task_dirs(name: str, tmp: Path, family: str | None, count: int) -> list[Pat
     """The task folder of each rollout: hello-file for every one, or ``count`` generated
     tasks of ``family`` (one each, in order)."""
     if family is None:
-        from tests.integration.harnesses.scripts import hello_file
+        from tests.integration.producers.harnesses.scripts import hello_file
 
         return [hello_file(name, tmp)] * count
     from rllm.benchmarks.harbor.generate import generate_family
@@ -81,6 +83,22 @@ def _task_dirs(name: str, tmp: Path, family: str | None, count: int) -> list[Pat
     split = generate_family(family, count + 1, tmp / f"{family}-{name}", test_fraction=0.5)
     folders = sorted([*split.train.iterdir(), *split.test.iterdir()])
     return [folders[i % len(folders)] for i in range(count)]
+
+
+def _harness(name: str, max_turns: int | None, max_tokens: int | None) -> Any:
+    """The harness ``name``; with a budget, one of rllm's loops made as the agent demo makes
+    it (each call at most ``max_tokens``, the ``max_turns``-th call ending the run)."""
+    harness = get_harness(name)
+    if max_turns is None and max_tokens is None:
+        return harness
+    from rllm.producers.harnesses.loop import LoopHarness
+
+    if not isinstance(harness, LoopHarness):
+        raise SystemExit(f"--max-turns/--max-tokens take only rllm's own loops, not {name!r}")
+    sampling = {} if max_tokens is None else {"max_tokens": max_tokens}
+    return type(harness)(
+        max_turns=max_turns or harness.max_turns, sampling=sampling, turn_limit_ends=True
+    )
 
 
 async def _measure(
@@ -91,10 +109,12 @@ async def _measure(
     tmp: Path,
     family: str | None = None,
     model: str = "scripted",
+    harness: Any = None,
 ) -> dict[str, Any]:
     backend = get_backend("local", SandboxSettings())
     owner = f"perf-{uuid.uuid4().hex[:8]}"
-    rollout = HarnessRollout(get_harness(name), backend, labels={OWNER_LABEL: owner})
+    harness = harness or get_harness(name)
+    rollout = HarnessRollout(harness, backend, labels={OWNER_LABEL: owner})
     folders = _task_dirs(name, tmp, family, rollouts + 1)
     tasks = [to_task(load_task(folder), "perf") for folder in folders]
     client = GatewayClient(proxy.url)
@@ -105,8 +125,13 @@ async def _measure(
     async def one(index: int) -> None:
         async with gate:
             began = time.perf_counter()
-            outcome = await rollout.run(tasks[index + 1], client, run_id=f"perf-{name}-{owner}",
-                                        model=model, rollout_index=max(index, 0))  # fmt: skip
+            outcome = await rollout.run(
+                tasks[index + 1],
+                client,
+                run_id=f"perf-{name}-{owner}",
+                model=model,
+                rollout_index=max(index, 0),
+            )
             starts[outcome.session_id] = began
             results.append((outcome, time.perf_counter() - began))
 
@@ -155,6 +180,8 @@ def main() -> None:
     parser.add_argument("--family", default=None, help="generated tasks (shell-basics)")
     parser.add_argument("--gateway-url", default=None, help="a running gateway [scripted]")
     parser.add_argument("--model", default="local", help="with --gateway-url [local]")
+    parser.add_argument("--max-turns", type=int, default=None, help="a loop's model calls")
+    parser.add_argument("--max-tokens", type=int, default=None, help="a loop call's tokens")
     args = parser.parse_args()
     names = [n.strip() for n in args.harnesses.split(",") if n.strip()]
 
@@ -165,7 +192,7 @@ def main() -> None:
     from tests.fakes.recorder import RecordingProxy
     from tests.fakes.scripted import start_scripted_upstream
     from tests.fakes.server import ThreadedServer
-    from tests.integration.harnesses.test_contract import SOLVE
+    from tests.integration.producers.harnesses.test_contract import SOLVE
     from tests.ports import free_broker_port
 
     home = harnesses_home()
@@ -189,13 +216,17 @@ def main() -> None:
             stack.callback(upstream.stop)
             gateway = ThreadedServer(
                 create_app(
-                    GatewaySettings(upstream_url=upstream.url, spool_dir=tmp / "spool",
-                                    spool_fsync=False, follow_policy_updates=False,
-                                    insecure=True),
+                    GatewaySettings(
+                        upstream_url=upstream.url,
+                        spool_dir=tmp / "spool",
+                        spool_fsync=False,
+                        follow_policy_updates=False,
+                        insecure=True,
+                    ),
                     kafka,
                 ),
                 lifespan="on",
-            )  # fmt: skip
+            )
             stack.callback(gateway.stop)
             proxy, model = RecordingProxy(gateway.url), "scripted"
         stack.callback(proxy.stop)
@@ -203,13 +234,24 @@ def main() -> None:
             if upstream is not None:
                 upstream.script[:] = list(SOLVE[name]) or ["done"]
             cold, cached, measured = _install_cold_s(name, home)
+            harness = _harness(name, args.max_turns, args.max_tokens)
             figures = asyncio.run(
-                _measure(name, args.rollouts, args.in_flight, proxy, tmp, args.family, model)
+                _measure(
+                    name, args.rollouts, args.in_flight, proxy, tmp, args.family, model, harness
+                )
             )
-            row = {"harness": name, "version": get_harness(name).version, "model": model,
-                   "tasks": args.family or "hello-file",
-                   "install_cold_s": round(cold, 1), "install_measured_now": measured,
-                   "install_cached_s": round(cached, 4), **figures}  # fmt: skip
+            row = {
+                "harness": name,
+                "version": get_harness(name).version,
+                "model": model,
+                "tasks": args.family or "hello-file",
+                "max_turns": args.max_turns,
+                "max_tokens": args.max_tokens,
+                "install_cold_s": round(cold, 1),
+                "install_measured_now": measured,
+                "install_cached_s": round(cached, 4),
+                **figures,
+            }
             rows.append(row)
             print(
                 f"{name:<15} install {row['install_cold_s']:>6.1f} s cold, "

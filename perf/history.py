@@ -26,7 +26,7 @@ from rllm.consumers.history.batch import RowBuffer
 from rllm.consumers.history.engine_chdb import ChdbStore
 from rllm.consumers.history.queries import QUERIES, run_named
 from rllm.consumers.history.rows import event_rows
-from tests.unit.history.synthetic import synthetic_events
+from tests.unit.consumers.history.synthetic import synthetic_events
 
 
 def _steps_batches(n: int, tokens: int, batch: int, seed: int) -> list[Any]:

@@ -109,8 +109,9 @@ async def run_task(backend: SandboxBackend, task: HarborTask, row: dict[str, Any
     row["verifier_exit"], row["reward"] = verified.exit_code, verified.reward
     if verified.reward is not None and verified.reward >= 1.0:
         return
-    row["reason"] = shortfall(verified.reward, verified.error, verified.stdout_tail,
-                              solved.exit_code, oracle_out)  # fmt: skip
+    row["reason"] = shortfall(
+        verified.reward, verified.error, verified.stdout_tail, solved.exit_code, oracle_out
+    )
 
 
 def shortfall(
@@ -143,8 +144,13 @@ async def run_tasks(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     try:
         for name in names:
-            row: dict[str, Any] = {"task": name, "built": False, "oracle_exit": None,
-                                   "verifier_exit": None, "reward": None}  # fmt: skip
+            row: dict[str, Any] = {
+                "task": name,
+                "built": False,
+                "oracle_exit": None,
+                "verifier_exit": None,
+                "reward": None,
+            }
             rows.append(row)
             began = time.monotonic()
             try:
@@ -162,10 +168,13 @@ async def run_tasks(args: argparse.Namespace) -> list[dict[str, Any]]:
             row["s"] = round(time.monotonic() - began, 1)
             if args.drop_images:
                 _drop(ImageStore(settings.images_dir), f"perf-tasks/{name}")
-            print(f"{name}: built {row['built']} cold {row.get('cold_s')} s cached "
-                  f"{row.get('cached_s')} s, oracle exit {row['oracle_exit']}, verifier exit "
-                  f"{row['verifier_exit']}, reward {row['reward']}"
-                  + (f"; {row['reason']}" if "reason" in row else ""), flush=True)  # fmt: skip
+            print(
+                f"{name}: built {row['built']} cold {row.get('cold_s')} s cached "
+                f"{row.get('cached_s')} s, oracle exit {row['oracle_exit']}, verifier exit "
+                f"{row['verifier_exit']}, reward {row['reward']}"
+                + (f"; {row['reason']}" if "reason" in row else ""),
+                flush=True,
+            )
     finally:
         await backend.aclose()
     return rows

@@ -39,6 +39,7 @@ with two parents is drawn under its area's root, the other parent in parentheses
     ├── UpstreamFailure                              producers/gateway/errors.py
     ├── PolicyLoadRefused                            producers/gateway/sync/errors.py
     ├── GatewayRequestError(ConnectionError)         producers/sdk/errors.py
+    ├── EvaluatorResultError(TypeError)              producers/sdk/errors.py
     ├── HarnessError(RuntimeError)                   producers/harnesses/errors.py
     ├── ProcessorError                               processors/errors.py
     │   └── AssemblyError(ValueError)

@@ -19,8 +19,8 @@ from rllm.settings import KafkaSettings
 from tests.ports import free_broker_port
 
 pytest_plugins = [
-    "tests.integration.gateway.fixtures",
-    "tests.integration.loop.fixtures",
+    "tests.integration.producers.gateway.fixtures",
+    "tests.integration.app.fixtures",
     "tests.integration.sandboxes.fixtures",
     "tests.integration.sandboxes.docker_fixtures",
     "tests.integration.sandboxes.registry_fixtures",
@@ -87,7 +87,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     """With ``RLLM_TEST_NO_SKIP=1`` (``.ci/run`` sets it) a skipped test fails instead:
     CI installs and starts every service the tests need, so a skip there hides a defect."""
     outcome = yield
-    report = outcome.get_result()  # type: ignore[attr-defined]
+    report = outcome.get_result()  # type: ignore[attr-defined]  # pluggy sends the hook's Result into the yield
     if (
         os.environ.get("RLLM_TEST_NO_SKIP") == "1"
         and report.skipped

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rllm.app.config import TrainConfig
+from rllm.app.plot import plot_rewards
 from rllm.app.report import TrainReport, UpdateRecord
 from rllm.app.trainer import AgentTrainer
 from rllm.errors import ConfigError, RllmError
@@ -192,11 +193,17 @@ def _run_agent_demo(
 
     assert config.agent is not None
     lesson = harness_lesson(
-        harness=config.agent, family=config.family, count=config.tasks,
-        held_out=config.held_out, seed=config.seed, max_turns=config.max_turns,
-        max_tokens=config.max_tokens, temperature=1.0, run_id=config.run_id,
+        harness=config.agent,
+        family=config.family,
+        count=config.tasks,
+        held_out=config.held_out,
+        seed=config.seed,
+        max_turns=config.max_turns,
+        max_tokens=config.max_tokens,
+        temperature=1.0,
+        run_id=config.run_id,
         sandbox_backend=config.sandbox_backend,
-    )  # fmt: skip
+    )
     train_config = _train_config(config)
 
     def evaluate(phase: str) -> EvalSummary:
@@ -358,43 +365,3 @@ def _progress(config: DemoConfig, say: Callable[[str], None]) -> Callable[[Updat
         return True
 
     return on_update
-
-
-def plot_rewards(
-    report: TrainReport, path: Path, title: str, before: EvalSummary, after: EvalSummary
-) -> Path:
-    """The training reward of each batch against the policy version it ran on (rollouts
-    sampled at temperature 1), and the held-out reward before and after (greedy) on the
-    versions they ran on, as a PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(9, 3.5))
-    versions = [u.rollout_version for u in report.updates]
-    ax.plot(
-        versions,
-        [u.reward_mean for u in report.updates],
-        marker=".",
-        label="training reward (rollouts sampled at temperature 1)",
-    )
-    held = [(e.policy_version or 0, e.mean_reward) for e in (before, after)]
-    ax.plot(
-        [v for v, _ in held],
-        [r for _, r in held],
-        linestyle=":",
-        marker="D",
-        color="C1",
-        label=f"held-out reward, greedy ({after.tasks} tasks never trained on)",
-    )
-    for version, reward in held:
-        ax.annotate(f"{reward:.2f}", (version, reward), textcoords="offset points", xytext=(6, 6))
-    ax.set(xlabel="policy version", ylabel="mean reward", ylim=(0, 1.08), title=title)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize="small")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path

@@ -120,8 +120,9 @@ def harness_lesson(
     labels = {OWNER_LABEL: run_id}
 
     def rollout(sampling: dict[str, Any]) -> Rollout:
-        made = kind(max_turns=max_turns, command_timeout_s=30.0, sampling=sampling,
-                    turn_limit_ends=True)  # fmt: skip
+        made = kind(
+            max_turns=max_turns, command_timeout_s=30.0, sampling=sampling, turn_limit_ends=True
+        )
         return HarnessRollout(made, backend, labels=labels)
 
     return HarnessLesson(

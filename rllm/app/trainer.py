@@ -164,10 +164,15 @@ class AgentTrainer:
             started = time.perf_counter()
             results = asyncio.run(
                 run_rollouts(
-                    self.config, self.rollout, self.evaluator, self.val_tasks, attempts, run_id,
+                    self.config,
+                    self.rollout,
+                    self.evaluator,
+                    self.val_tasks,
+                    attempts,
+                    run_id,
                     lines,
                 )
-            )  # fmt: skip
+            )
         summary = summarize(
             run_id,
             self.val_name,

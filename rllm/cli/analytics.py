@@ -19,8 +19,16 @@ from rllm.cli.common import (
 __all__ = ["analytics"]
 
 _NAMES = (
-    "runs", "rewards", "passk", "tokens", "latency", "staleness", "failures", "sql", "tables",
-)  # fmt: skip
+    "runs",
+    "rewards",
+    "passk",
+    "tokens",
+    "latency",
+    "staleness",
+    "failures",
+    "sql",
+    "tables",
+)
 
 
 @click.command()

@@ -47,8 +47,13 @@ def harness_row(name: str, home: Path) -> dict[str, Any]:
         return {"name": name, "version": "?", "api": "?", "installed": False, "error": error}
     check = getattr(made, "is_installed", None)
     installed = bool(check(home)) if callable(check) else True
-    return {"name": made.name, "version": made.version, "api": str(made.api),
-            "installed": installed, "error": None}  # fmt: skip
+    return {
+        "name": made.name,
+        "version": made.version,
+        "api": str(made.api),
+        "installed": installed,
+        "error": None,
+    }
 
 
 @click.group()

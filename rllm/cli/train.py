@@ -116,8 +116,12 @@ def train(
         raise ConfigError(_what_to_train(loop["data_file"]))
     top = {k: flags.pop(k) for k in ("mode", "run_id", "batch_size", "max_updates")}
     fields = {k: v for k, v in flags.items() if v is not None}  # the trainer's given
-    _loop(loop, {k: v for k, v in top.items() if v is not None}, fields,
-          kafka_settings(bootstrap_servers, topic_prefix))  # fmt: skip
+    _loop(
+        loop,
+        {k: v for k, v in top.items() if v is not None},
+        fields,
+        kafka_settings(bootstrap_servers, topic_prefix),
+    )
 
 
 train.add_command(consume)

@@ -127,8 +127,16 @@ class LocalCluster:
 
     def _cluster(self, command: str, *args: str, timeout: float = 600) -> str:
         env = {**os.environ, "RLLM_KAFKA_HEAP": self.heap}
-        argv = (command, *args, "--brokers", str(self.brokers), "--port", str(self.port),
-                "--data-dir", str(self.data_dir))  # fmt: skip
+        argv = (
+            command,
+            *args,
+            "--brokers",
+            str(self.brokers),
+            "--port",
+            str(self.port),
+            "--data-dir",
+            str(self.data_dir),
+        )
         proc = _run_script("cluster", argv, env, timeout)
         if proc.returncode != 0:
             raise InfraError(

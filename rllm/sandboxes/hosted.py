@@ -116,8 +116,9 @@ class HostedSandbox(SandboxBase):
         )
         started = time.monotonic()
         if command.stdin_path is not None and stdin is not None:
-            await self._upload(stdin.encode() if isinstance(stdin, str) else stdin,
-                               command.stdin_path)  # fmt: skip
+            await self._upload(
+                stdin.encode() if isinstance(stdin, str) else stdin, command.stdin_path
+            )
         return await self._execute(command, env, started)
 
     async def _must(self, command: str, what: str) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from types import FrameType, TracebackType
 from typing import Any
 
+from rllm.errors import ConfigError
 from rllm.sandboxes.errors import SandboxError
 from rllm.sandboxes.types import Sandbox, SandboxBackend, SandboxSpec
 
@@ -58,6 +59,9 @@ class WarmPool:
         size: how many to keep ready.
         concurrency: most creations in flight at once (2 cores: keep it small).
         handle_sigterm: close the pool's sandboxes on SIGTERM, then exit as SIGTERM would.
+
+    Raises:
+        ConfigError: a negative ``size``.
     """
 
     def __init__(
@@ -70,7 +74,7 @@ class WarmPool:
         handle_sigterm: bool = True,
     ) -> None:
         if size < 0:
-            raise ValueError(f"a warm pool's size must be >= 0, got {size}")
+            raise ConfigError(f"a warm pool's size must be >= 0, got {size}")
         self.backend, self.spec, self.size = backend, spec, size
         self.stats = PoolStats()
         self._ready: asyncio.Queue[Sandbox] = asyncio.Queue()

@@ -81,7 +81,7 @@ class SnapshotRegistry:
     def all(self, backend: str | None = None) -> list[SnapshotInfo]:
         """Snapshots, oldest first, optionally of one backend."""
         with self._locked() as entries:
-            infos = [SnapshotInfo(**record) for record in entries.values()]  # type: ignore[arg-type]
+            infos = [SnapshotInfo(**record) for record in entries.values()]  # type: ignore[arg-type]  # the records are asdict(SnapshotInfo) read back from JSON
         return sorted(
             (i for i in infos if backend is None or i.backend == backend),
             key=lambda i: i.created_at,
@@ -93,7 +93,7 @@ class SnapshotRegistry:
             record = entries.pop(name, None)
         if record is None:
             raise SnapshotError(f"no snapshot named {name!r} in {self.path}")
-        return SnapshotInfo(**record)  # type: ignore[arg-type]
+        return SnapshotInfo(**record)  # type: ignore[arg-type]  # the record is asdict(SnapshotInfo) read back from JSON
 
     def expired(self) -> list[SnapshotInfo]:
         """Snapshots past their TTL."""

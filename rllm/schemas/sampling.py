@@ -31,8 +31,9 @@ def sampling_problem(sampling: Mapping[str, Any]) -> str | None:
     if top_p is not None and not (_number(top_p) and TOP_P_MIN <= top_p <= 1):
         return f"top_p={top_p!r} must be a number in (0, 1]"
     top_k = sampling.get("top_k")
-    if top_k is not None and not (isinstance(top_k, int) and not isinstance(top_k, bool)
-                                  and top_k >= -1):  # fmt: skip
+    if top_k is not None and not (
+        isinstance(top_k, int) and not isinstance(top_k, bool) and top_k >= -1
+    ):
         return f"top_k={top_k!r} must be an integer, -1 or 0 for no limit"
     for name in ("max_tokens", "max_completion_tokens", "n"):
         value = sampling.get(name)

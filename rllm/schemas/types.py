@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
+from rllm.schemas.enums import ApiKind, Estimator, SessionStatus, TokenStatus
 from rllm.schemas.tokens import unpack_logprobs, unpack_tokens
 
 __all__ = [
@@ -42,49 +42,6 @@ __all__ = [
 def utcnow() -> datetime:
     """Now, timezone-aware UTC, truncated to microseconds as Avro stores it."""
     return datetime.now(UTC)
-
-
-class ApiKind(StrEnum):
-    """Which API an agent called."""
-
-    CHAT = "chat"
-    COMPLETIONS = "completions"
-    RESPONSES = "responses"
-    ANTHROPIC_MESSAGES = "anthropic_messages"
-    GENERATE = "generate"
-
-
-class Estimator(StrEnum):
-    """Advantage estimators: the processors compute one, the trainer checks which, the
-    backends declare the ones they train on. verl's ``algorithm.adv_estimator`` names,
-    except ``reinforce`` (the raw reward, which verl does not offer)."""
-
-    GRPO = "grpo"
-    """Group-normalised: ``(r - mean(r)) / (std(r) + eps)``."""
-    RLOO = "rloo"
-    """Leave-one-out: each reward minus the mean of the others."""
-    REINFORCE = "reinforce"
-    """The raw reward minus a constant baseline."""
-    REINFORCE_PLUS_PLUS = "reinforce_plus_plus"
-    """REINFORCE++: the reward, whitened over each training batch."""
-    REINFORCE_PLUS_PLUS_BASELINE = "reinforce_plus_plus_baseline"
-    """REINFORCE++-baseline: the reward minus the group mean, whitened over each batch."""
-
-
-class TokenStatus(StrEnum):
-    """Whether a step carries the token IDs the model sampled."""
-
-    OK = "ok"
-    MISSING = "missing"
-
-
-class SessionStatus(StrEnum):
-    """How a session ended."""
-
-    OK = "ok"
-    ERROR = "error"
-    TIMEOUT = "timeout"
-    CANCELLED = "cancelled"
 
 
 class AvroRecord(BaseModel):

@@ -24,8 +24,16 @@ from tests.fakes.server import ThreadedServer
 
 __all__ = ["RecordedRequest", "RecordingProxy"]
 
-KEPT_HEADERS = ("user-agent", "anthropic-version", "anthropic-beta", "openai-beta", "accept",
-                "content-type", "x-stainless-lang", "x-app")  # fmt: skip
+KEPT_HEADERS = (
+    "user-agent",
+    "anthropic-version",
+    "anthropic-beta",
+    "openai-beta",
+    "accept",
+    "content-type",
+    "x-stainless-lang",
+    "x-app",
+)
 """Request headers worth recording (never a key)."""
 
 _HOP = {"host", "content-length", "transfer-encoding", "connection"}
@@ -54,8 +62,18 @@ class RecordedRequest:
     def line(self) -> str:
         """One line for a report: method, path?query, status, notable body fields."""
         body = self.body or {}
-        notes: dict[str, Any] = {k: body[k] for k in ("model", "max_tokens", "stream", "thinking",
-                                      "max_output_tokens", "tool_choice") if k in body}  # fmt: skip
+        notes: dict[str, Any] = {
+            k: body[k]
+            for k in (
+                "model",
+                "max_tokens",
+                "stream",
+                "thinking",
+                "max_output_tokens",
+                "tool_choice",
+            )
+            if k in body
+        }
         if "tools" in body:
             notes["tools"] = [
                 t.get("name") or (t.get("function") or {}).get("name")
@@ -83,24 +101,29 @@ class RecordingProxy(ThreadedServer):
                 body = None
             headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
             record = RecordedRequest(
-                method=request.method, path=request.url.path, query=request.url.query,
+                method=request.method,
+                path=request.url.path,
+                query=request.url.query,
                 headers={k: request.headers[k] for k in KEPT_HEADERS if k in request.headers},
                 body=body if isinstance(body, dict) else None,
-            )  # fmt: skip
+            )
             self.requests.append(record)
             headers["host"] = request.headers.get("host", "")
             client = httpx.AsyncClient(base_url=self.target, timeout=httpx.Timeout(600.0))
-            upstream = client.build_request(request.method, request.url.path,
-                                            params=request.url.query, headers=headers,
-                                            content=raw)  # fmt: skip
+            upstream = client.build_request(
+                request.method,
+                request.url.path,
+                params=request.url.query,
+                headers=headers,
+                content=raw,
+            )
             try:
                 answer = await client.send(upstream, stream=True)
             except BaseException:
                 await client.aclose()
                 raise
             record.status = answer.status_code
-            kept = {k: v for k, v in answer.headers.items()
-                    if k.lower() not in _HOP}  # fmt: skip
+            kept = {k: v for k, v in answer.headers.items() if k.lower() not in _HOP}
 
             async def chunks() -> Any:
                 try:

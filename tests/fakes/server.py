@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from typing import Any
+from typing import Any, Literal
 
 import uvicorn
 
@@ -28,12 +28,14 @@ class _Server(uvicorn.Server):
 class ThreadedServer:
     """Any ASGI app served by uvicorn in a daemon thread on 127.0.0.1; ``stop()`` ends it."""
 
-    def __init__(self, app: Any, port: int | None = None, lifespan: str = "off") -> None:
+    def __init__(
+        self, app: Any, port: int | None = None, lifespan: Literal["auto", "on", "off"] = "off"
+    ) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(
             app, host="127.0.0.1", port=self.port, log_level="warning", lifespan=lifespan
-        )  # type: ignore[arg-type]
+        )
         self._server = _Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True, name="uvicorn-test")
         self._thread.start()

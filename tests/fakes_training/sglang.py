@@ -64,21 +64,30 @@ class FakeSGLang:
             await asyncio.to_thread(self.gate.wait, 30)
         if not isinstance(path, str) or path in self.refuse:
             return JSONResponse(
-                {"success": False, "message": f"Failed to load weights from {path}: "
-                 "no such model", "num_paused_requests": 0},
+                {
+                    "success": False,
+                    "message": f"Failed to load weights from {path}: no such model",
+                    "num_paused_requests": 0,
+                },
                 400,
-            )  # fmt: skip
+            )
         self.model_path = path
         return JSONResponse(
-            {"success": True, "message": "Succeeded to update model weights.",
-             "num_paused_requests": 0}
-        )  # fmt: skip
+            {
+                "success": True,
+                "message": "Succeeded to update model weights.",
+                "num_paused_requests": 0,
+            }
+        )
 
     async def model_info(self, request: Request) -> JSONResponse:
         return JSONResponse(
-            {"model_path": self.model_path, "tokenizer_path": self.model_path,
-             "is_generation": True}
-        )  # fmt: skip
+            {
+                "model_path": self.model_path,
+                "tokenizer_path": self.model_path,
+                "is_generation": True,
+            }
+        )
 
     async def generate(self, request: Request) -> JSONResponse:
         body = await request.json()

@@ -150,10 +150,13 @@ async def _session(
         payload = RewardAssigned(reward=value, is_correct=value == 1.0, evaluator="faults")
         return [
             SessionEvent(
-                event_id=f"{sid}/reward", session_id=sid, run_id=RUN_ID, producer="faults",
+                event_id=f"{sid}/reward",
+                session_id=sid,
+                run_id=RUN_ID,
+                producer="faults",
                 payload=payload,
             )
-        ]  # fmt: skip
+        ]
 
     try:
         outcome = await rollout(agent, name="faults").run(

@@ -23,11 +23,11 @@ from rllm.kafka import end_offsets, ensure_topics
 from rllm.schemas.topics import POLICY_UPDATES, TOPICS
 from rllm.settings import KafkaSettings
 from tests.integration.helpers import members
+from tests.paths import ROOT
 from tests.ports import free_broker_port, free_ports
 
 __all__ = ["ADMIN_KEY", "HISTORY_GROUP", "PROCESSORS_GROUP", "Service", "Stack", "count", "members"]
 
-ROOT = Path(__file__).resolve().parents[2]
 ADMIN_KEY = "faults-admin-key"
 """The gateway's admin key (the driver opens and closes sessions with it)."""
 PROCESSORS_GROUP = "rllm-processors"
@@ -69,7 +69,7 @@ class Service:
     def start(self, *extra: str) -> Service:
         """Start the process (with ``extra`` arguments for this start only)."""
         if self.running:
-            raise InfraError(f"{self.name} is already running (pid {self.proc.pid})")  # type: ignore[union-attr]
+            raise InfraError(f"{self.name} is already running (pid {self.proc.pid})")  # type: ignore[union-attr]  # running is True: proc is set
         with open(self.log_dir / f"{self.name}-{self.starts}.log", "wb") as log:
             self.proc = subprocess.Popen(
                 [*self.argv, *extra],

@@ -232,9 +232,11 @@ def tally(stack: Stack, progress: Progress) -> Counts:
         sum(n - 1 for n in hist_steps.values())
         + sum(n - 1 for n in hist_trajs.values())
         + sum(n - 1 for n in hist_eps.values())
-        + len(trained) - len(trained_set)
-        + len(progress.steps) - len(sent)
-    )  # fmt: skip
+        + len(trained)
+        - len(trained_set)
+        + len(progress.steps)
+        - len(sent)
+    )
     return Counts(
         steps_sent=len(progress.steps),
         lost=sum(1 for sid, index in sent if not delivered(sid, index)),

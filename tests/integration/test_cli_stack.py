@@ -104,13 +104,31 @@ def test_a_down_broker_is_one_line_naming_up_not_librdkafka_noise(
     # train checks the broker, then the gateway, before it loads a model or writes anything
     began = time.monotonic()
     ckpt = tmp_path / "ckpt"
-    train = cli("train", "--benchmark", "multiply", "--max-updates", "1", "--checkpoint-dir",
-                str(ckpt), env={"RLLM_BOOTSTRAP_SERVERS": down})  # fmt: skip
+    train = cli(
+        "train",
+        "--benchmark",
+        "multiply",
+        "--max-updates",
+        "1",
+        "--checkpoint-dir",
+        str(ckpt),
+        env={"RLLM_BOOTSTRAP_SERVERS": down},
+    )
     assert train.returncode == 1 and "rllm-cli up" in train.stderr, train.stderr
     assert "%3|" not in train.stderr and time.monotonic() - began < 30
     no_gateway = f"http://127.0.0.1:{free_broker_port()}"
-    train = cli("train", "--benchmark", "multiply", "--max-updates", "1", "--checkpoint-dir",
-                str(ckpt), "--gateway-url", no_gateway, env=_env(kafka))  # fmt: skip
+    train = cli(
+        "train",
+        "--benchmark",
+        "multiply",
+        "--max-updates",
+        "1",
+        "--checkpoint-dir",
+        str(ckpt),
+        "--gateway-url",
+        no_gateway,
+        env=_env(kafka),
+    )
     assert train.returncode == 1, train.stderr
     assert f"the gateway at {no_gateway} does not answer" in train.stderr
     assert not ckpt.exists()

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import ConfigResource  # type: ignore[attr-defined]
+from confluent_kafka.admin import ConfigResource  # type: ignore[attr-defined]  # confluent-kafka's stubs do not re-export it
 
 from rllm.infra import LocalCluster, stack_down, stack_status, stack_up
 from rllm.kafka import EventPublisher, check_broker, ensure_topics, make_admin

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import ROOT
+
 FAULT_RUNS = (
     ("broker-kill", "trainer-kill", "gateway-kill"),
     ("processors-kill", "worker-rebalance"),

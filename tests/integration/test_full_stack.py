@@ -13,9 +13,8 @@ from pathlib import Path
 
 from tests.fakes.upstream import start_fake_upstream
 from tests.integration.test_cli_stack import _port_open, cli
+from tests.paths import BENCHMARK_FIXTURES as FIXTURES
 from tests.ports import free_broker_port
-
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "benchmarks"
 
 
 def test_up_eval_analytics_down(tmp_path: Path) -> None:

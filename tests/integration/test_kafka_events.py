@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka.admin import ConfigResource, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import ConfigResource, NewTopic  # type: ignore[attr-defined]  # confluent-kafka's stubs do not re-export them
 
 from rllm.errors import KafkaUnavailableError, MessageTooLargeError, TopicError
 from rllm.kafka import EventPublisher, check_broker, ensure_topics, make_admin

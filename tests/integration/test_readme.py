@@ -31,8 +31,8 @@ from rllm.producers.gateway import GatewaySettings, create_app
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import FakeUpstream, RunningUpstream, ThreadedServer, start_fake_upstream
 from tests.integration.processors.helpers import Workers
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 README = Path(os.environ.get("RLLM_TEST_README") or ROOT / "README.md")
 ADMIN_KEY = "readme-admin-key"
 _BLOCK = re.compile(
@@ -129,11 +129,28 @@ def stack(
         "RLLM_CHECKPOINT_DIR": str(tmp_path / "ckpt"),
     }
     profile = subprocess.run(
-        [sys.executable, "-m", "rllm.cli", "model", "setup", "--provider", "vllm",
-         "--name", "fake", "--model", "fake-model", "--base-url", f"{upstream.url}/v1",
-         "--no-input"],
-        env=env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "rllm.cli",
+            "model",
+            "setup",
+            "--provider",
+            "vllm",
+            "--name",
+            "fake",
+            "--model",
+            "fake-model",
+            "--base-url",
+            f"{upstream.url}/v1",
+            "--no-input",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert profile.returncode == 0, profile.stdout + profile.stderr
     workers = Workers(kafka, tmp_path)
     workers.start()
@@ -218,7 +235,7 @@ def check_python_api(ran: Ran, env: dict[str, str]) -> None:
     # the fake model's groups are all 0 and dropped: no batch makes one of the 2 updates,
     # so every batch of the epoch runs
     assert "81 tasks x 8 rollouts, 4 tasks per update, 21 batch(es)" in training[0]
-    assert [re.search(r"batch \d+/21", line)[0] for line in training[1:3]] == [  # type: ignore[index]
+    assert [re.search(r"batch \d+/21", line)[0] for line in training[1:3]] == [  # type: ignore[index]  # a line without the match fails the test here anyway
         "batch 1/21",
         "batch 2/21",
     ]

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import importlib
 import re
-from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic_settings import BaseSettings
 
 from rllm.settings import env_var
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import ROOT
 
 SETTINGS_MODULES = (
     "rllm.settings",

@@ -144,7 +144,7 @@ def test_the_stack_takes_each_service_s_port_from_that_service(
     assert (plain.gateway_port, plain.serve_port, plain.view_port) == (8400, 8000, 8500)
     assert stack_settings(home=tmp_path, serve_port=9).serve_port == 9  # a flag wins
     with pytest.raises(ValidationError, match="serve_prot"):
-        StackSettings(home=tmp_path, serve_prot=1)  # type: ignore[call-arg]
+        StackSettings(home=tmp_path, serve_prot=1)  # type: ignore[call-arg]  # the misspelt name is the test
 
 
 def test_env_var_refuses_an_unknown_field() -> None:

@@ -35,7 +35,7 @@ from rllm.consumers.backends.verl.workers import (
 from rllm.consumers.trainer.settings import BackendName, TrainerSettings
 from rllm.consumers.trainer.types import LossAgg, LossKind
 from rllm.errors import ConfigError
-from tests.unit.training.factory import ragged_batch
+from tests.unit.consumers.trainer.factory import ragged_batch
 
 pytestmark = pytest.mark.filterwarnings(
     # verl 0.9.1 imports ray.experimental.state, which Ray 2.60 deprecates

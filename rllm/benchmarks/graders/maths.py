@@ -21,10 +21,15 @@ __all__ = ["countdown", "math_equal", "math_reward"]
 logging.getLogger("math_verify").setLevel(logging.ERROR)
 
 
+_TIMEOUT_S = 30
+"""math-verify's own default is 5 s, which a loaded machine's first parse (sympy's lazy
+set-up) can pass; a runaway expression still stops."""
+
+
 def _timeouts() -> dict[str, Any]:
     """math-verify times out with SIGALRM, which only the main thread may use."""
     if threading.current_thread() is threading.main_thread():
-        return {}
+        return {"parsing_timeout": _TIMEOUT_S}
     return {"parsing_timeout": None}
 
 
@@ -47,7 +52,8 @@ def math_equal(gold: str, answer: str) -> tuple[bool, str]:
     if not gold_parsed or not pred:
         same = bool(gold.strip()) and _plain(gold) == _plain(extracted or answer)
         return same, extracted
-    kw: dict[str, Any] = {} if not _timeouts() else {"timeout_seconds": None}
+    main = threading.current_thread() is threading.main_thread()
+    kw: dict[str, Any] = {"timeout_seconds": _TIMEOUT_S if main else None}
     return bool(verify(gold_parsed, pred, **kw)), extracted
 
 

@@ -134,9 +134,10 @@ def list_checkpoints(root: Path) -> list[RunCheckpoints]:
     runs = []
     for folder in sorted(p for p in root.glob("*") if p.is_dir()) if root.is_dir() else []:
         versions = sorted(
-            int(p.name[1:]) for p in folder.glob("v*")
+            int(p.name[1:])
+            for p in folder.glob("v*")
             if p.is_dir() and p.name[1:].isdigit() and (p / "state.json").is_file()
-        )  # fmt: skip
+        )
         if not versions:
             continue
         pointer = folder / "LATEST"
@@ -148,9 +149,12 @@ def list_checkpoints(root: Path) -> list[RunCheckpoints]:
 
 
 def prune_checkpoints(
-    root: Path, keep: int, run_id: str | None = None, protect: set[tuple[str, int]] | None = None,
+    root: Path,
+    keep: int,
+    run_id: str | None = None,
+    protect: set[tuple[str, int]] | None = None,
     dry_run: bool = False,
-) -> list[tuple[str, int, int]]:  # fmt: skip
+) -> list[tuple[str, int, int]]:
     """Delete all but the newest ``keep`` checkpoints of each run (or of ``run_id``); never
     the one ``LATEST`` names (its offsets are the run's resume point) nor any ``(run,
     version)`` in ``protect`` (the policy a model server serves). Returns ``(run, version,

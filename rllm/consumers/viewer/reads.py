@@ -51,9 +51,18 @@ SESSIONS_SHOWN = 1000
 
 
 _TIMES = {
-    "assembled_at", "bucket", "created_at", "emitted_at", "first_seen", "last_at",
-    "last_event", "last_seen", "opened_at", "rewarded_at", "started_at",
-}  # fmt: skip
+    "assembled_at",
+    "bucket",
+    "created_at",
+    "emitted_at",
+    "first_seen",
+    "last_at",
+    "last_event",
+    "last_seen",
+    "opened_at",
+    "rewarded_at",
+    "started_at",
+}
 
 
 def _records(result: QueryResult) -> list[dict[str, Any]]:

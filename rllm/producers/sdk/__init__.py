@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rllm.producers.sdk.agents import builtin_agent
 from rllm.producers.sdk.client import GatewayClient, GatewayRequestError, SessionHandle
+from rllm.producers.sdk.errors import EvaluatorResultError
 from rllm.producers.sdk.evaluator import (
     Evaluator,
     evaluator,
@@ -16,6 +17,7 @@ from rllm.producers.sdk.types import AgentAnswer, RolloutConfig, RolloutOutcome
 __all__ = [
     "AgentAnswer",
     "Evaluator",
+    "EvaluatorResultError",
     "GatewayClient",
     "GatewayRequestError",
     "Rollout",

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 
 from rllm.errors import ConfigError
+from rllm.producers.sdk.errors import GatewayRequestError
 from rllm.producers.sdk.rollout import Rollout, rollout
 from rllm.producers.sdk.types import AgentAnswer, RolloutConfig
 from rllm.schemas.types import Task
@@ -26,7 +27,7 @@ async def _chat(config: RolloutConfig, messages: list[dict[str, Any]]) -> AgentA
     async with httpx.AsyncClient(timeout=timeout, verify=shared_tls()) as http:
         resp = await http.post(f"{config.base_url}/chat/completions", json=body, headers=headers)
     if resp.status_code >= 400:
-        raise RuntimeError(f"model call failed: {resp.status_code} {resp.text[:300]}")
+        raise GatewayRequestError(f"model call failed: {resp.status_code} {resp.text[:300]}")
     data = resp.json()
     usage = data.get("usage") or {}
     text = data["choices"][0]["message"].get("content") or ""

@@ -11,6 +11,7 @@ from typing import Any
 
 from rllm.benchmarks.rewards import get_reward_fn
 from rllm.benchmarks.types import RewardResult
+from rllm.producers.sdk.errors import EvaluatorResultError
 from rllm.producers.sdk.types import RolloutOutcome
 from rllm.schemas.envelope import envelope
 from rllm.schemas.types import RewardAssigned, SessionEvent, Task
@@ -23,7 +24,7 @@ def to_reward_result(value: Any) -> RewardResult:
     RewardResult.
 
     Raises:
-        TypeError: naming the value that is none of these.
+        EvaluatorResultError: naming the value that is none of these.
     """
     if isinstance(value, RewardResult):
         return value
@@ -43,7 +44,7 @@ def to_reward_result(value: Any) -> RewardResult:
             signals={str(k): float(v) for k, v in value.get("signals", {}).items()},
             metadata=dict(value.get("metadata", {})),
         )
-    raise TypeError(
+    raise EvaluatorResultError(
         "an evaluator must return a float, a bool, (reward, is_correct), a dict with "
         f"'reward' or a RewardResult; got {value!r}"
     )

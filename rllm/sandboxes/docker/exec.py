@@ -157,7 +157,7 @@ def in_thread(fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
         if error is not None:
             future.set_exception(error)
         else:
-            future.set_result(result)  # type: ignore[arg-type]
+            future.set_result(result)  # type: ignore[arg-type]  # error is None: result is what run() returned, a T
 
     def run() -> None:
         try:

@@ -25,7 +25,7 @@ class ChunkReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]
+    def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]  # typeshed says Buffer; io passes a bytearray or memoryview, which we slice
         while not self._buffer:
             try:
                 self._buffer = next(self._chunks)

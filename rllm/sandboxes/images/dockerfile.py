@@ -29,9 +29,24 @@ _RAW_WORD = re.compile(r"""(?:[^\s"'\\]|\\.|"(?:\\.|[^"\\])*"|'[^']*')+""")
 _HEREDOC = re.compile(r"^(\d*)<<(-?)([^<]*)$")
 
 SUPPORTED = (
-    "FROM", "RUN", "COPY", "ADD", "WORKDIR", "ENV", "USER", "ARG", "LABEL", "EXPOSE",
-    "CMD", "ENTRYPOINT", "VOLUME", "STOPSIGNAL", "HEALTHCHECK", "SHELL", "MAINTAINER",
-)  # fmt: skip
+    "FROM",
+    "RUN",
+    "COPY",
+    "ADD",
+    "WORKDIR",
+    "ENV",
+    "USER",
+    "ARG",
+    "LABEL",
+    "EXPOSE",
+    "CMD",
+    "ENTRYPOINT",
+    "VOLUME",
+    "STOPSIGNAL",
+    "HEALTHCHECK",
+    "SHELL",
+    "MAINTAINER",
+)
 """Instructions the local builder accepts."""
 
 _REFUSED = {

@@ -70,7 +70,7 @@ def unpack_layer(blob: Path, media_type: str, diff_id: str, target: Path) -> int
         raise ImageError(f"layer {blob.name} has media type {media_type!r}, not a tar layer")
     stream = _Hashing(raw)
     try:
-        with tarfile.open(fileobj=stream, mode="r|") as tar:  # type: ignore[call-overload]
+        with tarfile.open(fileobj=stream, mode="r|") as tar:  # type: ignore[call-overload]  # _Hashing has only read(): all a stream ("r|") needs, less than typeshed's _Fileobj
             count = _extract(tar, target)
         got = stream.drain()
     except (tarfile.TarError, OSError, EOFError) as exc:

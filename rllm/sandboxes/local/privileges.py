@@ -45,19 +45,56 @@ ID_RANGE = 65536
 """Ids mapped into every sandbox (0..65535 inside)."""
 
 _CAP_NUMBERS = {
-    "CHOWN": 0, "DAC_OVERRIDE": 1, "DAC_READ_SEARCH": 2, "FOWNER": 3, "FSETID": 4, "KILL": 5,
-    "SETGID": 6, "SETUID": 7, "SETPCAP": 8, "LINUX_IMMUTABLE": 9, "NET_BIND_SERVICE": 10,
-    "NET_BROADCAST": 11, "NET_ADMIN": 12, "NET_RAW": 13, "IPC_LOCK": 14, "IPC_OWNER": 15,
-    "SYS_MODULE": 16, "SYS_RAWIO": 17, "SYS_CHROOT": 18, "SYS_PTRACE": 19, "SYS_PACCT": 20,
-    "SYS_ADMIN": 21, "SYS_BOOT": 22, "SYS_NICE": 23, "SYS_RESOURCE": 24, "SYS_TIME": 25,
-    "SYS_TTY_CONFIG": 26, "MKNOD": 27, "LEASE": 28, "AUDIT_WRITE": 29, "AUDIT_CONTROL": 30,
+    "CHOWN": 0,
+    "DAC_OVERRIDE": 1,
+    "DAC_READ_SEARCH": 2,
+    "FOWNER": 3,
+    "FSETID": 4,
+    "KILL": 5,
+    "SETGID": 6,
+    "SETUID": 7,
+    "SETPCAP": 8,
+    "LINUX_IMMUTABLE": 9,
+    "NET_BIND_SERVICE": 10,
+    "NET_BROADCAST": 11,
+    "NET_ADMIN": 12,
+    "NET_RAW": 13,
+    "IPC_LOCK": 14,
+    "IPC_OWNER": 15,
+    "SYS_MODULE": 16,
+    "SYS_RAWIO": 17,
+    "SYS_CHROOT": 18,
+    "SYS_PTRACE": 19,
+    "SYS_PACCT": 20,
+    "SYS_ADMIN": 21,
+    "SYS_BOOT": 22,
+    "SYS_NICE": 23,
+    "SYS_RESOURCE": 24,
+    "SYS_TIME": 25,
+    "SYS_TTY_CONFIG": 26,
+    "MKNOD": 27,
+    "LEASE": 28,
+    "AUDIT_WRITE": 29,
+    "AUDIT_CONTROL": 30,
     "SETFCAP": 31,
-}  # fmt: skip
+}
 
 DOCKER_CAPS = (
-    "CHOWN", "DAC_OVERRIDE", "FSETID", "FOWNER", "MKNOD", "NET_RAW", "SETGID", "SETUID",
-    "SETFCAP", "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "KILL", "AUDIT_WRITE",
-)  # fmt: skip
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FSETID",
+    "FOWNER",
+    "MKNOD",
+    "NET_RAW",
+    "SETGID",
+    "SETUID",
+    "SETFCAP",
+    "SETPCAP",
+    "NET_BIND_SERVICE",
+    "SYS_CHROOT",
+    "KILL",
+    "AUDIT_WRITE",
+)
 """Docker's default capability set (root's inside; everyone's bounding set)."""
 
 DOCKER_CAPS_MASK = sum(1 << _CAP_NUMBERS[name] for name in DOCKER_CAPS)
@@ -79,9 +116,14 @@ _ACTIONS = {
     "SCMP_ACT_ALLOW": 0x7FFF0000,
 }
 _OPS = {
-    "SCMP_CMP_NE": 1, "SCMP_CMP_LT": 2, "SCMP_CMP_LE": 3, "SCMP_CMP_EQ": 4,
-    "SCMP_CMP_GE": 5, "SCMP_CMP_GT": 6, "SCMP_CMP_MASKED_EQ": 7,
-}  # fmt: skip
+    "SCMP_CMP_NE": 1,
+    "SCMP_CMP_LT": 2,
+    "SCMP_CMP_LE": 3,
+    "SCMP_CMP_EQ": 4,
+    "SCMP_CMP_GE": 5,
+    "SCMP_CMP_GT": 6,
+    "SCMP_CMP_MASKED_EQ": 7,
+}
 _EPERM = 1
 _GO_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 _SOURCE = Path(__file__).with_name("enter.c")

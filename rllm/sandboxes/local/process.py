@@ -46,8 +46,13 @@ __all__ = [
 
 MASKED_FILES = ("kcore", "keys", "latency_stats", "timer_list", "timer_stats", "sched_debug")
 """Files of ``/proc`` that Docker masks (``/dev/null`` over them)."""
-MASKED_DIRS = ("/proc/asound", "/proc/acpi", "/proc/scsi", "/sys/firmware",
-               "/sys/devices/virtual/powercap")  # fmt: skip
+MASKED_DIRS = (
+    "/proc/asound",
+    "/proc/acpi",
+    "/proc/scsi",
+    "/sys/firmware",
+    "/sys/devices/virtual/powercap",
+)
 """Directories Docker masks (an empty read-only tmpfs over them)."""
 READ_ONLY_PROC = ("bus", "fs", "irq", "sys", "sysrq-trigger")
 """Parts of ``/proc`` that Docker makes read-only."""
@@ -104,12 +109,19 @@ def bwrap_argv(
     spec's mounts are already in ``merged`` (``bind_mounts``): bubblewrap runs as the
     sandbox's unprivileged host root, which cannot reach host paths by name."""
     argv = [
-        bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-        "--unshare-cgroup", "--die-with-parent", "--new-session", "--hostname", hostname,
-        "--bind", str(merged), "/", "--proc", "/proc", "--dev", "/dev",
-        "--perms", "1777", "--tmpfs", "/dev/shm", "--chdir", workdir, "--clearenv",
+        bwrap,
+        "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup",
+        "--die-with-parent",
+        "--new-session",
+        "--hostname", hostname,
+        "--bind", str(merged), "/",
+        "--proc", "/proc",
+        "--dev", "/dev",
+        "--perms", "1777", "--tmpfs", "/dev/shm",
+        "--chdir", workdir,
+        "--clearenv",
         "--cap-drop", "ALL",
-    ]  # fmt: skip
+    ]  # fmt: skip  # one bubblewrap option and its arguments per row
     argv += _docker_proc_and_sys()
     # /tmp stays in the overlay, as in a container: 1777 from the image, kept by a RUN for
     # the next step's layer, and counted against disk_mb with the rest of the upper dir
@@ -204,8 +216,7 @@ def _start(prefix: list[str], argv: list[str], start: Start) -> BwrapProcess:
     info_r, info_w = os.pipe()
     block_r, block_w = os.pipe()
     sleep = "infinity" if start.lifetime_s is None else f"{start.lifetime_s:.3f}"
-    args += ["--seccomp", str(seccomp), "--info-fd", str(info_w),
-             "--userns-block-fd", str(block_r)]  # fmt: skip
+    args += ["--seccomp", str(seccomp), "--info-fd", str(info_w), "--userns-block-fd", str(block_r)]
     args_fd = _args_pipe(args)
     passed += [info_w, block_r, args_fd]
     host_id = str(start.idmap.host(0))

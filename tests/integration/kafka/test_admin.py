@@ -16,7 +16,7 @@ from rllm.kafka import EventPublisher, TopicReader, end_offsets, group_lag
 from rllm.schemas.topics import EPISODES
 from rllm.settings import KafkaSettings
 from tests.integration.helpers import read_records
-from tests.unit.training.factory import episode
+from tests.unit.consumers.trainer.factory import episode
 
 
 def test_end_offsets_and_a_group_s_lag_per_partition(

@@ -15,7 +15,7 @@ from rllm.schemas.topics import DEAD_LETTERS, EPISODES
 from rllm.schemas.types import DeadLetter, EpisodeAssembled
 from rllm.settings import KafkaSettings
 from tests.integration.helpers import read_all, read_records
-from tests.unit.training.factory import episode
+from tests.unit.consumers.trainer.factory import episode
 
 GARBAGE = b"\xc3\x01not an avro record"
 

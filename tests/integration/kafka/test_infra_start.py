@@ -9,7 +9,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.paths import ROOT
 
 
 def _free_pair() -> int:

@@ -18,10 +18,10 @@ from rllm.schemas.topics import SESSION_EVENTS
 from rllm.schemas.types import SessionEvent
 from rllm.settings import KafkaSettings
 from tests.integration.helpers import read_all
+from tests.paths import ROOT
 from tests.unit.processors.factory import make_session, task
 
 CODEC = AvroCodec()
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def grouped_sessions(sessions: int, group: int) -> list[SessionEvent]:

@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.paths import ROOT
+
 __all__ = ["docker_backend_settings", "docker_url"]
 
-_INFRA = Path(__file__).resolve().parents[3] / "infra" / "docker"
+_INFRA = ROOT / "infra" / "docker"
 
 
 def _our_dockerd_running(data_dir: Path) -> bool:

@@ -240,9 +240,13 @@ def loopback_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loop
             tag = repository.partition("/")[2].partition(":")[0]
             tag = tag if tag in ("arm", "corrupt") else "base"
             _run(
-                "skopeo", "copy", "--quiet", "--dest-tls-verify=false",
-                f"oci:{layout}:{tag}", f"docker://{host}/{repository}",
-            )  # fmt: skip
+                "skopeo",
+                "copy",
+                "--quiet",
+                "--dest-tls-verify=false",
+                f"oci:{layout}:{tag}",
+                f"docker://{host}/{repository}",
+            )
             raw = _run("skopeo", "inspect", "--tls-verify=false", f"docker://{host}/{repository}")
             digests[repository] = list(json.loads(raw)["Layers"])
         yield LoopbackRegistry(host, storage, digests)

@@ -44,7 +44,7 @@ def owner() -> dict[str, str]:
 
 def spec(owner: dict[str, str], **overrides: object) -> SandboxSpec:
     fields: dict[str, object] = {"image": "debian:bookworm", "labels": owner, **overrides}
-    return SandboxSpec(**fields)  # type: ignore[arg-type]
+    return SandboxSpec(**fields)
 
 
 async def test_exec_results_exit_codes_env_and_cwd(

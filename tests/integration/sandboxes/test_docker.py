@@ -128,7 +128,7 @@ async def test_network_none_has_only_loopback(backend: DockerBackend, owner: str
 
 class _Hello(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
-        body = self.server.body  # type: ignore[attr-defined]
+        body = self.server.body  # type: ignore[attr-defined]  # the reply body, set on each server in http_servers
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -144,7 +144,7 @@ def http_servers() -> Iterator[tuple[int, int]]:
     servers = []
     for body in (b"gateway-ok", b"other-server"):
         server = ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
-        server.body = body  # type: ignore[attr-defined]
+        server.body = body  # type: ignore[attr-defined]  # the reply body _Hello sends
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
     yield servers[0].server_address[1], servers[1].server_address[1]
@@ -420,7 +420,7 @@ def test_layers_flatten_with_whiteouts_and_opaque_dirs(tmp_path: Path) -> None:
     write_flat_tar([lower, upper], buffer)
     buffer.seek(0)
     with tarfile.open(fileobj=buffer) as tar:
-        files = {m.name: tar.extractfile(m).read() for m in tar if m.isreg()}  # type: ignore[union-attr]
+        files = {m.name: tar.extractfile(m).read() for m in tar if m.isreg()}  # type: ignore[union-attr]  # regular members always have a file object
     assert files == {"keep": b"low", "keep2": b"up", "dir/new": b"up", "swap": b"now a file"}
 
 

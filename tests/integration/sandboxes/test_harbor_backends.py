@@ -14,8 +14,8 @@ import pytest
 from rllm.benchmarks.harbor import HarborTask, load_task, run_oracle, run_verifier
 from rllm.sandboxes import OWNER_LABEL, SandboxSettings
 from tests.integration.sandboxes.backends import open_backend
+from tests.paths import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 SHIPPED = sorted(p.name for p in (FIXTURES / "harbor_tasks").iterdir() if p.is_dir())
 TEMPLATE = FIXTURES / "harbor_template" / "template-task"
 SUBSTITUTES = {"ubuntu:24.04": "debian:bookworm"}

@@ -15,8 +15,8 @@ import pytest
 from rllm.benchmarks.harbor import HarborTask, load_dataset, load_task, run_oracle, run_verifier
 from rllm.sandboxes import OWNER_LABEL, Sandbox, SandboxBackend, SandboxSettings, get_backend
 from rllm.sandboxes.types import NetworkMode
+from tests.paths import HARBOR_TASKS as TASKS
 
-TASKS = Path(__file__).resolve().parents[2] / "fixtures" / "harbor_tasks"
 SHIPPED = load_dataset(TASKS).tasks
 
 
@@ -63,8 +63,10 @@ async def test_oracle_earns_1_and_doing_nothing_earns_0(
         await sandbox.close()
     assert (result.ok, result.reward, result.error, result.timed_out) == (True, 1.0, None, False)
     assert result.values["reward"] == 1.0 and result.exit_code == 0
-    print(f"{task.name}: build {build_s:.2f} s, oracle {oracle_s:.2f} s, "
-          f"verify {result.duration_s:.2f} s")  # fmt: skip
+    print(
+        f"{task.name}: build {build_s:.2f} s, oracle {oracle_s:.2f} s, "
+        f"verify {result.duration_s:.2f} s"
+    )
 
     idle, _ = await task_sandbox(backend, task, owner)
     try:  # an agent that did nothing but plant a reward where the verifier writes
@@ -114,7 +116,7 @@ BROKEN = {
         """echo '{"a": 1, "b": 0}' > /logs/verifier/reward.json\n""",
         "/logs/verifier/reward.json has 2 values (a, b) and no 'reward' key",
     ),
-}  # fmt: skip
+}
 
 
 def broken_task(root: Path, test_sh: str, verifier_timeout_s: float = 30.0) -> HarborTask:

@@ -158,7 +158,7 @@ async def test_local_sandbox_and_build_from_pulled_images(
         (context / "Dockerfile").write_text(
             "FROM python:3.13-slim-bookworm\nRUN cat /marker > /built\n"
         )
-        info = await build_image(backend, backend.store, context, "test-registry-build")  # type: ignore[attr-defined]
+        info = await build_image(backend, backend.store, context, "test-registry-build")  # type: ignore[attr-defined]  # the local backend's store; the Protocol has none
         sandbox = await backend.create(SandboxSpec(image=info.name))
         built = await sandbox.exec(["cat", "/built"])
         assert built.stdout == "pulled from the loopback registry\n", built

@@ -69,7 +69,7 @@ async def test_docker_builds_and_runs_on_the_substitute_too(
     owner = {OWNER_LABEL: f"subst-{uuid.uuid4().hex[:8]}"}
     async with open_backend("docker", settings, request) as backend:
         image = await backend.build_image(tmp_path, "subst-docker:test")
-        built = backend.client.images.get(image.name).labels  # type: ignore[attr-defined]
+        built = backend.client.images.get(image.name).labels  # type: ignore[attr-defined]  # the docker backend's client; the Protocol has none
         assert built[SUBSTITUTED_LABEL] == "ubuntu:24.04"
         assert (tmp_path / "Dockerfile").read_text().startswith("FROM ubuntu:24.04\n")
         for name, marker in ((image.name, "built"), ("ubuntu:24.04", "none")):

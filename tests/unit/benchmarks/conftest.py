@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from rllm.schemas.types import Task
-from tests.unit.benchmarks.helpers import FIXTURES
+from tests.paths import BENCHMARK_FIXTURES as FIXTURES
 
 
 @pytest.fixture

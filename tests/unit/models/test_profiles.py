@@ -38,13 +38,13 @@ def test_save_writes_0600_and_round_trips_with_the_key(config_dir: Path) -> None
         base_url="https://api.openai.com/v1",
         api_key_env="OPENAI_API_KEY",
         api_key=SECRET,
-    )  # type: ignore[arg-type]
+    )
     path = save_config(UserConfig(active="o", profiles={"o": profile}))
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     loaded = load_config()
     assert loaded.get().api_key is not None
-    assert loaded.get().api_key.get_secret_value() == SECRET  # type: ignore[union-attr]
+    assert loaded.get().api_key.get_secret_value() == SECRET  # type: ignore[union-attr]  # the line above: it is not None
     assert SECRET not in repr(loaded)
 
 
@@ -56,7 +56,7 @@ def test_env_key_wins_over_file_key(monkeypatch: pytest.MonkeyPatch) -> None:
         base_url="u",
         api_key_env="OPENAI_API_KEY",
         api_key="sk-file-key-000000",
-    )  # type: ignore[arg-type]
+    )
     assert resolve_api_key(profile) == ("sk-file-key-000000", "file")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env-key-1111111")
     assert resolve_api_key(profile) == ("sk-env-key-1111111", "env OPENAI_API_KEY")

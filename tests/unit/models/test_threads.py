@@ -82,7 +82,7 @@ def test_steps_set_torch_threads() -> None:
 @pytest.mark.parametrize("bad", [-1, True, "many"])
 def test_bad_thread_settings_are_refused_naming_the_value(bad: object) -> None:
     with pytest.raises(ConfigError, match=repr(bad).replace("'", "'?")):
-        check_threads(bad)  # type: ignore[arg-type]
+        check_threads(bad)  # type: ignore[arg-type]  # bad values on purpose
 
 
 def test_settings_read_auto_and_counts_from_the_environment(

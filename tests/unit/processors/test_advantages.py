@@ -70,4 +70,4 @@ def test_dispatch_and_bad_input() -> None:
     with pytest.raises(ValueError, match="finite"):
         grpo_advantages([1.0, float("nan")])
     with pytest.raises(ValueError, match="one-dimensional"):
-        grpo_advantages([[1.0], [0.0]])  # type: ignore[list-item]
+        grpo_advantages([[1.0], [0.0]])  # type: ignore[list-item]  # a wrong shape on purpose

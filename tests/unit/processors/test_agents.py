@@ -64,26 +64,26 @@ async def test_assemble_score_group_through_agents(procs: tuple[Processors, Capt
             await agent.put(CODEC.encode(ev), key=ev.session_id.encode())
         await agent.put(CODEC.encode(events[1]), key=b"s-a")  # duplicate: ignored
     scoring = sink.of(Output.SCORING)
-    assert [t.session_id for t in scoring] == ["s-a", "s-b"]  # type: ignore[attr-defined]
+    assert [t.session_id for t in scoring] == ["s-a", "s-b"]  # type: ignore[attr-defined]  # the sink holds decoded records
     # the internal hop keeps prompts delta-encoded: 4x less to move for long sessions
-    assert [s.prompt_prefix_len for s in scoring[0].steps] == [0, 7, 13]  # type: ignore[attr-defined]
+    assert [s.prompt_prefix_len for s in scoring[0].steps] == [0, 7, 13]  # type: ignore[attr-defined]  # the sink holds decoded records
     async with p.score.test_context() as agent:
         for traj in scoring:
-            await agent.put(CODEC.encode(traj), key=b"k")  # type: ignore[arg-type]
+            await agent.put(CODEC.encode(traj), key=b"k")  # type: ignore[arg-type]  # the sink holds decoded records
         for _ in range(200):  # concurrent actors: wait until both were scored
             if len(sink.of(Output.TRAJECTORIES)) == 2:
                 break
             await asyncio.sleep(0.01)
     trajs = sink.of(Output.TRAJECTORIES)
     assert all(isinstance(t, TrajectoryAssembled) for t in trajs)
-    rewards = {t.session_id: t.reward for t in trajs}  # type: ignore[attr-defined]
-    full = {t.session_id: t for t in trajs}["s-a"]  # type: ignore[attr-defined]
+    rewards = {t.session_id: t.reward for t in trajs}  # type: ignore[attr-defined]  # the sink holds decoded records
+    full = {t.session_id: t for t in trajs}["s-a"]  # type: ignore[attr-defined]  # the sink holds decoded records
     assert [s.prompt_prefix_len for s in full.steps] == [0, 7, 13]  # carried once
     assert restore_steps(full.steps)[0] == list(assemble_trajectory(events[:5]).steps)
     assert rewards == {"s-a": 1.0, "s-b": 0.0}
     async with p.group.test_context() as agent:
         for traj in trajs:
-            await agent.put(CODEC.encode(traj), key=b"run-1/t-7")  # type: ignore[arg-type]
+            await agent.put(CODEC.encode(traj), key=b"run-1/t-7")  # type: ignore[arg-type]  # the sink holds decoded records
     (episode,) = sink.of(Output.EPISODES)
     assert isinstance(episode, EpisodeAssembled)
     assert episode.event_id == "ep:run-1/t-7"
@@ -110,4 +110,4 @@ async def test_poison_goes_to_dead_letters_and_agent_keeps_going(
     assert isinstance(first, DeadLetter) and isinstance(second, DeadLetter)
     assert first.value == b"\x00garbage" and first.error_type == "UnknownSchemaError"
     assert "wrong-key" in second.reason and "s-ok" in second.reason
-    assert [t.session_id for t in sink.of(Output.SCORING)] == ["s-ok"]  # type: ignore[attr-defined]
+    assert [t.session_id for t in sink.of(Output.SCORING)] == ["s-ok"]  # type: ignore[attr-defined]  # the sink holds decoded records

@@ -8,14 +8,14 @@ from __future__ import annotations
 import inspect
 import re
 from importlib.metadata import version
-from pathlib import Path
 from typing import Any
 
 import faust
 
 from rllm.processors.consumer import GuardedApp, GuardedConsumer
+from tests.paths import ROOT
 
-PYPROJECT = Path(__file__).resolve().parents[3] / "pyproject.toml"
+PYPROJECT = ROOT / "pyproject.toml"
 
 # The faust method each override replaces, with its signature in the pinned release.
 FAUST_SIGNATURES = {

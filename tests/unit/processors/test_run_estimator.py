@@ -65,7 +65,7 @@ def test_the_fast_path_carries_the_runs_estimator_and_refuses_an_unknown_one() -
     (letter,) = book.on_trajectory(d, CODEC.encode(d), 0, 3, 0.0)
     assert letter.output == Output.DEAD_LETTERS
     assert letter.record is not None
-    reason = letter.record.reason  # type: ignore[attr-defined]
+    reason = letter.record.reason  # type: ignore[attr-defined]  # a DeadLetter record
     assert "run 'run-1'" in reason and "'ppo'" in reason and "rloo" in reason
     with pytest.raises(ConfigError, match="estimator 'ppo'"):
         build_episode("run-1", bad, [c, d], 2, GRPO_DEPLOYMENT)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,8 +15,9 @@ import pytest
 
 from rllm.consumers.trainer.whitening import whiten_over_tokens
 from rllm.processors.advantages import compute_advantages
+from tests.paths import FIXTURES
 
-FIXTURE = Path(__file__).parents[2] / "fixtures" / "verl_advantages" / "verl_advantages.json"
+FIXTURE = FIXTURES / "verl_advantages" / "verl_advantages.json"
 DOC: dict[str, Any] = json.loads(FIXTURE.read_text())
 CASES: list[dict[str, Any]] = DOC["cases"]
 

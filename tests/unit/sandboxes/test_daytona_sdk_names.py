@@ -69,8 +69,8 @@ def test_daytona_create_params_have_every_key_the_backend_sets() -> None:
             assert isinstance(node.value, ast.Dict)
             keys |= {str(k.value) for k in node.value.keys if isinstance(k, ast.Constant)}
         is_key = isinstance(node, ast.Subscript) and dotted(node.value) == "common"
-        if is_key and isinstance(node.slice, ast.Constant):  # type: ignore[attr-defined]
-            keys.add(str(node.slice.value))  # type: ignore[attr-defined]
+        if is_key and isinstance(node.slice, ast.Constant):  # type: ignore[attr-defined]  # is_key checked it is a Subscript
+            keys.add(str(node.slice.value))  # type: ignore[attr-defined]  # is_key checked it is a Subscript
     assert {"labels", "env_vars", "network_block_all", "ttl_minutes"} <= keys
     for params in (daytona.CreateSandboxFromImageParams, daytona.CreateSandboxFromSnapshotParams):
         assert keys <= set(params.model_fields), keys - set(params.model_fields)
@@ -100,7 +100,7 @@ def _client_paths() -> set[tuple[str, str]]:
 
 def test_daytona_fake_serves_only_paths_the_sdk_requests() -> None:
     known = _client_paths()
-    app = fake_daytona.FakeDaytona(engine=None).app  # type: ignore[arg-type]
+    app = fake_daytona.FakeDaytona(engine=None).app  # type: ignore[arg-type]  # only the app's routes are read: no engine needed
     served = 0
     for route in app.routes:
         path = getattr(route, "path", "")

@@ -19,9 +19,10 @@ from rllm.sandboxes.images.dockerfile import parse_dockerfile
 from rllm.sandboxes.images.importer import import_rootfs
 from rllm.sandboxes.images.plan import base_image, plan_build, stages
 from rllm.sandboxes.images.rootfs import LayerView, LayerWriter
-from rllm.sandboxes.images.steps import CopyStep, RunStep, WorkdirStep
+from rllm.sandboxes.images.steps import BuildPlan, CopyStep, RunStep, WorkdirStep
 from rllm.sandboxes.images.store import ImageConfig, ImageStore
 from rllm.sandboxes.images.words import expand, expand_words
+from tests.paths import ROOT
 
 root_only = pytest.mark.usefixtures("as_root")
 """Layers keep owners, so these need root (as CI and the sandboxes run): they fail
@@ -34,7 +35,7 @@ def as_root() -> None:
         pytest.fail("layers keep owners: run the sandbox tests as root")
 
 
-def plan(text: str, env: dict[str, str] | None = None, **build_args: str):  # type: ignore[no-untyped-def]
+def plan(text: str, env: dict[str, str] | None = None, **build_args: str) -> BuildPlan:
     return plan_build(parse_dockerfile(text), ImageConfig(env=env or {}), build_args)
 
 
@@ -305,7 +306,7 @@ async def test_unknown_from_says_how_to_import(tmp_path: Path) -> None:
     (context := tmp_path / "ctx").mkdir()
     (context / "Dockerfile").write_text("# hi\nFROM ghcr.io/acme/tool:1.2\nRUN true\n")
     with pytest.raises(ImageError) as caught:
-        await build_image(None, store, context)  # type: ignore[arg-type]
+        await build_image(None, store, context)  # type: ignore[arg-type]  # refused before any backend is used
     message = str(caught.value)
     assert "ghcr.io/acme/tool:1.2" in message and "Dockerfile:2" in message
     assert "rllm-cli sandbox image import ghcr.io/acme/tool:1.2 rootfs.tar" in message
@@ -322,7 +323,7 @@ async def test_unknown_from_says_how_to_import(tmp_path: Path) -> None:
 async def test_refused_from_gives_a_hint(tmp_path: Path, name: str, needle: str) -> None:
     (instruction,) = parse_dockerfile(f"FROM {name}\n")
     with pytest.raises(ImageError, match=needle):
-        await resolve_from(None, ImageStore(tmp_path), name, instruction)  # type: ignore[arg-type]
+        await resolve_from(None, ImageStore(tmp_path), name, instruction)  # type: ignore[arg-type]  # refused before any backend is used
 
 
 def test_derived_names() -> None:
@@ -492,7 +493,7 @@ def test_add_extracts_a_local_tar_and_copies_other_files(tmp_path: Path) -> None
 
 
 def test_the_projects_own_dockerfile_plans() -> None:
-    text = (Path(__file__).parents[3] / "Dockerfile").read_text()
+    text = (ROOT / "Dockerfile").read_text()
     built = plan_build(parse_dockerfile(text), ImageConfig(env={"PATH": "/usr/bin"}))
     assert base_image(parse_dockerfile(text))[0] == "python:3.11-slim"
     kinds = [type(step).__name__ for step in built.steps]

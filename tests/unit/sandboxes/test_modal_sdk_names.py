@@ -63,7 +63,7 @@ def test_modal_exceptions_exist() -> None:
 
 
 def _pairs() -> list[tuple[str, Callable[..., Any], Any]]:
-    fake = fake_modal.FakeModal(engine=None)  # type: ignore[arg-type]
+    fake = fake_modal.FakeModal(engine=None)  # type: ignore[arg-type]  # only the SDK's names are read: no engine needed
     sandbox, process, fs = modal_sandbox.FakeSandbox, modal_sandbox.FakeProcess, SandboxFilesystem
     return [
         ("Client.from_credentials", fake.Client.from_credentials, modal.Client.from_credentials),
@@ -97,7 +97,7 @@ def _pairs() -> list[tuple[str, Callable[..., Any], Any]]:
 
 def _fs_method(name: str) -> Callable[..., Any]:
     holder = modal_sandbox.FakeFilesystem.__new__(modal_sandbox.FakeFilesystem)
-    modal_sandbox.FakeFilesystem.__init__(holder, None)  # type: ignore[arg-type]
+    modal_sandbox.FakeFilesystem.__init__(holder, None)  # type: ignore[arg-type]  # only the method names are read: no sandbox needed
     method: Callable[..., Any] = getattr(holder, name).aio
     return method
 
@@ -119,7 +119,7 @@ def test_modal_fake_signatures_are_the_sdks(name: str, fake: Callable[..., Any],
 
 
 def test_modal_fake_names_exist_in_the_sdk() -> None:
-    fake = fake_modal.FakeModal(engine=None)  # type: ignore[arg-type]
+    fake = fake_modal.FakeModal(engine=None)  # type: ignore[arg-type]  # only the SDK's names are read: no engine needed
     for space in ("Client", "App", "Image", "Sandbox"):
         for attr in vars(getattr(fake, space)):
             assert hasattr(getattr(modal, space), attr), f"modal.{space}.{attr}"

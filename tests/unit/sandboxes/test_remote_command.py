@@ -76,8 +76,10 @@ def test_argv_stdin_and_a_missing_cwd() -> None:
 
 def test_timeout_kills_even_what_left_the_group_and_flood_is_cut(tmp_path: Path) -> None:
     late = tmp_path / "late"
+    # the sweep reads every process's environ on the host (hundreds here, a few in a
+    # sandbox): the runaway waits 4 s so that a loaded host still sweeps before it
     command = RemoteCommand.build(
-        f"setsid sh -c 'sleep 1.5; touch {late}' </dev/null >/dev/null 2>&1 &"
+        f"setsid sh -c 'sleep 4; touch {late}' </dev/null >/dev/null 2>&1 &"
         " head -c 100000 /dev/zero; sleep 20",
         cwd="/",
         limit=2048,
@@ -88,7 +90,7 @@ def test_timeout_kills_even_what_left_the_group_and_flood_is_cut(tmp_path: Path)
     result = _run(command)
     assert result.timed_out and result.exit_code is None and result.error == "timed out after 0.5 s"
     assert result.truncated and result.stdout == cut_output(b"\0" * 100000, 2048)
-    time.sleep(1.5)
+    time.sleep(4)
     assert not late.exists()
     assert command.server_timeout_s(100) == 1 + 2 + 5
 

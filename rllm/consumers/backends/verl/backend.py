@@ -14,6 +14,7 @@ from typing import Any
 
 from rllm.consumers.backends.base import BackendBase
 from rllm.consumers.backends.verl.convert import VERL_ESTIMATORS, to_data_proto, to_verl_batch
+from rllm.consumers.trainer.errors import CheckpointError
 from rllm.consumers.trainer.settings import TrainerSettings
 from rllm.consumers.trainer.types import Capabilities, LossAgg, LossKind, TrainBatch, UpdateResult
 from rllm.errors import ConfigError
@@ -117,7 +118,7 @@ class VerlBackend(BackendBase):
         self.actor.save_checkpoint(str(verl_dir), global_step=self._version)
         hf = verl_dir / "huggingface"
         if not (hf / "config.json").is_file():
-            raise RuntimeError(
+            raise CheckpointError(
                 f"verl saved no HF weights under {hf} (checkpoint.save_contents lacks "
                 f"hf_model?): the rollout servers would have nothing to load"
             )

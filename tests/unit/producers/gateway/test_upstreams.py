@@ -1,0 +1,76 @@
+"""The upstream client through ``httpx.MockTransport``: statuses, timeouts, bad bodies."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from rllm.producers.gateway.settings import GatewaySettings
+from rllm.producers.gateway.upstreams import Upstream, UpstreamFailure
+
+
+def _upstream(handler: httpx.MockTransport, **overrides: object) -> Upstream:
+    return Upstream(GatewaySettings(upstream_url="http://up.test", **overrides), handler)  # type: ignore[arg-type]  # settings fields of several types
+
+
+async def test_status_timeout_and_invalid_body_become_failures() -> None:
+    seen: list[httpx.Request] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        body = json.loads(request.content)
+        if body["model"] == "boom":
+            return httpx.Response(503, json={"error": {"message": "overloaded"}})
+        if body["model"] == "slow":
+            raise httpx.ReadTimeout("slow", request=request)
+        if body["model"] == "html":
+            return httpx.Response(200, text="<html>")
+        return httpx.Response(200, json={"ok": True})
+
+    up = _upstream(httpx.MockTransport(handle), upstream_api_key="sk-secret")
+    assert await up.post_json(
+        "/v1/chat/completions",
+        {"model": "m"},
+        {"anthropic-version": "1", "authorization": "Bearer agent"},
+    ) == {"ok": True}
+    assert (
+        seen[0].headers["authorization"] == "Bearer sk-secret"
+    )  # the agent's key is not forwarded
+    assert seen[0].headers["anthropic-version"] == "1"
+    with pytest.raises(UpstreamFailure) as status:
+        await up.post_json("/v1/chat/completions", {"model": "boom"}, {})
+    assert status.value.status == 503 and status.value.error.kind == "upstream_status"
+    assert b"overloaded" in status.value.body
+    with pytest.raises(UpstreamFailure) as slow:
+        await up.post_json("/v1/chat/completions", {"model": "slow"}, {})
+    assert slow.value.status == 504 and slow.value.error.kind == "upstream_timeout"
+    with pytest.raises(UpstreamFailure) as html:
+        await up.post_json("/v1/chat/completions", {"model": "html"}, {})
+    assert html.value.status == 502 and html.value.error.kind == "invalid_response"
+    assert "sk-secret" not in str(slow.value) + str(status.value) + str(html.value)
+    await up.aclose()
+
+
+async def test_a_closed_keepalive_connection_is_retried_once() -> None:
+    calls = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        if len(calls) == 1:
+            raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+        return httpx.Response(200, json={"n": len(calls)})
+
+    up = _upstream(httpx.MockTransport(handle))
+    assert await up.post_json("/v1/completions", {"model": "m"}, {}) == {"n": 2}
+
+    def always(request: httpx.Request) -> httpx.Response:
+        raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+
+    up2 = _upstream(httpx.MockTransport(always))
+    with pytest.raises(UpstreamFailure) as info:
+        await up2.post_json("/v1/completions", {"model": "m"}, {})
+    assert info.value.status == 502 and info.value.error.kind == "upstream_unreachable"
+    await up.aclose()
+    await up2.aclose()
