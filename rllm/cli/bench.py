@@ -16,6 +16,7 @@ from rllm.cli.common import (
     console,
     image_substitute_option,
     image_substitutes,
+    print_rows,
     print_table,
     reports_errors,
 )
@@ -178,18 +179,14 @@ def check(directory: Path, as_json: bool, image_substitute: tuple[str, ...]) -> 
             )
         )
     else:
-        table = Table(title=f"{len(checks)} tasks in {directory}, {len(invalid)} invalid")
-        for column in ("task", "status", "problems and warnings"):
-            table.add_column(column, overflow="fold")
+        rows = []
         for c in checks:
             notes = [f"[red]{escape(p)}[/red]" for p in c.problems]
             notes += [f"[yellow]{escape(w)}[/yellow]" for w in c.warnings]
-            table.add_row(
-                c.name,
-                "[green]ok[/green]" if c.ok else "[red]invalid[/red]",
-                "\n".join(notes) or "-",
-            )
-        print_table(table)
+            status = "[green]ok[/green]" if c.ok else "[red]invalid[/red]"
+            rows.append((c.name, status, "\n".join(notes) or "-"))
+        title = f"{len(checks)} tasks in {directory}, {len(invalid)} invalid"
+        print_rows(title, ("task", "status", "problems and warnings"), rows)
     if not checks:
         click.echo(f"error: no task folders in {directory}", err=True)
     if invalid or not checks:

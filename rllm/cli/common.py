@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,12 +20,14 @@ from rllm.errors import RllmError
 __all__ = [
     "console",
     "err_console",
+    "harbor_options",
     "history_store_options",
     "image_substitute_option",
     "image_substitutes",
     "is_terminal",
     "kafka_options",
     "kafka_settings",
+    "print_rows",
     "print_table",
     "reports_errors",
     "table_lines",
@@ -76,6 +78,17 @@ def print_table(table: Table) -> None:
             click.echo(_plain(note), err=True)
     for line in table_lines(table):
         click.echo(line)
+
+
+def print_rows(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """``print_table`` of a table whose cells are all shown whole (folded, never cut): the
+    listings of names, ids and paths."""
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    print_table(table)
 
 
 def reports_errors(func: F) -> F:
@@ -130,6 +143,32 @@ def kafka_options(func: F) -> F:
         help="Kafka host:port list [default: 127.0.0.1:9092].",
     )(func)
     return func
+
+
+def harbor_options(tasks_dir_help: str, sandbox_help: str) -> Callable[[F], F]:
+    """``--tasks-dir``, ``--sandbox-backend`` and the agent's and verifier's timeout
+    multipliers: the options of rollouts of Harbor task folders (``eval``, ``train``)."""
+
+    def add(func: F) -> F:
+        for name in ("verifier", "agent"):
+            func = click.option(
+                f"--{name}-timeout-multiplier",
+                type=click.FloatRange(0, min_open=True),
+                default=1.0,
+                show_default=True,
+                help=f"Scales each task's [{name}] timeout_sec.",
+            )(func)
+        func = click.option(
+            "--sandbox-backend", envvar="RLLM_SANDBOX_BACKEND", default=None, help=sandbox_help
+        )(func)
+        return click.option(
+            "--tasks-dir",
+            type=click.Path(exists=True, file_okay=False, path_type=Path),
+            default=None,
+            help=tasks_dir_help,
+        )(func)
+
+    return add
 
 
 def image_substitute_option(func: F) -> F:

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rllm.cli.common import (
     console,
     err_console,
+    harbor_options,
     image_substitute_option,
     image_substitutes,
     kafka_options,
@@ -145,32 +146,10 @@ def is_local_model(name: str | None) -> bool:
     default=None,
     help="The gateway's admin key [env RLLM_ADMIN_KEY].",
 )
-@click.option(
-    "--tasks-dir",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="Harbor task folders of an agentic benchmark (terminal_bench2, swebench_verified, ...).",
-)
-@click.option(
-    "--sandbox-backend",
-    envvar="RLLM_SANDBOX_BACKEND",
-    default=None,
-    help="Sandboxes of the harness runs: local, docker, daytona, modal "
+@harbor_options(
+    "Harbor task folders of an agentic benchmark (terminal_bench2, swebench_verified, ...).",
+    "Sandboxes of the harness runs: local, docker, daytona, modal "
     "[default: local; env RLLM_SANDBOX_BACKEND].",
-)
-@click.option(
-    "--agent-timeout-multiplier",
-    type=click.FloatRange(0, min_open=True),
-    default=1.0,
-    show_default=True,
-    help="Scales each task's [agent] timeout_sec.",
-)
-@click.option(
-    "--verifier-timeout-multiplier",
-    type=click.FloatRange(0, min_open=True),
-    default=1.0,
-    show_default=True,
-    help="Scales each task's [verifier] timeout_sec.",
 )
 @click.option(
     "--artifacts-dir",

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from rllm.cli.common import console, print_table, reports_errors
+from rllm.cli.common import console, print_rows, reports_errors
 
 __all__ = ["harness", "harness_home", "harness_row"]
 
@@ -65,8 +65,6 @@ def harness() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per line.")
 def list_command(as_json: bool) -> None:
     """Every registered harness: name, pinned version, API, installed or not."""
-    from rich.table import Table
-
     from rllm.producers.harnesses import harness_names
 
     home = harness_home()
@@ -75,13 +73,12 @@ def list_command(as_json: bool) -> None:
         for row in rows:
             click.echo(json.dumps(row))
         return
-    table = Table(title=f"{len(rows)} harnesses (installs in {home})")
-    for column in ("name", "version", "api", "installed"):
-        table.add_column(column, overflow="fold")
+    shown = []
     for row in rows:
         state = "yes" if row["installed"] else f"no{': ' + row['error'] if row['error'] else ''}"
-        table.add_row(row["name"], row["version"], row["api"], state)
-    print_table(table)
+        shown.append((row["name"], row["version"], row["api"], state))
+    title = f"{len(rows)} harnesses (installs in {home})"
+    print_rows(title, ("name", "version", "api", "installed"), shown)
 
 
 @harness.command("install")

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-from rich.table import Table
 
 from rllm.cli.backends import age, backend_option, with_backend
 from rllm.cli.common import (
@@ -19,7 +18,7 @@ from rllm.cli.common import (
     err_console,
     image_substitute_option,
     image_substitutes,
-    print_table,
+    print_rows,
     reports_errors,
 )
 from rllm.cli.snapshot import snapshot
@@ -165,19 +164,12 @@ def ls(backend: str | None, owner: str | None, as_json: bool) -> None:
             )
         )
         return
-    table = Table(title=f"{len(infos)} sandboxes")
-    for column in ("id", "backend", "image", "owner", "age", "alive"):
-        table.add_column(column, overflow="fold")  # a name or id shown whole, never cut
+    columns = ("id", "backend", "image", "owner", "age", "alive")
+    rows = []
     for i in infos:
-        table.add_row(
-            i.id,
-            i.backend,
-            i.image,
-            i.labels.get(OWNER_LABEL, "-"),
-            age(i.age_s),
-            "yes" if i.alive else "no",
-        )
-    print_table(table)
+        owner, alive = i.labels.get(OWNER_LABEL, "-"), "yes" if i.alive else "no"
+        rows.append((i.id, i.backend, i.image, owner, age(i.age_s), alive))
+    print_rows(f"{len(infos)} sandboxes", columns, rows)
 
 
 @sandbox.command()
@@ -236,14 +228,12 @@ def image_ls(backend: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([dataclasses.asdict(i) for i in infos], indent=2))
         return
-    table = Table(title=f"{len(infos)} images")
-    for column in ("name", "backend", "id", "size", "created"):
-        table.add_column(column, overflow="fold")  # a name or id shown whole, never cut
+    rows = []
     for i in infos:
         size = f"{i.size_bytes / 1e6:.0f} MB" if i.size_bytes is not None else "-"
         created = age(time.time() - i.created_at) + " ago" if i.created_at else "-"
-        table.add_row(i.name, i.backend, i.id, size, created)
-    print_table(table)
+        rows.append((i.name, i.backend, i.id, size, created))
+    print_rows(f"{len(infos)} images", ("name", "backend", "id", "size", "created"), rows)
 
 
 @image.command("pull")

@@ -9,10 +9,9 @@ import time
 from typing import Any
 
 import click
-from rich.table import Table
 
 from rllm.cli.backends import age, backend_option, with_backend
-from rllm.cli.common import console, print_table, reports_errors
+from rllm.cli.common import console, print_rows, reports_errors
 
 __all__ = ["snapshot"]
 
@@ -59,11 +58,9 @@ def snapshot_list(backend: str | None, as_json: bool) -> None:
         rows = [{**dataclasses.asdict(i), "expired": i.expired} for i in infos]
         click.echo(json.dumps(rows, indent=2, default=dict))
         return
-    table = Table(title=f"{len(infos)} snapshots")
-    for column in ("name", "backend", "image", "key", "age", "ttl", "expired"):
-        table.add_column(column, overflow="fold")  # a name or id shown whole, never cut
-    for i in infos:
-        table.add_row(
+    columns = ("name", "backend", "image", "key", "age", "ttl", "expired")
+    shown = [
+        (
             i.name,
             i.backend,
             i.image,
@@ -72,7 +69,9 @@ def snapshot_list(backend: str | None, as_json: bool) -> None:
             age(i.ttl_s) if i.ttl_s else "-",
             "yes" if i.expired else "no",
         )
-    print_table(table)
+        for i in infos
+    ]
+    print_rows(f"{len(infos)} snapshots", columns, shown)
 
 
 @snapshot.command("delete")

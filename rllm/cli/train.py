@@ -6,7 +6,6 @@ by a trainer in this process). ``train consume`` runs the trainer consumer alone
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
@@ -15,6 +14,7 @@ from rllm.app.config import TrainConfig
 from rllm.cli.common import (
     console,
     err_console,
+    harbor_options,
     kafka_options,
     kafka_settings,
     print_table,
@@ -29,6 +29,7 @@ from rllm.cli.train_options import (
     config_option,
     options,
     preflight,
+    rl_option_groups,
 )
 from rllm.cli.train_sft import sft
 from rllm.errors import ConfigError
@@ -53,14 +54,10 @@ LOOP = (
 """The rollouts of ``--benchmark``."""
 HARBOR = ("tasks_dir", "sandbox_backend", "agent_timeout_multiplier", "verifier_timeout_multiplier")
 """The rollouts of ``--tasks-dir``."""
-OPTION_GROUPS = (
-    ("Trainer", RUN),
-    ("Objective", OBJECTIVE),
-    ("Episodes and staleness", EPISODES),
-    ("Distillation (--loss distill)", DISTILL),
+OPTION_GROUPS = rl_option_groups(
+    EPISODES,
     ("The whole loop (rollouts through the gateway)", LOOP),
     ("Harbor tasks (--tasks-dir)", HARBOR),
-    ("Kafka", ("bootstrap_servers", "topic_prefix")),
 )
 """How ``rllm-cli train --help`` groups its options."""
 _SAMPLING = TrainConfig.model_fields["sampling"].get_default(call_default_factory=True)
@@ -95,33 +92,11 @@ _SAMPLING = TrainConfig.model_fields["sampling"].get_default(call_default_factor
 @click.option(
     "--gateway-url", envvar="RLLM_GATEWAY_URL", default="http://127.0.0.1:8400", show_default=True
 )
-@click.option(
-    "--tasks-dir",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="Train on these Harbor task folders instead, each rollout the harness --agent in a "
+@harbor_options(
+    "Train on these Harbor task folders instead, each rollout the harness --agent in a "
     "sandbox, rewarded by the task's verifier (with --benchmark, an agentic one such as "
     "terminal_bench2).",
-)
-@click.option(
-    "--sandbox-backend",
-    envvar="RLLM_SANDBOX_BACKEND",
-    default=None,
-    help="Sandboxes of the harness runs [default: local; env RLLM_SANDBOX_BACKEND].",
-)
-@click.option(
-    "--agent-timeout-multiplier",
-    type=click.FloatRange(0, min_open=True),
-    default=1.0,
-    show_default=True,
-    help="Scales each task's [agent] timeout_sec.",
-)
-@click.option(
-    "--verifier-timeout-multiplier",
-    type=click.FloatRange(0, min_open=True),
-    default=1.0,
-    show_default=True,
-    help="Scales each task's [verifier] timeout_sec.",
+    "Sandboxes of the harness runs [default: local; env RLLM_SANDBOX_BACKEND].",
 )
 @kafka_options
 @click.pass_context

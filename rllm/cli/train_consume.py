@@ -9,19 +9,13 @@ import click
 
 from rllm.cli.common import console, kafka_options, kafka_settings, reports_errors
 from rllm.cli.groups import GroupedCommand
-from rllm.cli.train_options import DISTILL, OBJECTIVE, RUN, options, preflight
+from rllm.cli.train_options import DISTILL, OBJECTIVE, RUN, options, preflight, rl_option_groups
 
 __all__ = ["consume"]
 
 EPISODES = ("mode", "max_staleness", "uniform_reward", "idle_exit_s")
 """Which episodes are trained, and when the consumer stops waiting for more."""
-OPTION_GROUPS = (
-    ("Trainer", RUN),
-    ("Objective", OBJECTIVE),
-    ("Episodes and staleness", EPISODES),
-    ("Distillation (--loss distill)", DISTILL),
-    ("Kafka", ("bootstrap_servers", "topic_prefix")),
-)
+OPTION_GROUPS = rl_option_groups(EPISODES)
 """How ``rllm-cli train consume --help`` groups its options."""
 
 

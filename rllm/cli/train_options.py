@@ -21,11 +21,13 @@ from rllm.consumers.trainer.settings import TrainerSettings
 
 __all__ = [
     "DISTILL",
+    "KAFKA",
     "OBJECTIVE",
     "RUN",
     "config_option",
     "options",
     "preflight",
+    "rl_option_groups",
     "setting",
 ]
 
@@ -46,6 +48,25 @@ OBJECTIVE = (
 """What the update optimises, in every mode."""
 DISTILL = ("teacher_model", "teacher_url", "teacher_api")
 """The teacher of ``--loss distill``."""
+KAFKA = ("Kafka", ("bootstrap_servers", "topic_prefix"))
+"""``--help``'s last group in every mode: ``kafka_options``."""
+
+OptionGroups = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def rl_option_groups(episodes: tuple[str, ...], *loop: tuple[str, tuple[str, ...]]) -> OptionGroups:
+    """How ``--help`` groups an RL trainer's options: the trainer, its objective, the
+    ``episodes`` it trains, the teacher of distillation, then the ``loop``'s groups (the
+    whole loop's rollouts) and Kafka."""
+    return (
+        ("Trainer", RUN),
+        ("Objective", OBJECTIVE),
+        ("Episodes and staleness", episodes),
+        ("Distillation (--loss distill)", DISTILL),
+        *loop,
+        KAFKA,
+    )
+
 
 _FLAGS = {"idle_exit_s": "--idle-exit"}
 """Flags that are not the field's name with dashes."""

@@ -10,7 +10,7 @@ import click
 
 from rllm.cli.common import console, err_console, kafka_options, kafka_settings, reports_errors
 from rllm.cli.groups import GroupedCommand
-from rllm.cli.train_options import OBJECTIVE, RUN, options
+from rllm.cli.train_options import KAFKA, OBJECTIVE, RUN, options
 
 __all__ = ["sft"]
 
@@ -18,7 +18,7 @@ OPTION_GROUPS = (
     ("Data", ("data_file", "epochs", "offline")),
     ("Trainer", RUN),
     ("Objective (the loss is sft)", OBJECTIVE),
-    ("Kafka", ("bootstrap_servers", "topic_prefix")),
+    KAFKA,
 )
 """How ``rllm-cli train sft --help`` groups its options."""
 

@@ -1,5 +1,6 @@
-"""Small helpers for integration tests: read a topic to its end; how far a consumer group
-has committed, and how many members it has; wait until a condition holds."""
+"""Small helpers for integration tests: read a topic to its end, or a reader's next
+records; how far a consumer group has committed, and how many members it has; wait until a
+condition holds."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from rllm.kafka import make_admin, make_consumer
+from rllm.kafka import ConsumedRecord, TopicReader, make_admin, make_consumer
 from rllm.settings import KafkaSettings
 
 
@@ -77,3 +78,11 @@ def until(
     while not ready():
         assert time.monotonic() < deadline, what
         time.sleep(every_s)
+
+
+def read_records(reader: TopicReader, n: int) -> list[ConsumedRecord]:
+    """The next ``n`` records ``reader`` returns, read a second at a time until they came."""
+    got: list[ConsumedRecord] = []
+    while len(got) < n:
+        got.extend(reader.read(n - len(got), timeout_s=1.0))
+    return got

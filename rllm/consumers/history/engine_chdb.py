@@ -21,10 +21,9 @@ from urllib.parse import urlencode
 
 import pyarrow as pa
 
-from rllm.consumers.history.ddl import create_statements
+from rllm.consumers.history.engine_base import EngineBase
 from rllm.consumers.history.errors import translate_clickhouse_error
 from rllm.consumers.history.limits import READ_ONLY, ReadLimits, limit_error
-from rllm.consumers.history.sqlguard import guard
 from rllm.consumers.history.types import HistoryError, QueryError, QueryResult, StoreLockedError
 
 __all__ = ["ChdbStore", "arrow_stream_bytes", "translate_clickhouse_error"]
@@ -81,7 +80,7 @@ class _Reader:
                 self.session = None
 
 
-class ChdbStore:
+class ChdbStore(EngineBase):
     """History in a chDB directory.
 
     Args:
@@ -125,15 +124,8 @@ class ChdbStore:
         except RuntimeError as exc:
             raise translate_clickhouse_error(exc, context) from exc
 
-    def create_schema(self) -> None:
-        """Create the database and tables if missing."""
-        for stmt in create_statements(self.database):
-            self.command(stmt)
-
-    def insert(self, table: str, batch: pa.Table) -> int:
-        """Insert an Arrow batch (streamed as ArrowStream) into ``table``."""
-        if batch.num_rows == 0:
-            return 0
+    def _insert(self, table: str, batch: pa.Table) -> None:
+        """Stream an Arrow batch into ``table`` as ArrowStream."""
         data = arrow_stream_bytes(batch)
         cols = ", ".join(f"`{c}`" for c in batch.column_names)
         sql = f"INSERT INTO `{self.database}`.`{table}` ({cols}) SETTINGS optimize_on_insert = 0"
@@ -141,7 +133,6 @@ class ChdbStore:
             inserter = self._session.send_insert(sql, "ArrowStream")
             inserter.append(data)
             inserter.finish()
-        return int(batch.num_rows)
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
         """Run a read query of ours in the read-only session; parameters are bound by chDB,
@@ -152,13 +143,9 @@ class ChdbStore:
             raise translate_clickhouse_error(exc, "query failed") from exc
         return _result(tbl)
 
-    def query_user(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
-        """Run a user's statement, checked by ``sqlguard`` on chDB's own parse, in the session
-        opened with ``readonly=1`` and the limits."""
-        return self._run_user(guard(self._run_user, sql, params, self.database), params)
-
     def _run_user(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
-        """Run a statement in the limited session, unchecked (the guard's own parses)."""
+        """Run a statement in the session opened with ``readonly=1`` and the limits,
+        unchecked (the guard's own parses)."""
         try:
             tbl = self._user_reader.query(sql, params)
         except RuntimeError as exc:

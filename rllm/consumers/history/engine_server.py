@@ -12,16 +12,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from rllm.consumers.history.ddl import create_statements
+from rllm.consumers.history.engine_base import EngineBase
 from rllm.consumers.history.errors import translate_clickhouse_error
 from rllm.consumers.history.limits import READ_ONLY, ReadLimits, limit_error
-from rllm.consumers.history.sqlguard import guard
 from rllm.consumers.history.types import HistoryError, QueryResult
 
 __all__ = ["ServerStore"]
 
 
-class ServerStore:
+class ServerStore(EngineBase):
     """History in a ClickHouse server.
 
     Args:
@@ -58,22 +57,14 @@ class ServerStore:
         except Exception as exc:  # clickhouse-connect raises OperationalError and friends
             raise HistoryError(f"cannot reach the ClickHouse server at {url}: {exc}") from exc
 
-    def create_schema(self) -> None:
-        """Create the database and tables if missing."""
-        for stmt in create_statements(self.database):
-            self.command(stmt)
-
-    def insert(self, table: str, batch: pa.Table) -> int:
-        """Insert an Arrow batch into ``table``."""
-        if batch.num_rows == 0:
-            return 0
+    def _insert(self, table: str, batch: pa.Table) -> None:
+        """Send an Arrow batch to ``table`` (``insert_arrow``)."""
         try:
             self._client.insert_arrow(
                 table, batch, database=self.database, settings={"optimize_on_insert": 0}
             )
         except Exception as exc:
             raise translate_clickhouse_error(exc, f"inserting into {table}") from exc
-        return int(batch.num_rows)
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
         """Run a read query of ours (``readonly=1``) with server-side parameter binding."""
@@ -83,13 +74,9 @@ class ServerStore:
             raise translate_clickhouse_error(exc, "query failed") from exc
         return QueryResult.from_arrow(tbl)
 
-    def query_user(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
-        """Run a user's statement, checked by ``sqlguard`` on the server's own parse, with
-        ``readonly=1`` and the limits as request settings."""
-        return self._run_user(guard(self._run_user, sql, params, self.database), params)
-
     def _run_user(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
-        """Run a statement with the limits, unchecked (the guard's own parses)."""
+        """Run a statement with ``readonly=1`` and the limits as request settings, unchecked
+        (the guard's own parses)."""
         try:
             tbl = self._client.query_arrow(
                 sql, parameters=params or None, settings=self.limits.settings()

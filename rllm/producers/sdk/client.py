@@ -203,18 +203,11 @@ class GatewayClient:
         return results, attempt
 
     async def close_session(
-        self,
-        handle: SessionHandle,
-        status: SessionStatus,
-        output: Any = None,
-        error: str | None = None,
-        events: list[SessionEvent] | None = None,
+        self, handle: SessionHandle, status: SessionStatus, **close: Any
     ) -> int:
-        """Close a session (publishes ``events``, then SessionClosed); return the steps it
-        captured (0 when a retry found it already closed by an attempt whose answer was
-        lost). ``close_session_totals`` also returns its token totals."""
-        totals = await self.close_session_totals(handle, status, output, error, events)
-        return totals.num_steps
+        """Close a session as ``close_session_totals`` does (``close``: its ``output``,
+        ``error`` and ``events``); return only the steps it captured."""
+        return (await self.close_session_totals(handle, status, **close)).num_steps
 
     async def close_session_totals(
         self,
@@ -224,9 +217,9 @@ class GatewayClient:
         error: str | None = None,
         events: list[SessionEvent] | None = None,
     ) -> SessionTotals:
-        """Close a session as ``close_session`` does; return what the gateway counted: its
-        steps and the upstream's token usage summed over them (zeros when a retry found it
-        already closed by an attempt whose answer was lost)."""
+        """Close a session (publishes ``events``, then SessionClosed); return what the
+        gateway counted: its steps and the upstream's token usage summed over them (zeros
+        when a retry found it already closed by an attempt whose answer was lost)."""
         body: dict[str, Any] = {"status": status.value, "output": output, "error": error}
         body = json.loads(json.dumps(body, default=str))
         if events:

@@ -15,6 +15,7 @@ from rllm.errors import TopicError
 from rllm.kafka import EventPublisher, TopicReader, end_offsets, group_lag
 from rllm.schemas.topics import EPISODES
 from rllm.settings import KafkaSettings
+from tests.integration.helpers import read_records
 from tests.unit.consumers.trainer.factory import episode
 
 
@@ -31,15 +32,10 @@ def test_end_offsets_and_a_group_s_lag_per_partition(
     assert end_offsets(kafka, topic) == {0: 5, 1: 0, 2: 2}
     group = f"test-{uuid.uuid4().hex[:8]}"
     assert group_lag(kafka, group, topic) == {0: 5, 2: 2}  # nothing committed yet
-    reader = TopicReader(kafka, group, name="test-admin")
-    try:
+    with TopicReader(kafka, group, name="test-admin") as reader:
         reader.assign(topic, [0], "committed")
-        got: list[object] = []
-        while len(got) < 3:
-            got.extend(reader.read(3 - len(got), timeout_s=1.0))
+        read_records(reader, 3)
         reader.commit()  # offsets 0-2 of partition 0
-    finally:
-        reader.close()
     assert group_lag(kafka, group, topic) == {0: 2, 2: 2}
 
 

@@ -14,7 +14,7 @@ from rllm.schemas.policy import PolicyUpdated
 from rllm.schemas.topics import DEAD_LETTERS, EPISODES
 from rllm.schemas.types import DeadLetter, EpisodeAssembled
 from rllm.settings import KafkaSettings
-from tests.integration.helpers import read_all
+from tests.integration.helpers import read_all, read_records
 from tests.unit.consumers.trainer.factory import episode
 
 GARBAGE = b"\xc3\x01not an avro record"
@@ -24,6 +24,14 @@ def _policy(version: int) -> PolicyUpdated:
     return PolicyUpdated(
         event_id=f"run/v{version}", run_id="run", version=version, checkpoint_uri="file:///x"
     )
+
+
+def _next_record(reader: TopicReader) -> ConsumedRecord:
+    """The next record ``reader`` polls, however many polls come back empty first."""
+    rec = None
+    while rec is None:
+        rec = reader.poll(1.0)
+    return rec
 
 
 def _read_to_end(reader: TopicReader, topic: str, partitions: list[int]) -> list[ConsumedRecord]:
@@ -108,38 +116,23 @@ def test_a_commit_stores_the_offsets_after_what_was_returned_and_the_group_resum
         r.assign(topic, r.partitions(topic), "committed")
         return r
 
-    first = reader()
-    try:
-        got: list[ConsumedRecord] = []
-        while len(got) < 4:
-            got.extend(first.read(4 - len(got), timeout_s=1.0))
+    with reader() as first:
+        got = read_records(first, 4)
         assert [r.offset for r in got] == [0, 1, 2, 3]
         assert got[2].error is not None and got[2].event is None  # refused, still counted
         assert first.positions == {topic: {0: 4}}
         first.commit()
         assert first.positions == {}
-    finally:
-        first.close()
 
-    second = reader()
-    try:
-        rec = None
-        while rec is None:
-            rec = second.poll(1.0)
+    with reader() as second:
+        rec = _next_record(second)
         assert (rec.offset, rec.event.event_id) == (4, "e4")
         # a checkpoint's offsets (partition keys as strings) replace what was read
         second.commit({topic: {"0": 1}})
-    finally:
-        second.close()
 
-    third = reader()
-    try:
-        rec = None
-        while rec is None:
-            rec = third.poll(1.0)
+    with reader() as third:
+        rec = _next_record(third)
         assert (rec.offset, rec.event.event_id) == (1, "e1")
-    finally:
-        third.close()
 
 
 def test_end_reads_only_records_that_arrive_later_and_a_missing_topic_has_no_partitions(

@@ -34,22 +34,6 @@ def _publish(kafka: KafkaSettings) -> None:
         pub.publish_bytes(tp.SESSION_EVENTS, b"bad2", b"\xc3\x01" + b"\x00" * 8 + b"junk")
 
 
-def _counts(store: HistoryStore, final: bool = True) -> dict[str, int]:
-    fin = " FINAL" if final else ""
-    return {
-        t: store.query(f"SELECT count() FROM `{store.database}`.`{t}`{fin}").rows[0][0]
-        for t in (
-            "sessions",
-            "steps",
-            "rewards",
-            "trajectories",
-            "episodes",
-            "policy_updates",
-            "dead_letters",
-        )
-    }
-
-
 EXPECTED = {
     "sessions": 2 * SESSIONS,
     "steps": 2 * SESSIONS,
@@ -59,6 +43,16 @@ EXPECTED = {
     "policy_updates": 1,
     "dead_letters": 3,
 }
+"""Rows per table once the sink took every record of ``_publish`` exactly once."""
+
+
+def _counts(store: HistoryStore, final: bool = True) -> dict[str, int]:
+    """Rows in each table ``EXPECTED`` names (without ``FINAL``: duplicates too)."""
+    fin = " FINAL" if final else ""
+    return {
+        t: store.query(f"SELECT count() FROM `{store.database}`.`{t}`{fin}").rows[0][0]
+        for t in EXPECTED
+    }
 
 
 def _settings(group: str) -> HistorySettings:

@@ -23,7 +23,7 @@ from rllm.consumers.history.engine_chdb import ChdbStore
 from rllm.consumers.history.limits import ReadLimits
 from rllm.consumers.history.queries import run_sql
 from rllm.consumers.history.types import HistoryError, QueryResult
-from tests.unit.consumers.history.shared import fresh_chdb, load, shared_chdb
+from tests.unit.consumers.history.shared import limited_chdb, shared_chdb
 
 SEED = int(os.environ.get("RLLM_SQL_FUZZ_SEED", "20261121"))
 N = int(os.environ.get("RLLM_SQL_FUZZ_N", "3000"))
@@ -178,11 +178,8 @@ def _cells(result: QueryResult) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def store() -> Iterator[ChdbStore]:
-    view = fresh_chdb("fz")
-    load(view, 200)
-    st = ChdbStore(shared_chdb().path, view.database, LIMITS)
-    yield st
-    st.close()
+    with limited_chdb("fz", 200, LIMITS) as st:
+        yield st
 
 
 def _catalog() -> tuple[int, int]:

@@ -8,11 +8,15 @@ import atexit
 import shutil
 import tempfile
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from rllm.consumers.history.batch import RowBuffer
 from rllm.consumers.history.engine_chdb import ChdbStore
+from rllm.consumers.history.limits import ReadLimits
 from rllm.consumers.history.rows import event_rows
+from rllm.consumers.history.service import serve_queries
 from rllm.consumers.history.types import HistoryStore
 from tests.unit.consumers.history.synthetic import synthetic_events
 
@@ -46,3 +50,31 @@ def load(store: HistoryStore, n_steps: int, tokens_per_step: int = 0) -> RowBuff
     for table, batch in buf.batches():
         store.insert(table, batch)
     return buf
+
+
+@contextmanager
+def limited_chdb(prefix: str, n_steps: int, limits: ReadLimits) -> Iterator[ChdbStore]:
+    """A synthetic history of ``n_steps`` steps on a fresh database, read through a second
+    store on the shared directory with ``limits`` (closed at the end)."""
+    view = fresh_chdb(prefix)
+    load(view, n_steps)
+    store = ChdbStore(shared_chdb().path, view.database, limits)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@contextmanager
+def serving(sock: Path, store: HistoryStore) -> Iterator[dict[str, str]]:
+    """The query service of ``store`` on ``sock`` (stopped at the end); yields the
+    environment in which a command reads the history through it."""
+    server = serve_queries(sock, store)
+    try:
+        yield {
+            "RLLM_HISTORY_SOCKET": str(sock),
+            "RLLM_HISTORY_DATABASE": store.database,
+            "RLLM_CLICKHOUSE_URL": "",
+        }
+    finally:
+        server.stop()

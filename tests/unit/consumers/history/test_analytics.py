@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from rllm.cli.main import cli
 from rllm.consumers.history.queries import QUERIES, run_named, run_sql
-from rllm.consumers.history.service import serve_queries
 from rllm.consumers.history.types import HistoryStore, QueryError
+from tests.unit.consumers.history.shared import serving
 
 
 def test_runs(history_20k: HistoryStore) -> None:
@@ -101,16 +101,8 @@ def test_sql_escape_hatch(history_20k: HistoryStore) -> None:
 def service(
     history_20k: HistoryStore, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, str]]:
-    sock = tmp_path_factory.mktemp("svc") / "history.sock"
-    server = serve_queries(sock, history_20k)
-    try:
-        yield {
-            "RLLM_HISTORY_SOCKET": str(sock),
-            "RLLM_HISTORY_DATABASE": history_20k.database,
-            "RLLM_CLICKHOUSE_URL": "",
-        }
-    finally:
-        server.stop()
+    with serving(tmp_path_factory.mktemp("svc") / "history.sock", history_20k) as env:
+        yield env
 
 
 @pytest.mark.parametrize("name", [n for n in QUERIES])

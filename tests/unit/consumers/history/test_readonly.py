@@ -21,10 +21,10 @@ from rllm.consumers.history.engine_server import ServerStore
 from rllm.consumers.history.errors import StatementRefusedError
 from rllm.consumers.history.limits import READ_ONLY, ReadLimits
 from rllm.consumers.history.queries import run_named, run_sql
-from rllm.consumers.history.service import ServiceClient, serve_queries
+from rllm.consumers.history.service import ServiceClient
 from rllm.consumers.history.settings import HistorySettings
 from rllm.consumers.history.types import QueryError
-from tests.unit.consumers.history.shared import fresh_chdb, load, shared_chdb
+from tests.unit.consumers.history.shared import limited_chdb, serving, shared_chdb
 
 TIGHT = ReadLimits(
     max_execution_s=1,
@@ -38,11 +38,8 @@ TIGHT = ReadLimits(
 @pytest.fixture(scope="module")
 def history() -> Iterator[ChdbStore]:
     """A small history, read through a second store on the same directory with TIGHT limits."""
-    view = fresh_chdb("ro")
-    load(view, 500)
-    store = ChdbStore(shared_chdb().path, view.database, TIGHT)
-    yield store
-    store.close()
+    with limited_chdb("ro", 500, TIGHT) as store:
+        yield store
 
 
 @pytest.fixture
@@ -52,6 +49,13 @@ def canary(tmp_path: Path) -> tuple[Path, str]:
     path = tmp_path / "secret.txt"
     path.write_text(content + "\n")
     return path, content
+
+
+def _all_refused(store: ChdbStore, match: str, *sqls: str) -> None:
+    """Each of ``sqls`` is refused with a QueryError matching ``match``."""
+    for sql in sqls:
+        with pytest.raises(QueryError, match=match):
+            run_sql(store, sql)
 
 
 def _tables() -> int:
@@ -132,22 +136,22 @@ def test_what_readonly_lets_through_is_what_the_lexer_refuses(
     history._run_user(f"SELECT 1 INTO OUTFILE '{out}'")
     assert out.read_text() == "1\n"
     out.unlink()
-    for sql in (
+    _all_refused(
+        history,
+        r"function \w+\(\) reads a host file",
         f"SELECT file('{path}')",
         f"SELECT `file`('{path}')",
         f"SELECT \"file\" /* c */ ('{path}')",
         f"SELECT \u201cfile\u201d('{path}')",
-    ):
-        with pytest.raises(QueryError, match=r"function \w+\(\) reads a host file"):
-            run_sql(history, sql)
-    for sql in (
+    )
+    _all_refused(
+        history,
+        r"INTO OUTFILE and FORMAT are refused \(Literal",
         f"SELECT 1 INTO OUTFILE '{out}'",
         f"SELECT $$'$$ INTO OUTFILE '{out}' --'",
         f"SELECT $a$ ' $a$ AS x INTO /* */ OUTFILE '{out}'",
         f"SELECT \u2018'\u2019 INTO OUTFILE '{out}' -- '",
-    ):
-        with pytest.raises(QueryError, match=r"INTO OUTFILE and FORMAT are refused \(Literal"):
-            run_sql(history, sql)
+    )
     assert not out.exists()
 
 
@@ -255,16 +259,8 @@ def test_normal_analytics_statements_still_work(history: ChdbStore) -> None:
 
 @pytest.fixture
 def service(history: ChdbStore, tmp_path: Path) -> Iterator[dict[str, str]]:
-    sock = tmp_path / "history.sock"
-    server = serve_queries(sock, history)
-    try:
-        yield {
-            "RLLM_HISTORY_SOCKET": str(sock),
-            "RLLM_HISTORY_DATABASE": history.database,
-            "RLLM_CLICKHOUSE_URL": "",
-        }
-    finally:
-        server.stop()
+    with serving(tmp_path / "history.sock", history) as env:
+        yield env
 
 
 def test_the_service_api_reads_only_and_limits_user_statements(

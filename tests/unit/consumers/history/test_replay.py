@@ -10,7 +10,6 @@ import pytest
 from click.testing import CliRunner
 
 from rllm.cli.main import cli
-from rllm.consumers.history.service import serve_queries
 from rllm.consumers.replay import (
     ReplayFilter,
     select_examples,
@@ -20,7 +19,7 @@ from rllm.consumers.replay import (
 )
 from rllm.consumers.replay.select import SessionRecord
 from rllm.errors import ConfigError
-from tests.unit.consumers.history.shared import fresh_chdb, load
+from tests.unit.consumers.history.shared import fresh_chdb, load, serving
 
 
 def _step(
@@ -117,14 +116,7 @@ def test_from_history(tmp_path: Path) -> None:
     run1 = sessions_from_history(store, run="run-1")
     assert len(run1) == 100
 
-    sock = tmp_path / "h.sock"
-    server = serve_queries(sock, store)
-    try:
-        env = {
-            "RLLM_HISTORY_SOCKET": str(sock),
-            "RLLM_HISTORY_DATABASE": store.database,
-            "RLLM_CLICKHOUSE_URL": "",
-        }
+    with serving(tmp_path / "h.sock", store) as env:
         out = tmp_path / "sft.jsonl"
         res = CliRunner().invoke(
             cli, ["replay", "--out", str(out), "--correct-only", "--no-dedup"], env=env
@@ -133,5 +125,3 @@ def test_from_history(tmp_path: Path) -> None:
         assert len(out.read_text().splitlines()) == len(correct)
         bad = CliRunner().invoke(cli, ["replay", "--out", str(tmp_path / "x.csv")], env=env)
         assert bad.exit_code == 1 and "x.csv" in bad.output
-    finally:
-        server.stop()
