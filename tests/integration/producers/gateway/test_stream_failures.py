@@ -19,6 +19,7 @@ from rllm.schemas.types import SessionEvent, StepCaptured, TokenStatus
 from rllm.serving.app import create_app as serving_app
 from rllm.serving.engine import Completion
 from rllm.serving.sampling import SamplingParams
+from tests.fakes.engine import EngineDouble
 from tests.fakes.upstream import FakeUpstream, RunningUpstream, ThreadedServer, start_fake_upstream
 from tests.integration.producers.gateway.clients import (
     APIS,
@@ -166,29 +167,10 @@ class _Tokenizer:
         return "".join(chr(ord("a") + i % 26) for i in ids)
 
 
-class _Weights:
-    """What the model server's ``/health`` reads of a model: its parameters' dtype."""
-
-    class _Param:
-        dtype = "torch.float32"
-
-    def parameters(self) -> Iterator[Any]:
-        yield self._Param()
-
-
-class _Model:
+class _Model(EngineDouble):
     """A test double of the local model server's engine: three tokens per prompt."""
 
     tokenizer = _Tokenizer()
-    max_model_len = 4096
-    vocab_size = 1000
-    version = 0
-    policy_run = ""
-    source = "test-double"
-    model = _Weights()
-
-    def threads_report(self) -> dict[str, int]:
-        return {}
 
     def generate(
         self, prompts: list[list[int]], params: list[SamplingParams], stop: Sequence[Any] = ()
