@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import AsyncIterator, Iterator
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
 
+from rllm.producers.sdk import GatewayClient
 from rllm.sandboxes import SandboxBackend, SandboxSettings, get_backend
 from tests.fakes.scripted import ScriptedUpstream, start_scripted_upstream
-from tests.integration.producers.harnesses.helpers import HARNESS_CACHE, HELLO_SCRIPT
+from tests.fakes.upstream import ThreadedServer
+from tests.integration.producers.harnesses.helpers import HARNESS_CACHE, HELLO_SCRIPT, Stage
 
 
 @pytest.fixture
@@ -40,3 +43,14 @@ async def backend(sandbox_settings: SandboxSettings) -> AsyncIterator[SandboxBac
     made = get_backend("local", sandbox_settings)
     yield made
     await made.aclose()
+
+
+@pytest.fixture
+async def stage(
+    start_gateway: Callable[..., ThreadedServer], backend: SandboxBackend
+) -> AsyncIterator[Stage]:
+    """A client of a real gateway on this test's topics in front of the scripted model, the
+    local backend, and an owner label of the test's own."""
+    client = GatewayClient(start_gateway().url)
+    yield Stage(client, backend, f"harness-{uuid.uuid4().hex[:8]}")
+    await client.aclose()

@@ -14,13 +14,11 @@ from click.testing import CliRunner, Result
 
 from rllm.cli.main import cli
 from rllm.sandboxes import SandboxSettings
-from rllm.schemas.types import RewardAssigned, SessionEvent
+from rllm.schemas.types import RewardAssigned
 from tests.fakes.scripted import ScriptedUpstream
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.producers.harnesses.helpers import needs_local_sandbox
+from tests.integration.producers.harnesses.helpers import Events, needs_local_sandbox
 from tests.paths import HARBOR_TASKS as TASKS
-
-Events = Callable[[], list[tuple[str, SessionEvent]]]
 
 pytestmark = needs_local_sandbox
 
