@@ -53,8 +53,9 @@ class Stage:
         """A rollout of ``harness`` (a registry name or a harness) whose sandboxes carry
         the test's owner label."""
         made = get_harness(harness) if isinstance(harness, str) else harness
-        return HarnessRollout(made, self.backend, artifacts_dir=artifacts_dir,
-                              labels={OWNER_LABEL: self.owner})  # fmt: skip
+        return HarnessRollout(
+            made, self.backend, artifacts_dir=artifacts_dir, labels={OWNER_LABEL: self.owner}
+        )
 
     async def alive(self) -> list[str]:
         """The test's sandboxes still alive (none, after its runs)."""

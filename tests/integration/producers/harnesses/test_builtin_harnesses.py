@@ -86,8 +86,13 @@ async def test_bash_solves_hello_file_end_to_end(
 
     payloads = session_payloads(session_events, outcome.session_id)
     kinds = [type(p).__name__ for p in payloads]
-    assert kinds == ["SessionOpened", "StepCaptured", "StepCaptured", "RewardAssigned",
-                     "SessionClosed"]  # fmt: skip
+    assert kinds == [
+        "SessionOpened",
+        "StepCaptured",
+        "StepCaptured",
+        "RewardAssigned",
+        "SessionClosed",
+    ]
     opened, step0, step1, reward, closed = payloads
     assert isinstance(opened, SessionOpened) and opened.agent == "harness:bash"
     assert isinstance(step0, StepCaptured) and isinstance(step1, StepCaptured)
@@ -116,16 +121,25 @@ async def test_oracle_solves_every_shipped_task_without_a_model_call(
     dataset = load_dataset(TASKS)
     assert len(dataset.tasks) == 10 and not dataset.errors
     began = time.perf_counter()
-    results = await run_tasks(dataset.rows(), stage.rollout("oracle"), stage.client,
-                              run_id="run-oracle", model="none", concurrency=2)  # fmt: skip
+    results = await run_tasks(
+        dataset.rows(),
+        stage.rollout("oracle"),
+        stage.client,
+        run_id="run-oracle",
+        model="none",
+        concurrency=2,
+    )
     print(f"oracle on {len(results)} tasks: {time.perf_counter() - began:.2f} s")
     by_task = {o.task.task_id: o for o, _ in results}
     assert sorted(by_task) == sorted(t.name for t in dataset.tasks)
     for name, outcome in by_task.items():
         assert (outcome.status, outcome.error) == (SessionStatus.OK, None), (name, outcome.output)
         assert outcome.output["reward"] == 1.0 and outcome.num_steps == 0, name
-        rewards = [p for p in session_payloads(session_events, outcome.session_id)
-                   if isinstance(p, RewardAssigned)]  # fmt: skip
+        rewards = [
+            p
+            for p in session_payloads(session_events, outcome.session_id)
+            if isinstance(p, RewardAssigned)
+        ]
         assert [r.reward for r in rewards] == [1.0], name
     assert upstream.requests == []
     assert await stage.alive() == []
@@ -138,8 +152,9 @@ async def test_a_hung_agent_is_killed_at_its_timeout(
     upstream.script[:] = ["run: sleep 600"]
     hello = load_task(TASKS / "hello-file")
     task = to_task(dataclasses.replace(hello, agent_timeout_s=4.0), "harbor-fixtures")
-    outcome = await stage.rollout("bash").run(task, stage.client, run_id="run-hang",
-                                              model="scripted")  # fmt: skip
+    outcome = await stage.rollout("bash").run(
+        task, stage.client, run_id="run-hang", model="scripted"
+    )
     assert outcome.status is SessionStatus.TIMEOUT
     assert outcome.error is not None and outcome.error.startswith("timeout: ")
     assert "ran past 4 s" in outcome.error and "hello-file" in outcome.error

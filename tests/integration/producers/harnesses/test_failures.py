@@ -40,8 +40,9 @@ async def test_failures_are_named_and_the_other_tasks_go_on(
     no_build = _copy(tmp_path, "no-build")
     (no_build / "environment" / "Dockerfile").write_text("FROM debian:bookworm\nRUN exit 3\n")
     tasks = [to_task(load_task(p), "broken") for p in (TASKS / "hello-file", no_reward, no_build)]
-    results = await run_tasks(tasks, stage.rollout("bash"), stage.client, run_id="run-fail",
-                              model="m", concurrency=1)  # fmt: skip
+    results = await run_tasks(
+        tasks, stage.rollout("bash"), stage.client, run_id="run-fail", model="m", concurrency=1
+    )
     upstream.script[:] = ["thinking..."]  # never a command, never done: out of turns
     stuck = stage.rollout(BashHarness(max_turns=2))
     gave_up = await stuck.run(tasks[0], stage.client, run_id="run-fail", model="m")
@@ -49,9 +50,15 @@ async def test_failures_are_named_and_the_other_tasks_go_on(
 
     nothing = by_task["hello-file"]  # did nothing: reward 0, a clean ok run
     assert (nothing.status, nothing.output["reward"], nothing.num_steps) == (
-        SessionStatus.OK, 0.0, 2)  # fmt: skip
-    assert [p.reward for p in session_payloads(session_events, nothing.session_id)
-            if isinstance(p, RewardAssigned)] == [0.0]  # fmt: skip
+        SessionStatus.OK,
+        0.0,
+        2,
+    )
+    assert [
+        p.reward
+        for p in session_payloads(session_events, nothing.session_id)
+        if isinstance(p, RewardAssigned)
+    ] == [0.0]
 
     bad = by_task["no-reward"]
     assert bad.status is SessionStatus.ERROR and bad.error is not None
