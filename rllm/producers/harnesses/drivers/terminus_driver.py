@@ -133,9 +133,7 @@ class SandboxEnvironment(BaseEnvironment):  # type: ignore[misc]  # Harbor is un
         user: str | int | None = None,
     ) -> Any:
         """Run ``command`` with ``bash -c`` in its own process group, killed (with its
-        children) at ``timeout_sec``: then exit status 124. ``user`` (Harbor asks for
-        ``root`` to check for tmux) is Harbor's signature, not honoured: every command runs
-        as the sandbox's agent user, which cannot switch users."""
+        children) at ``timeout_sec``: then exit status 124."""
         proc = await asyncio.create_subprocess_exec(
             "/bin/bash", "-c", command, cwd=cwd or self.workdir,
             env={**self.command_env, **(env or {})}, stdin=asyncio.subprocess.DEVNULL,
