@@ -70,7 +70,7 @@ class NativeInstalled(HostInstalled):
     package = ""
     """Its npm package."""
     native_package = ""
-    """Its platform packages' name before ``-linux-<arch>``."""
+    """Its platform packages' name before ``-linux-<arch>``; empty: ``package``'s."""
     executable = ""
     """The executable, relative to ``binary_dir``."""
     version_env: Mapping[str, str] = {}
@@ -82,7 +82,7 @@ class NativeInstalled(HostInstalled):
         Raises:
             HarnessError: npm has no build for this machine.
         """
-        return f"{self.native_package}-linux-{npm_arch(self.name)}"
+        return f"{self.native_package or self.package}-linux-{npm_arch(self.name)}"
 
     def binary_dir(self, install_dir: Path) -> Path:
         """The folder bound in: the platform package's, under an install folder."""

@@ -13,15 +13,13 @@ verification publishes none. The session's lifecycle (open, close, token totals)
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from rllm.benchmarks.harbor.dataset import from_task
 from rllm.benchmarks.types import RewardResult
 from rllm.producers.harnesses.errors import HarnessError
-from rllm.producers.harnesses.runner import HarnessRunner
-from rllm.producers.harnesses.types import CloseReason, Harness, HarnessRun
+from rllm.producers.harnesses.runner import HarnessRunner, RunnerOptions
+from rllm.producers.harnesses.types import CloseReason, Harness, HarnessRun, ModelEndpoint
 from rllm.producers.sdk.client import GatewayClient
 from rllm.producers.sdk.evaluator import Evaluator
 from rllm.producers.sdk.rollout import Rollout
@@ -81,20 +79,15 @@ class HarnessRollout(Rollout):
     Args:
         harness: the agent.
         backend: where its sandboxes come from.
-        artifacts_dir: where its log files are kept (``<dir>/<session_id>/``).
-        labels: on every sandbox (``rllm.owner``).
+        options: its ``HarnessRunner``'s (``artifacts_dir``: where its log files are kept,
+            ``<dir>/<session_id>/``; ``labels``: on every sandbox, ``rllm.owner``).
     """
 
     def __init__(
-        self,
-        harness: Harness,
-        backend: SandboxBackend,
-        *,
-        artifacts_dir: Path | None = None,
-        labels: Mapping[str, str] | None = None,
+        self, harness: Harness, backend: SandboxBackend, **options: Unpack[RunnerOptions]
     ) -> None:
         self.harness = harness
-        self.runner = HarnessRunner(harness, backend, artifacts_dir=artifacts_dir, labels=labels)
+        self.runner = HarnessRunner(harness, backend, **options)
         self._gateway_url = ""
         super().__init__(self._agent, name=f"harness:{harness.name}")
 
@@ -126,10 +119,9 @@ class HarnessRollout(Rollout):
             return HarnessRun(harness=self.harness.name, task=task.task_id,
                               reason=CloseReason.SANDBOX_ERROR, error=str(exc))  # fmt: skip
         try:
-            return await self.runner.run(
-                harbor_task, gateway_url=gateway_url, base_url=config.base_url,
-                api_key=config.api_key, model=config.model, session_id=config.session_id,
-            )  # fmt: skip
+            endpoint = ModelEndpoint(config.base_url, config.api_key, config.model)
+            return await self.runner.run(harbor_task, gateway_url=gateway_url, endpoint=endpoint,
+                                         session_id=config.session_id)  # fmt: skip
         except Exception as exc:  # the sandbox died mid-run: this run's result, not a crash
             return HarnessRun(self.harness.name, task.task_id, reason=CloseReason.SANDBOX_ERROR,
                               error=f"{type(exc).__name__}: {exc}")  # fmt: skip
