@@ -109,18 +109,47 @@ class TaskConfig:
 
 
 _KNOWN: dict[str, set[str]] = {
-    "": {"version", "schema_version", "task", "metadata", "agent", "verifier", "environment",
-         "solution", "source"},
+    "": {
+        "version",
+        "schema_version",
+        "task",
+        "metadata",
+        "agent",
+        "verifier",
+        "environment",
+        "solution",
+        "source",
+    },
     "task": {"name", "description", "authors", "keywords"},
     "agent": {"timeout_sec", "user", "network_mode", "allowed_hosts"},
     "verifier": {"timeout_sec", "env", "user", "network_mode", "allowed_hosts"},
     "solution": {"env"},
-    "environment": {"build_timeout_sec", "docker_image", "cpus", "memory_mb", "memory",
-                    "storage_mb", "storage", "network_mode", "allowed_hosts",
-                    "allow_internet", "workdir", "gpus", "gpu_types", "env", "os"},
-}  # fmt: skip
-_UNUSED = {"environment.gpus", "environment.gpu_types", "environment.env", "environment.os",
-           "agent.allowed_hosts", "verifier.allowed_hosts"}  # fmt: skip
+    "environment": {
+        "build_timeout_sec",
+        "docker_image",
+        "cpus",
+        "memory_mb",
+        "memory",
+        "storage_mb",
+        "storage",
+        "network_mode",
+        "allowed_hosts",
+        "allow_internet",
+        "workdir",
+        "gpus",
+        "gpu_types",
+        "env",
+        "os",
+    },
+}
+_UNUSED = {
+    "environment.gpus",
+    "environment.gpu_types",
+    "environment.env",
+    "environment.os",
+    "agent.allowed_hosts",
+    "verifier.allowed_hosts",
+}
 """Harbor keys rllm reads but does not act on: a warning when set to a non-default."""
 
 

@@ -158,8 +158,10 @@ async def run_verifier(
         return _failed(
             f"{TESTS_DIR}/test.sh of task {task.name!r} timed out after {timeout:g} s "
             f"([verifier] timeout_sec = {task.config.verifier_timeout_s:g})",
-            start, stdout_tail, timed_out=True,
-        )  # fmt: skip
+            start,
+            stdout_tail,
+            timed_out=True,
+        )
     if run.exit_code is None:
         return _failed(f"{TESTS_DIR}/test.sh did not finish: {run.error}", start, stdout_tail)
     files: dict[str, str] = {}

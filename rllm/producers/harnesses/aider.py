@@ -135,20 +135,35 @@ class AiderHarness(VenvInstalled):
             }
         }
         config = "".join(f"{key}: {json.dumps(value)}\n" for key, value in settings.items())
-        return {AIDER_CONFIG_PATH: config,
-                AIDER_METADATA_PATH: json.dumps(metadata, indent=2) + "\n"}  # fmt: skip
+        return {
+            AIDER_CONFIG_PATH: config,
+            AIDER_METADATA_PATH: json.dumps(metadata, indent=2) + "\n",
+        }
 
     def command(self, workdir: str) -> str:
         """``aider --message-file`` from the workdir (git only in a git repository), stdin
         closed; then its repo map's tag cache is removed from the workdir, its exit status
         kept."""
-        argv = [self.sandbox_python(), "-S", "-B", "-m", "aider.main", "--config",
-                AIDER_CONFIG_PATH, "--message-file", INSTRUCTION_PATH]  # fmt: skip
-        git = ("if command -v git >/dev/null 2>&1 && git rev-parse --git-dir >/dev/null 2>&1; "
-               "then git=--git; else git=--no-git; fi")  # fmt: skip
-        return (f"mkdir -p {self.state_dir} && cd {shlex.quote(workdir)} && {git} && "
-                f'{shlex.join(argv)} "$git" </dev/null; rc=$?; '
-                f"rm -rf {TAGS_CACHE_GLOB}; exit $rc")  # fmt: skip
+        argv = [
+            self.sandbox_python(),
+            "-S",
+            "-B",
+            "-m",
+            "aider.main",
+            "--config",
+            AIDER_CONFIG_PATH,
+            "--message-file",
+            INSTRUCTION_PATH,
+        ]
+        git = (
+            "if command -v git >/dev/null 2>&1 && git rev-parse --git-dir >/dev/null 2>&1; "
+            "then git=--git; else git=--no-git; fi"
+        )
+        return (
+            f"mkdir -p {self.state_dir} && cd {shlex.quote(workdir)} && {git} && "
+            f'{shlex.join(argv)} "$git" </dev/null; rc=$?; '
+            f"rm -rf {TAGS_CACHE_GLOB}; exit $rc"
+        )
 
     def log_paths(self) -> tuple[str, ...]:
         """Its chat transcript and its LLM history."""

@@ -73,8 +73,13 @@ class ClaudeCodeHarness(NativeInstalled):
         """``claude --print`` on the instruction, its transcript to the log, the log's end
         on stdout, and its exit status kept."""
         argv = [
-            self.executable_path, "--print", "--output-format=stream-json", "--verbose",
-            "--dangerously-skip-permissions", "--max-turns", str(self.max_turns),
-        ]  # fmt: skip
+            self.executable_path,
+            "--print",
+            "--output-format=stream-json",
+            "--verbose",
+            "--dangerously-skip-permissions",
+            "--max-turns",
+            str(self.max_turns),
+        ]
         run = f"{shlex.join(argv)} {INSTRUCTION_ARGUMENT} </dev/null"
         return self.logged_command(run, workdir)

@@ -86,8 +86,13 @@ class CodexHarness(NativeInstalled):
         """``codex exec --json`` from the workdir, its events to the log, the log's end on
         stdout, and its exit status kept."""
         argv = [
-            self.executable_path, "exec", "--json", "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox", "-C", workdir,
-        ]  # fmt: skip
+            self.executable_path,
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "-C",
+            workdir,
+        ]
         run = f"{shlex.join(argv)} {INSTRUCTION_ARGUMENT} </dev/null"
         return self.logged_command(run, workdir)

@@ -96,10 +96,12 @@ class ContinueHarness(NodeInstalled):
         """``cn -p --auto`` with the instruction on stdin, its output to the log; then its
         session and ``cn.log`` copied out, the log's end on stdout, its exit status kept."""
         argv = [self.node, self.script, "-p", "--auto", "--config", CONTINUE_CONFIG_PATH]
-        keep = (f"cp {self.global_dir}/sessions/*-*.json {self.session_path} 2>/dev/null; "
-                f"cp {self.global_dir}/logs/cn.log {AGENT_LOG_DIR}/ 2>/dev/null")  # fmt: skip
+        keep = (
+            f"cp {self.global_dir}/sessions/*-*.json {self.session_path} 2>/dev/null; "
+            f"cp {self.global_dir}/logs/cn.log {AGENT_LOG_DIR}/ 2>/dev/null"
+        )
         run = f"{shlex.join(argv)} <{shlex.quote(INSTRUCTION_PATH)}"
-        return self.logged_command(run, workdir, then=keep)  # fmt: skip
+        return self.logged_command(run, workdir, then=keep)
 
     def log_paths(self) -> tuple[str, ...]:
         """Its output, its session and its ``cn.log``."""

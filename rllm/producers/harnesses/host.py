@@ -78,9 +78,13 @@ async def install(harness: Harness, home: Path) -> None:
 
 
 async def run_install_command(
-    argv: Sequence[str], *, name: str, cwd: Path, env: Mapping[str, str] | None = None,
+    argv: Sequence[str],
+    *,
+    name: str,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
     timeout_s: float = 900.0,
-) -> None:  # fmt: skip
+) -> None:
     """Run one install command on the host.
 
     Raises:
@@ -90,9 +94,12 @@ async def run_install_command(
     shown = " ".join(argv)
     try:
         proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=cwd, env={**os.environ, **(env or {})},
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        )  # fmt: skip
+            *argv,
+            cwd=cwd,
+            env={**os.environ, **(env or {})},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
     except FileNotFoundError as exc:
         raise HarnessError(
             f"installing harness {name!r}: {argv[0]!r} is not on this machine ({exc}); "
@@ -161,8 +168,10 @@ class HostInstalled(HarnessBase):
         kept = shlex.quote(self.log_path)
         redirect = f">{kept} 2>&1" if stderr else f">{kept}"
         after = f"{then}; " if then else ""
-        return (f"mkdir -p {self.state_dir} && cd {shlex.quote(workdir)} && {run} {redirect}; "
-                f"rc=$?; {after}tail -c {LOG_TAIL_BYTES} {kept}; exit $rc")  # fmt: skip
+        return (
+            f"mkdir -p {self.state_dir} && cd {shlex.quote(workdir)} && {run} {redirect}; "
+            f"rc=$?; {after}tail -c {LOG_TAIL_BYTES} {kept}; exit $rc"
+        )
 
     def install_dir(self, home: Path) -> Path:
         """Its install folder under ``home``."""

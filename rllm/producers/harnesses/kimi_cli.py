@@ -122,13 +122,25 @@ class KimiCliHarness(VenvInstalled):
         """``kimi --print --yolo`` from the workdir, its stream-json (stdout) to the log,
         its own log copied out, the log's end on stdout, its exit status kept."""
         argv = [
-            self.sandbox_python(), "-S", "-B", "-m", "kimi_cli", "--print", "--output-format",
-            "stream-json", "--yolo", "--config-file", KIMI_CONFIG_PATH, "--work-dir", workdir,
-            "--max-steps-per-turn", str(self.max_steps),
-        ]  # fmt: skip
+            self.sandbox_python(),
+            "-S",
+            "-B",
+            "-m",
+            "kimi_cli",
+            "--print",
+            "--output-format",
+            "stream-json",
+            "--yolo",
+            "--config-file",
+            KIMI_CONFIG_PATH,
+            "--work-dir",
+            workdir,
+            "--max-steps-per-turn",
+            str(self.max_steps),
+        ]
         run = f"{shlex.join(argv)} -p {INSTRUCTION_ARGUMENT} </dev/null"
         keep = f"cp {self.state_dir}/logs/kimi.log {shlex.quote(self.debug_log_path)} 2>/dev/null"
-        return self.logged_command(run, workdir, stderr=False, then=keep)  # fmt: skip
+        return self.logged_command(run, workdir, stderr=False, then=keep)
 
     def log_paths(self) -> tuple[str, ...]:
         """Its stream-json messages and its own log."""

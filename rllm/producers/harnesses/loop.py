@@ -158,10 +158,23 @@ class LoopHarness(HarnessBase):
         python, prefix = host_python()
         inside = PYTHON_PREFIX / python.relative_to(prefix)
         argv = [
-            str(inside), "-I", "-B", LOOP_PATH, "--style", self.style,
-            "--instruction", INSTRUCTION_PATH, "--workdir", workdir, "--log", self.log_path,
-            "--max-turns", str(self.max_turns), "--timeout", f"{self.command_timeout_s:g}",
-        ]  # fmt: skip
+            str(inside),
+            "-I",
+            "-B",
+            LOOP_PATH,
+            "--style",
+            self.style,
+            "--instruction",
+            INSTRUCTION_PATH,
+            "--workdir",
+            workdir,
+            "--log",
+            self.log_path,
+            "--max-turns",
+            str(self.max_turns),
+            "--timeout",
+            f"{self.command_timeout_s:g}",
+        ]
         if self.turn_limit_ends:
             argv.append("--turn-limit-ends")
         return shlex.join(argv) + " </dev/null"

@@ -85,12 +85,26 @@ class MiniSweAgentHarness(VenvInstalled):
     def command(self, workdir: str) -> str:
         """``mini`` on the instruction, no confirmation, exiting when it submits."""
         argv = [
-            self.sandbox_python(), "-S", "-B", "-m", "minisweagent.run.mini",
-            "--model-class", "litellm_textbased", "-c", "mini_textbased.yaml",
-            "-c", MINI_CONFIG_PATH, "--yolo", "--exit-immediately", "-o", self.log_path,
-        ]  # fmt: skip
-        return (f"mkdir -p {self.state_dir} && cd {shlex.quote(workdir)} && "
-                f"{shlex.join(argv)} -t {INSTRUCTION_ARGUMENT} </dev/null")  # fmt: skip
+            self.sandbox_python(),
+            "-S",
+            "-B",
+            "-m",
+            "minisweagent.run.mini",
+            "--model-class",
+            "litellm_textbased",
+            "-c",
+            "mini_textbased.yaml",
+            "-c",
+            MINI_CONFIG_PATH,
+            "--yolo",
+            "--exit-immediately",
+            "-o",
+            self.log_path,
+        ]
+        return (
+            f"mkdir -p {self.state_dir} && cd {shlex.quote(workdir)} && "
+            f"{shlex.join(argv)} -t {INSTRUCTION_ARGUMENT} </dev/null"
+        )
 
     def log_paths(self) -> tuple[str, ...]:
         """Its trajectory (messages and actions)."""

@@ -54,9 +54,16 @@ class OpencodeHarness(NativeInstalled):
     switches: Mapping[str, str] = {}
     """Variables set before the ``<prefix>_DISABLE_*`` ones (none of opencode's)."""
     disabled: tuple[str, ...] = (
-        "MODELS_FETCH", "AUTOUPDATE", "SHARE", "DEFAULT_PLUGINS", "LSP_DOWNLOAD",
-        "PROJECT_CONFIG", "CLAUDE_CODE", "EXTERNAL_SKILLS", "TERMINAL_TITLE",
-    )  # fmt: skip
+        "MODELS_FETCH",
+        "AUTOUPDATE",
+        "SHARE",
+        "DEFAULT_PLUGINS",
+        "LSP_DOWNLOAD",
+        "PROJECT_CONFIG",
+        "CLAUDE_CODE",
+        "EXTERNAL_SKILLS",
+        "TERMINAL_TITLE",
+    )
     """Its features turned off, each by ``<prefix>_DISABLE_<feature>=1``."""
     extra_config: Mapping[str, object] = {}
     """Config keys besides the provider, models, updates, sharing and permissions."""

@@ -56,8 +56,15 @@ class QwenCodeHarness(NodeInstalled):
         it 0644, and qwen-code, finding it not executable, falls back to a slower grep;
         it cannot fix the mode itself on a read-only mount)."""
         await super()._install_into(target)
-        rg = (target / "node_modules" / self.package / "vendor" / "ripgrep"
-              / f"{npm_arch(self.name)}-linux" / "rg")  # fmt: skip
+        rg = (
+            target
+            / "node_modules"
+            / self.package
+            / "vendor"
+            / "ripgrep"
+            / f"{npm_arch(self.name)}-linux"
+            / "rg"
+        )
         if rg.is_file():
             rg.chmod(0o755)
 
@@ -93,8 +100,16 @@ class QwenCodeHarness(NodeInstalled):
         """``qwen --yolo -o stream-json`` with the instruction on stdin (no argument
         parsing of its text), its events to the log, the log's end on stdout, its exit
         status kept."""
-        argv = [self.node, self.script, "--yolo", "--auth-type", "openai",
-                "--output-format", "stream-json", "--max-session-turns",
-                str(self.max_turns)]  # fmt: skip
+        argv = [
+            self.node,
+            self.script,
+            "--yolo",
+            "--auth-type",
+            "openai",
+            "--output-format",
+            "stream-json",
+            "--max-session-turns",
+            str(self.max_turns),
+        ]
         run = f"{shlex.join(argv)} <{shlex.quote(INSTRUCTION_PATH)}"
         return self.logged_command(run, workdir)

@@ -50,9 +50,12 @@ def reward_event(session_id: str, run_id: str, result: HarnessRun) -> SessionEve
         "duration_s": round(verifier.duration_s, 3),
     }
     payload = RewardAssigned(
-        reward=reward, is_correct=reward >= 1.0, signals=dict(verifier.values),
-        evaluator=VERIFIER_EVALUATOR, metadata_json=json.dumps(details),
-    )  # fmt: skip
+        reward=reward,
+        is_correct=reward >= 1.0,
+        signals=dict(verifier.values),
+        evaluator=VERIFIER_EVALUATOR,
+        metadata_json=json.dumps(details),
+    )
     return envelope(session_id, run_id, "harness", payload)
 
 
@@ -63,8 +66,12 @@ def _verifier_score(task: Task, outcome: RolloutOutcome) -> RewardResult:
         why = output.get("verifier_error") or outcome.error or "it did not run"
         raise HarnessError(f"task {task.task_id!r}: the verifier gave no reward: {why}")
     details = {k: output.get(k) for k in ("harness", "task", "reason")}
-    return RewardResult(reward=float(reward), is_correct=reward >= 1.0,
-                        signals=dict(output.get("values") or {}), metadata=details)  # fmt: skip
+    return RewardResult(
+        reward=float(reward),
+        is_correct=reward >= 1.0,
+        signals=dict(output.get("values") or {}),
+        metadata=details,
+    )
 
 
 verifier_evaluator = Evaluator(_verifier_score, name=VERIFIER_EVALUATOR)
@@ -116,12 +123,24 @@ class HarnessRollout(Rollout):
         try:
             harbor_task = from_task(task)
         except Exception as exc:  # not a Harbor task, or its folder no longer loads
-            return HarnessRun(harness=self.harness.name, task=task.task_id,
-                              reason=CloseReason.SANDBOX_ERROR, error=str(exc))  # fmt: skip
+            return HarnessRun(
+                harness=self.harness.name,
+                task=task.task_id,
+                reason=CloseReason.SANDBOX_ERROR,
+                error=str(exc),
+            )
         try:
             endpoint = ModelEndpoint(config.base_url, config.api_key, config.model)
-            return await self.runner.run(harbor_task, gateway_url=gateway_url, endpoint=endpoint,
-                                         session_id=config.session_id)  # fmt: skip
+            return await self.runner.run(
+                harbor_task,
+                gateway_url=gateway_url,
+                endpoint=endpoint,
+                session_id=config.session_id,
+            )
         except Exception as exc:  # the sandbox died mid-run: this run's result, not a crash
-            return HarnessRun(self.harness.name, task.task_id, reason=CloseReason.SANDBOX_ERROR,
-                              error=f"{type(exc).__name__}: {exc}")  # fmt: skip
+            return HarnessRun(
+                self.harness.name,
+                task.task_id,
+                reason=CloseReason.SANDBOX_ERROR,
+                error=f"{type(exc).__name__}: {exc}",
+            )

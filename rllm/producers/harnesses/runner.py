@@ -146,18 +146,25 @@ class HarnessRunner:
         except Exception as exc:  # a failed environment or install is this run's result
             error = f"task {task.name!r}, harness {harness.name!r}: {type(exc).__name__}: {exc}"
             return HarnessRun(
-                harness.name, task.name, reason=CloseReason.SANDBOX_ERROR, error=error,
+                harness.name,
+                task.name,
+                reason=CloseReason.SANDBOX_ERROR,
+                error=error,
                 sandbox_s=time.monotonic() - began,
-            )  # fmt: skip
+            )
         try:
             return await self._in_sandbox(sandbox, task, endpoint, session_id, began)
         finally:
             await sandbox.close()
 
     async def _in_sandbox(
-        self, sandbox: Sandbox, task: HarborTask, endpoint: ModelEndpoint, session_id: str,
+        self,
+        sandbox: Sandbox,
+        task: HarborTask,
+        endpoint: ModelEndpoint,
+        session_id: str,
         began: float,
-    ) -> HarnessRun:  # fmt: skip
+    ) -> HarnessRun:
         harness = self.harness
         try:
             setup = harness.setup(endpoint) if isinstance(harness, CallsModel) else AgentSetup()
@@ -169,8 +176,10 @@ class HarnessRunner:
                     await sandbox.upload_dir(local, remote)
             await self._grant(sandbox, task, list(setup.files))
         except Exception as exc:
-            error = (f"harness {harness.name!r} could not be started on task {task.name!r}: "
-                     f"{type(exc).__name__}: {exc}")  # fmt: skip
+            error = (
+                f"harness {harness.name!r} could not be started on task {task.name!r}: "
+                f"{type(exc).__name__}: {exc}"
+            )
             return HarnessRun(harness.name, task.name, reason=CloseReason.AGENT_ERROR, error=error)
         sandbox_s = time.monotonic() - began
         agent = await sandbox.exec(
@@ -200,34 +209,46 @@ class HarnessRunner:
             )
         elif not agent.ok:
             reason = CloseReason.AGENT_ERROR
-            error_text = (f"harness {harness.name!r} on task {task.name!r} exited "
-                     f"{agent.exit_code} ({agent.error or 'no error'}): {tail[-500:]}")  # fmt: skip
+            error_text = (
+                f"harness {harness.name!r} on task {task.name!r} exited "
+                f"{agent.exit_code} ({agent.error or 'no error'}): {tail[-500:]}"
+            )
         elif verifier is None or not verifier.ok:
             reason = CloseReason.VERIFIER_ERROR
             error_text = error_text if verifier is None else verifier.error
         close_began = time.monotonic()
         await sandbox.close()
         return HarnessRun(
-            harness.name, task.name, reason=reason, error=error_text,
-            agent_exit_code=agent.exit_code, agent_s=agent.duration_s, agent_output_tail=tail,
+            harness.name,
+            task.name,
+            reason=reason,
+            error=error_text,
+            agent_exit_code=agent.exit_code,
+            agent_s=agent.duration_s,
+            agent_output_tail=tail,
             verifier=verifier,
-            sandbox_s=sandbox_s + time.monotonic() - close_began, artifacts=artifacts,
-        )  # fmt: skip
+            sandbox_s=sandbox_s + time.monotonic() - close_began,
+            artifacts=artifacts,
+        )
 
     async def _grant(self, sandbox: Sandbox, task: HarborTask, configs: list[str]) -> None:
         """Make the workdir and log folder, and let a non-root ``[agent] user`` read the
         instruction, own its config files and write its logs."""
         quoted = " ".join(shlex.quote(p) for p in configs)
-        script = (f"mkdir -p {AGENT_LOG_DIR} {shlex.quote(task.workdir)} && "
-                  f"chmod 1777 {AGENT_LOG_DIR} && chmod 755 {INSTRUCTION_DIR} && "
-                  f"chmod 644 {INSTRUCTION_PATH}")  # fmt: skip
+        script = (
+            f"mkdir -p {AGENT_LOG_DIR} {shlex.quote(task.workdir)} && "
+            f"chmod 1777 {AGENT_LOG_DIR} && chmod 755 {INSTRUCTION_DIR} && "
+            f"chmod 644 {INSTRUCTION_PATH}"
+        )
         user = task.config.agent_user
         if user and configs:
             script += f" && chown {shlex.quote(user)} {quoted}"
         done = await sandbox.exec(script)
         if not done.ok:
-            raise HarnessError(f"preparing the sandbox failed (exit {done.exit_code}): "
-                               f"{(done.stderr or done.error or '').strip()}")  # fmt: skip
+            raise HarnessError(
+                f"preparing the sandbox failed (exit {done.exit_code}): "
+                f"{(done.stderr or done.error or '').strip()}"
+            )
 
     async def _keep_logs(self, sandbox: Sandbox, session_id: str) -> dict[str, str]:
         """Copy the harness's log files out (missing ones skipped): artifacts, not data."""

@@ -59,8 +59,16 @@ INSTALL_RECORD = "install.json"
 """In the install folder: the interpreter that made the venv (pyenv may have a newer
 3.12 later)."""
 
-_GLIBC = ("libc.so", "libm.so", "libpthread.so", "libdl.so", "librt.so", "libresolv.so",
-          "ld-linux", "linux-vdso")  # fmt: skip
+_GLIBC = (
+    "libc.so",
+    "libm.so",
+    "libpthread.so",
+    "libdl.so",
+    "librt.so",
+    "libresolv.so",
+    "ld-linux",
+    "linux-vdso",
+)
 """Parts of glibc that tmux links to: the image's own are used, never the host's."""
 
 
@@ -178,12 +186,24 @@ class Terminus2Harness(VenvInstalled):
         """The driver, run by the bound interpreter without ``site`` and the script's
         folder on the path, stdin closed."""
         argv = [
-            self.sandbox_python(), "-S", "-P", "-B", DRIVER_PATH, "--config", CONFIG_PATH,
-            "--instruction", INSTRUCTION_PATH, "--workdir", workdir,
-        ]  # fmt: skip
+            self.sandbox_python(),
+            "-S",
+            "-P",
+            "-B",
+            DRIVER_PATH,
+            "--config",
+            CONFIG_PATH,
+            "--instruction",
+            INSTRUCTION_PATH,
+            "--workdir",
+            workdir,
+        ]
         return f"cd {shlex.quote(workdir)} && {shlex.join(argv)} </dev/null"
 
     def log_paths(self) -> tuple[str, ...]:
         """Harbor's trajectory (ATIF), the tmux pane's log and Harbor's own log."""
-        return (f"{AGENT_LOG_DIR}/trajectory.json", f"{AGENT_LOG_DIR}/terminus_2.pane",
-                f"{AGENT_LOG_DIR}/terminus-2.log")  # fmt: skip
+        return (
+            f"{AGENT_LOG_DIR}/trajectory.json",
+            f"{AGENT_LOG_DIR}/terminus_2.pane",
+            f"{AGENT_LOG_DIR}/terminus-2.log",
+        )
