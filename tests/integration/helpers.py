@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -21,8 +21,11 @@ from rllm.kafka import ConsumedRecord, TopicReader, make_admin, make_consumer
 from rllm.settings import KafkaSettings
 
 
-def read_all(settings: KafkaSettings, full_topic: str, timeout_s: float = 20.0) -> list[Message]:
-    """Every record of a topic, partition by partition in offset order."""
+def each_record(
+    settings: KafkaSettings, full_topic: str, timeout_s: float = 20.0
+) -> Iterator[Message]:
+    """Every record of a topic as it is read (each partition's in offset order), until
+    every partition's end (asserted reached within ``timeout_s``)."""
     consumer = make_consumer(
         settings, f"test-{uuid.uuid4().hex[:8]}", **{"enable.partition.eof": True}
     )
@@ -30,9 +33,7 @@ def read_all(settings: KafkaSettings, full_topic: str, timeout_s: float = 20.0) 
         meta = consumer.list_topics(full_topic, timeout=10).topics[full_topic]
         parts = sorted(meta.partitions)
         consumer.assign([TopicPartition(full_topic, p, OFFSET_BEGINNING) for p in parts])
-        pending, out = set(parts), []
-        import time
-
+        pending = set(parts)
         deadline = time.monotonic() + timeout_s
         while pending and time.monotonic() < deadline:
             msg = consumer.poll(0.5)
@@ -42,11 +43,16 @@ def read_all(settings: KafkaSettings, full_topic: str, timeout_s: float = 20.0) 
                 assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
                 pending.discard(msg.partition())
                 continue
-            out.append(msg)
+            yield msg
         assert not pending, f"partitions {pending} of {full_topic} did not reach their end"
-        return sorted(out, key=lambda m: (m.partition(), m.offset()))
     finally:
         consumer.close()
+
+
+def read_all(settings: KafkaSettings, full_topic: str, timeout_s: float = 20.0) -> list[Message]:
+    """Every record of a topic, partition by partition in offset order."""
+    out = list(each_record(settings, full_topic, timeout_s))
+    return sorted(out, key=lambda m: (m.partition(), m.offset()))
 
 
 _NOT_YET = {
@@ -86,3 +92,12 @@ def read_records(reader: TopicReader, n: int) -> list[ConsumedRecord]:
     while len(got) < n:
         got.extend(reader.read(n - len(got), timeout_s=1.0))
     return got
+
+
+def fake_model_setup(upstream_url: str) -> list[str]:
+    """``rllm-cli`` arguments that make the profile ``fake``: a vLLM server at the fake
+    upstream ``upstream_url`` serving ``fake-model``, without prompts."""
+    return [
+        *("model", "setup", "--provider", "vllm", "--name", "fake", "--model", "fake-model"),
+        *("--base-url", f"{upstream_url}/v1", "--no-input"),
+    ]
