@@ -68,3 +68,13 @@ async def modal(sandbox_settings: SandboxSettings) -> AsyncIterator[tuple[Any, A
 
     async with modal_fake(sandbox_settings) as pair:
         yield pair
+
+
+@pytest.fixture
+async def local_sandbox_backend(sandbox_settings: SandboxSettings) -> AsyncIterator[Any]:
+    """The local backend on the test's own home (the shared image store)."""
+    from rllm.sandboxes import get_backend
+
+    made = get_backend("local", sandbox_settings)
+    yield made
+    await made.aclose()

@@ -7,13 +7,12 @@ from __future__ import annotations
 import shutil
 import time
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from rllm.benchmarks.harbor import HarborTask, load_dataset, load_task, run_oracle, run_verifier
-from rllm.sandboxes import OWNER_LABEL, Sandbox, SandboxBackend, SandboxSettings, get_backend
+from rllm.sandboxes import OWNER_LABEL, Sandbox, SandboxBackend
 from rllm.sandboxes.types import NetworkMode
 from tests.paths import HARBOR_TASKS as TASKS
 
@@ -21,11 +20,9 @@ SHIPPED = load_dataset(TASKS).tasks
 
 
 @pytest.fixture
-async def backend(sandbox_settings: SandboxSettings) -> AsyncIterator[SandboxBackend]:
+def backend(local_sandbox_backend: SandboxBackend) -> SandboxBackend:
     """The local backend on the test's own home (the shared image store)."""
-    made = get_backend("local", sandbox_settings)
-    yield made
-    await made.aclose()
+    return local_sandbox_backend
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rllm.producers.sdk import GatewayClient
-from rllm.sandboxes import SandboxBackend, SandboxSettings, get_backend
+from rllm.sandboxes import SandboxBackend, SandboxSettings
 from rllm.settings import KafkaSettings
 from tests.fakes.scripted import ScriptedUpstream, start_scripted_upstream
 from tests.fakes.upstream import ThreadedServer
@@ -41,11 +41,9 @@ def upstream() -> Iterator[ScriptedUpstream]:
 
 
 @pytest.fixture
-async def backend(sandbox_settings: SandboxSettings) -> AsyncIterator[SandboxBackend]:
+def backend(local_sandbox_backend: SandboxBackend) -> SandboxBackend:
     """The local backend on the test's own home (the shared image store)."""
-    made = get_backend("local", sandbox_settings)
-    yield made
-    await made.aclose()
+    return local_sandbox_backend
 
 
 @pytest.fixture

@@ -4,24 +4,22 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from rllm.benchmarks.harbor import HarborTask, load_dataset, run_oracle, run_verifier
 from rllm.benchmarks.harbor.generate import KINDS, generate_family
-from rllm.sandboxes import OWNER_LABEL, Sandbox, SandboxBackend, SandboxSettings, get_backend
+from rllm.sandboxes import OWNER_LABEL, Sandbox, SandboxBackend
 from tests.integration.producers.harnesses.helpers import needs_local_sandbox
 
 pytestmark = needs_local_sandbox
 
 
 @pytest.fixture
-async def backend(sandbox_settings: SandboxSettings) -> AsyncIterator[SandboxBackend]:
-    made = get_backend("local", sandbox_settings)
-    yield made
-    await made.aclose()
+def backend(local_sandbox_backend: SandboxBackend) -> SandboxBackend:
+    """The local backend on the test's own home (the shared image store)."""
+    return local_sandbox_backend
 
 
 async def _sandbox(backend: SandboxBackend, task: HarborTask, owner: str) -> Sandbox:
