@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -21,8 +21,11 @@ from rllm.kafka import ConsumedRecord, TopicReader, make_admin, make_consumer
 from rllm.settings import KafkaSettings
 
 
-def read_all(settings: KafkaSettings, full_topic: str, timeout_s: float = 20.0) -> list[Message]:
-    """Every record of a topic, partition by partition in offset order."""
+def each_record(
+    settings: KafkaSettings, full_topic: str, timeout_s: float = 20.0
+) -> Iterator[Message]:
+    """Every record of a topic as it is polled (each partition in offset order), until
+    every partition reached its end; fails if one has not after ``timeout_s``."""
     consumer = make_consumer(
         settings, f"test-{uuid.uuid4().hex[:8]}", **{"enable.partition.eof": True}
     )
@@ -30,9 +33,7 @@ def read_all(settings: KafkaSettings, full_topic: str, timeout_s: float = 20.0) 
         meta = consumer.list_topics(full_topic, timeout=10).topics[full_topic]
         parts = sorted(meta.partitions)
         consumer.assign([TopicPartition(full_topic, p, OFFSET_BEGINNING) for p in parts])
-        pending, out = set(parts), []
-        import time
-
+        pending = set(parts)
         deadline = time.monotonic() + timeout_s
         while pending and time.monotonic() < deadline:
             msg = consumer.poll(0.5)
@@ -42,11 +43,16 @@ def read_all(settings: KafkaSettings, full_topic: str, timeout_s: float = 20.0) 
                 assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
                 pending.discard(msg.partition())
                 continue
-            out.append(msg)
+            yield msg
         assert not pending, f"partitions {pending} of {full_topic} did not reach their end"
-        return sorted(out, key=lambda m: (m.partition(), m.offset()))
     finally:
         consumer.close()
+
+
+def read_all(settings: KafkaSettings, full_topic: str, timeout_s: float = 20.0) -> list[Message]:
+    """Every record of a topic, partition by partition in offset order."""
+    out = each_record(settings, full_topic, timeout_s)
+    return sorted(out, key=lambda m: (m.partition(), m.offset()))
 
 
 _NOT_YET = {

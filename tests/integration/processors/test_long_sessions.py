@@ -6,19 +6,16 @@ tokens (each carried once), and the trainer builds exactly the full-prompt seque
 
 from __future__ import annotations
 
-import time
-import uuid
 from typing import Any
-
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
 from rllm.consumers.trainer.batching import Batcher
 from rllm.consumers.trainer.settings import TrainerSettings
-from rllm.kafka import EventPublisher, make_admin, make_consumer
+from rllm.kafka import EventPublisher, make_admin
 from rllm.schemas.delta import full_prompts, full_requests
 from rllm.schemas.topics import DEAD_LETTERS, EPISODES, SESSION_EVENTS, TRAJECTORIES
 from rllm.schemas.types import EpisodeAssembled, TrajectoryAssembled
 from rllm.settings import KafkaSettings
+from tests.integration.helpers import each_record
 from tests.integration.processors.helpers import CODEC, Workers, count, wait_until
 from tests.unit.processors.factory import task
 from tests.unit.processors.long_session import CliSession
@@ -29,31 +26,14 @@ GROUP, STEPS, CONTEXT, SYSTEM = 8, 200, 100_000, 20_000
 def _sizes(kafka: KafkaSettings, full_topic: str) -> tuple[list[int], list[bytes]]:
     """The size of every record value of a topic, and the values themselves for the
     output topics (the session log and its changelog hold hundreds of MB: sizes only)."""
-    consumer = make_consumer(
-        kafka, f"sizes-{uuid.uuid4().hex[:8]}", **{"enable.partition.eof": True}
-    )
-    try:
-        parts = sorted(consumer.list_topics(full_topic, timeout=10).topics[full_topic].partitions)
-        consumer.assign([TopicPartition(full_topic, p, OFFSET_BEGINNING) for p in parts])
-        pending, sizes, values = set(parts), [], []
-        keep = full_topic.endswith((TRAJECTORIES, EPISODES, DEAD_LETTERS))
-        deadline = time.monotonic() + 120
-        while pending and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error() is not None:
-                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                pending.discard(msg.partition())
-                continue
-            value = msg.value() or b""
-            sizes.append(len(value))
-            if keep:
-                values.append(value)
-        assert not pending, f"partitions {pending} of {full_topic} did not reach their end"
-        return sizes, values
-    finally:
-        consumer.close()
+    sizes, values = [], []
+    keep = full_topic.endswith((TRAJECTORIES, EPISODES, DEAD_LETTERS))
+    for msg in each_record(kafka, full_topic, timeout_s=120):
+        value = msg.value() or b""
+        sizes.append(len(value))
+        if keep:
+            values.append(value)
+    return sizes, values
 
 
 def test_a_group_of_long_sessions_fits_and_trains_as_full_prompts(
