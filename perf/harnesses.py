@@ -42,7 +42,12 @@ sys.path.insert(0, str(ROOT))
 
 from rllm.benchmarks.harbor import load_task, to_task  # noqa: E402
 from rllm.producers.harnesses import HarnessRollout, get_harness  # noqa: E402
-from rllm.producers.harnesses.host import INSTALLED_MARKER, harnesses_home  # noqa: E402
+from rllm.producers.harnesses.host import (  # noqa: E402
+    INSTALLED_MARKER,
+    harnesses_home,
+    install,
+    is_installed,
+)
 from rllm.producers.harnesses.registry import harness_names  # noqa: E402
 from rllm.producers.sdk import GatewayClient  # noqa: E402
 from rllm.sandboxes import OWNER_LABEL, SandboxSettings, get_backend  # noqa: E402
@@ -56,12 +61,12 @@ TASKS = ROOT / "tests" / "fixtures" / "harbor_tasks"
 def _install_cold_s(name: str, home: Path) -> tuple[float, float, bool]:
     """(cold install seconds, cached check seconds, measured now)."""
     harness = get_harness(name)
-    measured = not harness.is_installed(home)
+    measured = not is_installed(harness, home)
     began = time.perf_counter()
-    asyncio.run(harness.install(home))
+    asyncio.run(install(harness, home))
     cold = time.perf_counter() - began
     began = time.perf_counter()
-    asyncio.run(harness.install(home))  # installed: the lock, the marker, nothing else
+    asyncio.run(install(harness, home))  # installed: the lock, the marker, nothing else
     cached = time.perf_counter() - began
     install_dir = getattr(harness, "install_dir", None)
     if not measured and install_dir is not None:

@@ -31,9 +31,13 @@ with two parents is drawn under its area's root, the other parent in parentheses
     │   └── SnapshotError
     ├── BenchmarkError                               benchmarks/errors.py
     │   ├── UnknownBenchmarkError(KeyError)
+    │   ├── UnknownRewardFnError(KeyError)
+    │   ├── NameTakenError(ValueError)
     │   ├── DatasetRowError(ValueError)
     │   ├── DatasetUnavailableError(LookupError)
+    │   ├── GradingError(ValueError)
     │   ├── HarborTaskError(ValueError)
+    │   ├── RewardFileError(ValueError)
     │   └── CodeSandboxError(RuntimeError)
     ├── GatewayError                                 producers/gateway/errors.py
     ├── UpstreamFailure                              producers/gateway/errors.py

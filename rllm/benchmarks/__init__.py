@@ -7,7 +7,10 @@ from rllm.benchmarks.errors import (
     CodeSandboxError,
     DatasetRowError,
     DatasetUnavailableError,
+    GradingError,
+    NameTakenError,
     UnknownBenchmarkError,
+    UnknownRewardFnError,
 )
 from rllm.benchmarks.loaders import BenchmarkSettings, load_tasks, pull, read_rows
 from rllm.benchmarks.registry import all_benchmarks, benchmark_names, get_benchmark
@@ -22,10 +25,13 @@ __all__ = [
     "CodeSandboxError",
     "DatasetRowError",
     "DatasetUnavailableError",
+    "GradingError",
+    "NameTakenError",
     "Need",
     "RewardFn",
     "RewardResult",
     "UnknownBenchmarkError",
+    "UnknownRewardFnError",
     "all_benchmarks",
     "benchmark_names",
     "get_benchmark",

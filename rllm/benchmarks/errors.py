@@ -5,9 +5,13 @@
     RllmError
     └── BenchmarkError
         ├── UnknownBenchmarkError(KeyError)      a name no entry or alias matches
+        ├── UnknownRewardFnError(KeyError)       a name no reward function is registered as
+        ├── NameTakenError(ValueError)           a name registered twice (entry, alias, grader)
         ├── DatasetRowError(ValueError)          a row lacks a mapped field or has a bad value
         ├── DatasetUnavailableError(LookupError) not cached, not given, and not downloadable
+        ├── GradingError(ValueError)             a task or reply a reward function cannot score
         ├── HarborTaskError(ValueError)          a Harbor task directory that cannot be used
+        ├── RewardFileError(ValueError)          test.sh wrote no reward file, or a bad one
         └── CodeSandboxError(RuntimeError)       the code sandbox cannot run here
 """
 
@@ -20,8 +24,12 @@ __all__ = [
     "CodeSandboxError",
     "DatasetRowError",
     "DatasetUnavailableError",
+    "GradingError",
     "HarborTaskError",
+    "NameTakenError",
+    "RewardFileError",
     "UnknownBenchmarkError",
+    "UnknownRewardFnError",
 ]
 
 
@@ -36,12 +44,28 @@ class UnknownBenchmarkError(BenchmarkError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class UnknownRewardFnError(BenchmarkError, KeyError):
+    """A reward function name that nothing is registered as."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable.
+        return str(self.args[0]) if self.args else ""
+
+
+class NameTakenError(BenchmarkError, ValueError):
+    """A benchmark name or alias, or a reward function name, registered a second time."""
+
+
 class DatasetRowError(BenchmarkError, ValueError):
     """A dataset row lacks a mapped field, or a field has a value the entry cannot use."""
 
 
 class DatasetUnavailableError(BenchmarkError, LookupError):
     """The dataset is neither given, nor cached, nor downloadable from here."""
+
+
+class GradingError(BenchmarkError, ValueError):
+    """A task or an answer a reward function cannot score: no ground truth, a truth of an
+    unknown kind, an instruction with no checker, a judge reply with no verdict."""
 
 
 class CodeSandboxError(BenchmarkError, RuntimeError):
@@ -51,3 +75,8 @@ class CodeSandboxError(BenchmarkError, RuntimeError):
 class HarborTaskError(BenchmarkError, ValueError):
     """A task directory that cannot be used: the message names the task, the file and
     every problem found in it."""
+
+
+class RewardFileError(BenchmarkError, ValueError):
+    """A Harbor verifier's reward file is missing, empty, or not finite numbers; the
+    message names the file and what it holds."""

@@ -5,13 +5,13 @@ from __future__ import annotations
 import difflib
 import importlib
 import re
-from collections.abc import Callable
 from typing import Any
 
-from rllm.benchmarks.errors import UnknownBenchmarkError
+from rllm.benchmarks.errors import NameTakenError, UnknownBenchmarkError
 from rllm.benchmarks.types import BenchmarkSpec, Category
 
 __all__ = [
+    "BenchmarkKind",
     "all_benchmarks",
     "benchmark_kind",
     "benchmark_names",
@@ -40,31 +40,58 @@ def _key(name: str) -> str:
     return re.sub(r"[\s_.\-]+", "", name.lower())
 
 
-def benchmark_kind(category: Category, **shared: Any) -> Callable[..., BenchmarkSpec]:
+class BenchmarkKind:
     """A builder for one kind of catalog entry: the kind's shared settings, which an entry
-    may override, so that each entry states only what sets it apart."""
+    may override, so that each entry states only what sets it apart.
 
-    def build(
+    An entry's ``meta=("level",)`` maps the optional column ``level`` to the variable of
+    that name and copies it into the task's metadata (``optional`` plus ``metadata``).
+    """
+
+    def __init__(self, category: Category, **shared: Any) -> None:
+        self.category = category
+        self.shared = shared
+
+    def variant(self, **more: Any) -> BenchmarkKind:
+        """A narrower kind: these settings on top of this kind's."""
+        return BenchmarkKind(self.category, **(self.shared | more))
+
+    def __call__(
+        self,
         name: str,
         title: str,
         hf_id: str | None = None,
         fields: dict[str, str] | None = None,
+        *,
+        meta: tuple[str, ...] = (),
         **kw: Any,
     ) -> BenchmarkSpec:
         given = {"hf_id": hf_id, "fields": fields}
-        settings = shared | {key: value for key, value in given.items() if value is not None} | kw
-        return BenchmarkSpec(name=name, title=title, category=category, **settings)
+        settings = self.shared | {k: v for k, v in given.items() if v is not None} | kw
+        if meta:
+            settings["optional"] = settings.get("optional", {}) | {var: var for var in meta}
+            settings["metadata"] = (*settings.get("metadata", ()), *meta)
+        return BenchmarkSpec(name=name, title=title, category=self.category, **settings)
 
-    return build
+
+def benchmark_kind(category: Category, **shared: Any) -> BenchmarkKind:
+    """The builder of one kind of entry (see ``BenchmarkKind``)."""
+    return BenchmarkKind(category, **shared)
 
 
 def register_benchmarks(*specs: BenchmarkSpec) -> None:
-    """Add entries; a name or alias already taken by another entry is refused."""
+    """Add entries; a name or alias already taken by another entry is refused.
+
+    Raises:
+        NameTakenError: naming the label, its entry and the entry that has it.
+    """
     for spec in specs:
         for label in (spec.name, *spec.aliases):
             owner = _ALIASES.get(_key(label))
             if owner is not None and owner != spec.name:
-                raise ValueError(f"benchmark name {label!r} of {spec.name!r} is taken by {owner!r}")
+                raise NameTakenError(
+                    f"benchmark name {label!r} of {spec.name!r} is taken by {owner!r}"
+                )
         _SPECS[spec.name] = spec
         for label in (spec.name, *spec.aliases):
             _ALIASES[_key(label)] = spec.name

@@ -8,6 +8,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from rllm.benchmarks.errors import NameTakenError, UnknownRewardFnError
+from rllm.benchmarks.graders.common import truth_of
 from rllm.benchmarks.types import RewardFn, RewardResult
 from rllm.schemas.types import Task
 
@@ -27,7 +29,7 @@ def register_reward_fn(name: str) -> Callable[[RewardFn], RewardFn]:
 
     def decorate(fn: RewardFn) -> RewardFn:
         if name in _REGISTRY and _REGISTRY[name] is not fn:
-            raise ValueError(f"reward function {name!r} is already registered")
+            raise NameTakenError(f"reward function {name!r} is already registered")
         _REGISTRY[name] = fn
         return fn
 
@@ -38,13 +40,13 @@ def get_reward_fn(name: str) -> RewardFn:
     """The reward function registered as ``name``.
 
     Raises:
-        KeyError: naming the unknown function and the closest registered names.
+        UnknownRewardFnError: naming the unknown function and the closest registered names.
     """
     _load_builtin()
     if name not in _REGISTRY:
         close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise KeyError(
+        raise UnknownRewardFnError(
             f"unknown reward function {name!r}{hint} (registered: {', '.join(sorted(_REGISTRY))})"
         )
     return _REGISTRY[name]
@@ -76,9 +78,7 @@ def _normalise(text: str) -> str:
 
 
 def _truths(task: Task) -> list[str]:
-    truth: Any = task.ground_truth
-    if truth is None:
-        raise ValueError(f"task {task.task_id!r} has no ground truth to compare with")
+    truth: Any = truth_of(task)
     items = truth if isinstance(truth, list) else [truth]
     return [t if isinstance(t, str) else json.dumps(t) for t in items]
 

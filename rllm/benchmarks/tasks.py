@@ -96,7 +96,7 @@ class _Blank(dict[str, Any]):
     """Template variables; an optional variable that is None renders as ''."""
 
     def __missing__(self, key: str) -> str:
-        raise ValueError(f"template variable {{{key}}} is not mapped")
+        raise DatasetRowError(f"template variable {{{key}}} is not mapped")
 
     def __getitem__(self, key: str) -> Any:
         value = super().__getitem__(key)

@@ -39,14 +39,14 @@ def harness_row(name: str, home: Path) -> dict[str, Any]:
     """One harness's line: name, version, api, installed (and why not, when it fails to
     load)."""
     from rllm.producers.harnesses import get_harness
+    from rllm.producers.harnesses.host import is_installed
 
     try:
         made = get_harness(name)
     except Exception as exc:  # a third-party module whose dependency is missing
         error = f"{type(exc).__name__}: {exc}"
         return {"name": name, "version": "?", "api": "?", "installed": False, "error": error}
-    check = getattr(made, "is_installed", None)
-    installed = bool(check(home)) if callable(check) else True
+    installed = is_installed(made, home)
     return {
         "name": made.name,
         "version": made.version,
@@ -88,16 +88,16 @@ def install_command(name: str) -> None:
     """Install harness NAME on the host, under $RLLM_HARNESS_HOME (default
     $RLLM_HOME/harnesses); idempotent."""
     from rllm.producers.harnesses import get_harness
+    from rllm.producers.harnesses.types import InstallsOnHost
 
     made = get_harness(name)
     home = harness_home()
-    install = getattr(made, "install", None)
-    if not callable(install):
+    if not isinstance(made, InstallsOnHost):
         console.print(
             f"harness {made.name!r} {made.version} needs no host install: its install "
             f"script, if any, runs once in the sandbox snapshot of its first task"
         )
         return
     home.mkdir(parents=True, exist_ok=True)
-    asyncio.run(install(home))
+    asyncio.run(made.install(home))
     console.print(f"installed harness {made.name!r} {made.version} in {home}")

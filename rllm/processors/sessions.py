@@ -189,17 +189,7 @@ class SessionBook:
         except AssemblyError as exc:
             self.stats.invalid += 1
             reason = "invalid"
-            out.append(
-                report(
-                    self.source_topic,
-                    h.partition,
-                    -1,
-                    h.session_id.encode(),
-                    b"",
-                    str(exc),
-                    type(exc).__name__,
-                )
-            )
+            out.append(self._session_report(h, str(exc), type(exc).__name__))
         else:
             if reason == "reward_wait_expired":
                 traj["reward_error"] = (
@@ -227,17 +217,14 @@ class SessionBook:
             )
         ]
         if "step_count_mismatch" in traj["flags"]:
-            out.append(
-                report(
-                    self.source_topic,
-                    h.partition,
-                    -1,
-                    h.session_id.encode(),
-                    b"",
-                    f"session {h.session_id}: SessionClosed reported {traj['num_steps_reported']} "
-                    f"steps but {len(traj['steps'])} arrived; trajectory emitted with flag "
-                    "step_count_mismatch",
-                    "StepCountMismatch",
-                )
+            message = (
+                f"session {h.session_id}: SessionClosed reported {traj['num_steps_reported']} "
+                f"steps but {len(traj['steps'])} arrived; trajectory emitted with flag "
+                "step_count_mismatch"
             )
+            out.append(self._session_report(h, message, "StepCountMismatch"))
         return out
+
+    def _session_report(self, h: SessionHeader, message: str, kind: str) -> Emit:
+        """A dead letter about session ``h`` as a whole (no one source record: offset -1)."""
+        return report(self.source_topic, h.partition, -1, h.session_id.encode(), b"", message, kind)

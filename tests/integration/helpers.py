@@ -24,8 +24,8 @@ from rllm.settings import KafkaSettings
 def each_record(
     settings: KafkaSettings, full_topic: str, timeout_s: float = 20.0
 ) -> Iterator[Message]:
-    """Every record of a topic as it is polled (each partition in offset order), until
-    every partition reached its end; fails if one has not after ``timeout_s``."""
+    """Every record of a topic as it is read (each partition's in offset order), until
+    every partition's end (asserted reached within ``timeout_s``)."""
     consumer = make_consumer(
         settings, f"test-{uuid.uuid4().hex[:8]}", **{"enable.partition.eof": True}
     )
@@ -51,7 +51,7 @@ def each_record(
 
 def read_all(settings: KafkaSettings, full_topic: str, timeout_s: float = 20.0) -> list[Message]:
     """Every record of a topic, partition by partition in offset order."""
-    out = each_record(settings, full_topic, timeout_s)
+    out = list(each_record(settings, full_topic, timeout_s))
     return sorted(out, key=lambda m: (m.partition(), m.offset()))
 
 
@@ -92,3 +92,12 @@ def read_records(reader: TopicReader, n: int) -> list[ConsumedRecord]:
     while len(got) < n:
         got.extend(reader.read(n - len(got), timeout_s=1.0))
     return got
+
+
+def fake_model_setup(upstream_url: str) -> list[str]:
+    """``rllm-cli`` arguments that make the profile ``fake``: a vLLM server at the fake
+    upstream ``upstream_url`` serving ``fake-model``, without prompts."""
+    return [
+        *("model", "setup", "--provider", "vllm", "--name", "fake", "--model", "fake-model"),
+        *("--base-url", f"{upstream_url}/v1", "--no-input"),
+    ]

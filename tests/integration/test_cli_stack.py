@@ -104,25 +104,13 @@ def test_a_down_broker_is_one_line_naming_up_not_librdkafka_noise(
     # train checks the broker, then the gateway, before it loads a model or writes anything
     began = time.monotonic()
     ckpt = tmp_path / "ckpt"
-    train = cli(
-        "train",
-        "--benchmark",
-        "multiply",
-        "--max-updates",
-        "1",
-        "--checkpoint-dir",
-        str(ckpt),
-        env={"RLLM_BOOTSTRAP_SERVERS": down},
-    )
+    one_update = ("train", "--benchmark", "multiply", "--max-updates", "1")
+    train = cli(*one_update, "--checkpoint-dir", str(ckpt), env={"RLLM_BOOTSTRAP_SERVERS": down})
     assert train.returncode == 1 and "rllm-cli up" in train.stderr, train.stderr
     assert "%3|" not in train.stderr and time.monotonic() - began < 30
     no_gateway = f"http://127.0.0.1:{free_broker_port()}"
     train = cli(
-        "train",
-        "--benchmark",
-        "multiply",
-        "--max-updates",
-        "1",
+        *one_update,
         "--checkpoint-dir",
         str(ckpt),
         "--gateway-url",

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from tests.fakes.upstream import start_fake_upstream
+from tests.integration.helpers import fake_model_setup
 from tests.integration.test_cli_stack import _port_open, cli
 from tests.paths import BENCHMARK_FIXTURES as FIXTURES
 from tests.ports import free_broker_port
@@ -29,20 +30,7 @@ def test_up_eval_analytics_down(tmp_path: Path) -> None:
         "RLLM_GATEWAY_URL": f"http://127.0.0.1:{gateway_port}",
         "RLLM_SERVICES": "gateway,processors,history",
     }
-    setup = cli(
-        "model",
-        "setup",
-        "--provider",
-        "vllm",
-        "--name",
-        "fake",
-        "--model",
-        "fake-model",
-        "--base-url",
-        f"{upstream.url}/v1",
-        "--no-input",
-        env=env,
-    )
+    setup = cli(*fake_model_setup(upstream.url), env=env)
     assert setup.returncode == 0, setup.stdout + setup.stderr
     try:
         up = cli("up", "--model", "fake", env=env)

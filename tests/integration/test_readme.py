@@ -30,6 +30,7 @@ import pytest
 from rllm.producers.gateway import GatewaySettings, create_app
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import FakeUpstream, RunningUpstream, ThreadedServer, start_fake_upstream
+from tests.integration.helpers import fake_model_setup
 from tests.integration.processors.helpers import Workers
 from tests.paths import ROOT
 
@@ -129,22 +130,7 @@ def stack(
         "RLLM_CHECKPOINT_DIR": str(tmp_path / "ckpt"),
     }
     profile = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rllm.cli",
-            "model",
-            "setup",
-            "--provider",
-            "vllm",
-            "--name",
-            "fake",
-            "--model",
-            "fake-model",
-            "--base-url",
-            f"{upstream.url}/v1",
-            "--no-input",
-        ],
+        [sys.executable, "-m", "rllm.cli", *fake_model_setup(upstream.url)],
         env=env,
         capture_output=True,
         text=True,

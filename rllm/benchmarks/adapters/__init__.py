@@ -2,7 +2,7 @@
 
 An adapter takes the variables read through a spec's field mapping and returns new or
 replaced ones (a lettered choice list, a numeric answer, a test program). It raises
-``ValueError`` naming the variable when a value is unusable; the loader adds the row index.
+``DatasetRowError`` naming the variable when a value is unusable; the loader adds the row index.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import json
 import random
 from collections.abc import Callable
 from typing import Any
+
+from rllm.benchmarks.errors import DatasetRowError
 
 __all__ = [
     "ADAPTERS",
@@ -56,7 +58,7 @@ def lettered(choices: list[Any]) -> str:
 def choices_vars(vars_: Vars, choices: list[Any], answer_index: int) -> Vars:
     """The ``choices``, ``choices_text`` (lettered) and ``answer`` (letter) variables."""
     if not 0 <= answer_index < len(choices):
-        raise ValueError(f"answer index {answer_index} is outside the {len(choices)} choices")
+        raise DatasetRowError(f"answer index {answer_index} is outside the {len(choices)} choices")
     return {
         "choices": [str(c) for c in choices],
         "choices_text": lettered(choices),
@@ -72,7 +74,7 @@ def as_list(value: Any, name: str) -> list[Any]:
         except (ValueError, SyntaxError):
             value = json.loads(value)
     if not isinstance(value, list | tuple):
-        raise ValueError(f"field {name!r} should be a list, got {type(value).__name__}")
+        raise DatasetRowError(f"field {name!r} should be a list, got {type(value).__name__}")
     return list(value)
 
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from rllm.benchmarks.adapters import Vars, adapter, as_list
+from rllm.benchmarks.errors import DatasetRowError
 
 __all__ = []
 
@@ -28,7 +29,8 @@ def _humaneval(v: Vars) -> Vars:
 @adapter("mbpp")
 def _mbpp(v: Vars) -> Vars:
     tests = [str(t) for t in as_list(v["tests"], "tests")]
-    setup = "\n".join(x for x in (v.get("imports_text"), v.get("setup")) if x)
+    imports = "\n".join(as_list(v.get("imports") or [], "imports"))  # mbpp_sanitized's
+    setup = "\n".join(x for x in (imports, v.get("setup")) if x)
     return {
         "tests_text": "\n".join(tests),
         "answer": {"kind": "asserts", "tests": tests, "setup": setup},
@@ -48,7 +50,7 @@ def _mbpp_plus(v: Vars) -> Vars:
 def _stdio(inputs: list[Any], outputs: list[Any], fn_name: str | None = None) -> dict[str, Any]:
     cases = [{"input": str(i), "output": str(o)} for i, o in zip(inputs, outputs, strict=False)]
     if not cases:
-        raise ValueError("the row has no test cases")
+        raise DatasetRowError("the row has no test cases")
     return {"kind": "functional" if fn_name else "stdio", "cases": cases, "fn_name": fn_name}
 
 

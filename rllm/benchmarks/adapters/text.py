@@ -6,6 +6,7 @@ import json
 import re
 
 from rllm.benchmarks.adapters import LETTERS, Vars, adapter, as_list, choices_vars, shuffled
+from rllm.benchmarks.errors import DatasetRowError
 
 __all__ = ["language_name", "last_boxed"]
 
@@ -17,7 +18,7 @@ __all__ = ["language_name", "last_boxed"]
 def _gsm8k(v: Vars) -> Vars:
     text = str(v["answer"])
     if "####" not in text:
-        raise ValueError("field 'answer' has no '#### <number>' final answer")
+        raise DatasetRowError("field 'answer' has no '#### <number>' final answer")
     rationale, final = text.rsplit("####", 1)
     return {"answer": final.strip().replace(",", ""), "rationale": rationale.strip()}
 
@@ -42,7 +43,7 @@ def last_boxed(text: str) -> str | None:
 def _boxed_solution(v: Vars) -> Vars:
     boxed = last_boxed(str(v["solution"]))
     if boxed is None:
-        raise ValueError("field 'solution' has no \\boxed{...} answer")
+        raise DatasetRowError("field 'solution' has no \\boxed{...} answer")
     return {"answer": boxed}
 
 
@@ -93,7 +94,7 @@ def _labeled_choices(v: Vars) -> Vars:
     texts, labels = list(block["text"]), [str(x) for x in block["label"]]
     key = str(v["answer"]).strip()
     if key not in labels:
-        raise ValueError(f"answer key {key!r} is not one of the labels {labels}")
+        raise DatasetRowError(f"answer key {key!r} is not one of the labels {labels}")
     return choices_vars(v, texts, labels.index(key))
 
 
@@ -165,7 +166,7 @@ def _aliases(v: Vars) -> Vars:
         ]
     answers = [str(x) for x in dict.fromkeys(items) if x not in (None, "")]
     if not answers:
-        raise ValueError("field 'answer' holds no answer")
+        raise DatasetRowError("field 'answer' holds no answer")
     return {"answer": answers}
 
 
@@ -178,7 +179,7 @@ def _ifeval(v: Vars) -> Vars:
     kwargs = v["kwargs"]
     kwargs = json.loads(kwargs) if isinstance(kwargs, str) else list(kwargs)
     if len(kwargs) != len(ids):
-        raise ValueError(f"{len(ids)} instruction ids but {len(kwargs)} kwargs")
+        raise DatasetRowError(f"{len(ids)} instruction ids but {len(kwargs)} kwargs")
     clean = [{k: x for k, x in (kw or {}).items() if x is not None} for kw in kwargs]
     return {"answer": {"instruction_id_list": ids, "kwargs": clean, "prompt": v["prompt"]}}
 

@@ -15,6 +15,7 @@ from rllm.benchmarks.adapters import (
     choices_vars,
     lettered,
 )
+from rllm.benchmarks.errors import DatasetRowError
 
 __all__ = ["data_url"]
 
@@ -33,14 +34,14 @@ def data_url(image: Any) -> str:
         return str(image["path"])
     if isinstance(image, str):
         return image
-    raise ValueError(f"image value of type {type(image).__name__} has neither bytes nor path")
+    raise DatasetRowError(f"image value of type {type(image).__name__} has neither bytes nor path")
 
 
 @adapter("images")
 def _images(v: Vars) -> Vars:
     keys = sorted(k for k in v if re.fullmatch(r"image(_\d+)?", k) and v[k] is not None)
     if not keys:
-        raise ValueError("the row has no image")
+        raise DatasetRowError("the row has no image")
     return {"images": [data_url(v[k]) for k in keys]}
 
 

@@ -8,24 +8,21 @@ from rllm.benchmarks.types import Category, Need
 __all__: list[str] = []
 
 _HARNESS_ONLY = frozenset({Need.HARNESS})
-_GRADED: dict[str, object] = {
-    "truth": "",
-    "reward_fn": "harness",
-    "needs": frozenset({Need.HARNESS, Need.SANDBOX}),
-}
 _agentic = benchmark_kind(Category.AGENTIC)
+# Graded by the harness (RewardAssigned events), not by a reward function.
+_graded = _agentic.variant(
+    truth="", reward_fn="harness", needs=frozenset({Need.HARNESS, Need.SANDBOX})
+)
+# Rows only from a data file of the harness's tasks (``source="harness"``).
+_harness_rows = _graded.variant(source="harness")
 # Task folders run by a harness that grades them; the row carries only the instruction.
-_task_folders = benchmark_kind(
-    Category.AGENTIC,
-    **_GRADED,
-    source="harness",
+_task_folders = _harness_rows.variant(
     id_field="task_id",
     fields={"instruction": "instruction"},
     prompt="{instruction}",
 )
-_swebench = benchmark_kind(
-    Category.AGENTIC,
-    **(_GRADED | {"truth": "instance_id"}),
+_swebench = _graded.variant(
+    truth="instance_id",
     id_field="instance_id",
     fields={"repo": "repo", "problem": "problem_statement", "instance_id": "instance_id"},
     prompt="Resolve this issue in {repo}:\n\n{problem}",
@@ -37,8 +34,8 @@ register_benchmarks(
         "swebench_verified",
         "SWE-bench Verified",
         "princeton-nlp/SWE-bench_Verified",
-        optional={"base_commit": "base_commit", "version": "version"},
-        metadata=("repo", "base_commit", "version"),
+        metadata=("repo",),
+        meta=("base_commit", "version"),
         aliases=("swe_bench_verified", "swebench"),
         description="500 human-validated GitHub issues; graded by running repo tests.",
     ),
@@ -66,14 +63,13 @@ register_benchmarks(
         homepage="https://www.skillsbench.ai",
         description="Tasks measuring how well agents use skill folders.",
     ),
-    _task_folders(
+    _harness_rows(
         "bfcl",
         "Berkeley Function-Calling Leaderboard",
         "gorilla-llm/Berkeley-Function-Calling-Leaderboard",
         {"question": "question", "functions": "function"},
         id_field="id",
         metadata=("functions",),
-        prompt="{question}",
         agent="harness:bfcl",
         needs=_HARNESS_ONLY,
         aliases=("bfcl_v3",),

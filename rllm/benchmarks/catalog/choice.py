@@ -14,18 +14,25 @@ MCQ_PROMPT = (
 
 
 _mcq = benchmark_kind(Category.MCQ, prompt=MCQ_PROMPT, reward_fn="mcq")
-_QCA = {"question": "question", "choices": "choices", "answer": "answer"}
+# Choices as a list and the answer as an index into it.
+_indexed = _mcq.variant(
+    fields={"question": "question", "choices": "choices", "answer": "answer"},
+    adapter="index_choices",
+)
+# Choices as {"text": [...], "label": [...]} and the answer as one of the labels.
+_labeled = _mcq.variant(
+    fields={"question": "question", "choices": "choices", "answer": "answerKey"},
+    adapter="labeled_choices",
+    id_field="id",
+)
 
 register_benchmarks(
-    _mcq(
+    _indexed(
         "mmlu",
         "MMLU",
         "cais/mmlu",
-        _QCA,
-        adapter="index_choices",
         config="all",
-        optional={"subject": "subject"},
-        metadata=("subject",),
+        meta=("subject",),
         description="57-subject knowledge exam (14k test questions).",
     ),
     _mcq(
@@ -35,20 +42,16 @@ register_benchmarks(
         {"question": "question", "choices": "options", "answer": "answer"},
         adapter="letter_choices",
         id_field="question_id",
-        optional={"category": "category"},
-        metadata=("category",),
+        meta=("category",),
         aliases=("mmlupro",),
         description="Harder MMLU with up to 10 options.",
     ),
-    _mcq(
+    _indexed(
         "mmlu_redux",
         "MMLU-Redux 2.0",
         "edinburgh-dawg/mmlu-redux-2.0",
-        _QCA,
-        adapter="index_choices",
         config="abstract_algebra",
-        optional={"error_type": "error_type"},
-        metadata=("error_type",),
+        meta=("error_type",),
         aliases=("mmluredux",),
         description="Re-annotated MMLU subset (config is the subject).",
     ),
@@ -78,8 +81,7 @@ register_benchmarks(
         adapter="letter_choices",
         split="train",
         id_field="uuid",
-        optional={"discipline": "discipline", "difficulty": "difficulty"},
-        metadata=("discipline", "difficulty"),
+        meta=("discipline", "difficulty"),
         description="26k questions over 285 disciplines.",
     ),
     _mcq(
@@ -103,56 +105,44 @@ register_benchmarks(
         config="agronomy",
         description="Chinese massive multitask language.",
     ),
-    _mcq(
+    _labeled(
         "arc_challenge",
         "ARC-Challenge",
         "allenai/ai2_arc",
-        {"question": "question", "choices": "choices", "answer": "answerKey"},
-        adapter="labeled_choices",
         config="ARC-Challenge",
-        id_field="id",
         aliases=("arc", "arc_c"),
         description="Grade-school science, the hard set.",
     ),
-    _mcq(
+    _labeled(
         "arc_easy",
         "ARC-Easy",
         "allenai/ai2_arc",
-        {"question": "question", "choices": "choices", "answer": "answerKey"},
-        adapter="labeled_choices",
         config="ARC-Easy",
-        id_field="id",
         aliases=("arc_e",),
         description="Grade-school science, the easy set.",
     ),
-    _mcq(
+    _labeled(
         "commonsense_qa",
         "CommonsenseQA",
         "tau/commonsense_qa",
-        {"question": "question", "choices": "choices", "answer": "answerKey"},
-        adapter="labeled_choices",
         split="validation",
-        id_field="id",
         aliases=("csqa",),
         description="Commonsense questions over ConceptNet.",
     ),
-    _mcq(
+    _labeled(
         "openbookqa",
         "OpenBookQA",
         "allenai/openbookqa",
         {"question": "question_stem", "choices": "choices", "answer": "answerKey"},
-        adapter="labeled_choices",
         config="main",
-        id_field="id",
         aliases=("obqa",),
         description="Elementary science with an open book of facts.",
     ),
-    _mcq(
+    _indexed(
         "hellaswag",
         "HellaSwag",
         "Rowan/hellaswag",
         {"question": "ctx", "choices": "endings", "answer": "label"},
-        adapter="index_choices",
         split="validation",
         id_field="ind",
         prompt="Choose the most plausible continuation.\n\n{question}\n\n{choices_text}\n\n"

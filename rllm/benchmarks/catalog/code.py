@@ -15,25 +15,18 @@ _MBPP = (
     "{question}\nYour code should pass these tests:\n\n{tests_text}\n\nReply with the "
     "Python code in one ```python code block."
 )
-_STDIO = (
-    "{question}{format_hint}\n\nReply with a complete Python program in one ```python code block."
-)
+_PROGRAM = "Reply with a complete Python program in one ```python code block."
 
-_CODE: dict[str, object] = {
-    "reward_fn": "code",
-    "agent": "code",
-    "needs": frozenset({Need.SANDBOX}),
-}
-_code = benchmark_kind(Category.CODE, **_CODE)
-_humaneval = benchmark_kind(
-    Category.CODE,
-    **_CODE,
+_code = benchmark_kind(
+    Category.CODE, reward_fn="code", agent="code", needs=frozenset({Need.SANDBOX})
+)
+_humaneval = _code.variant(
     id_field="task_id",
     fields={"prompt": "prompt", "test": "test", "entry_point": "entry_point"},
     adapter="humaneval",
     prompt=_COMPLETE,
 )
-_mbpp = benchmark_kind(Category.CODE, **_CODE, id_field="task_id", adapter="mbpp", prompt=_MBPP)
+_mbpp = _code.variant(id_field="task_id", adapter="mbpp", prompt=_MBPP)
 
 register_benchmarks(
     _humaneval(
@@ -86,15 +79,10 @@ register_benchmarks(
         {"question": "question_content", "public_tests": "public_test_cases"},
         config="release_v5",
         id_field="question_id",
-        optional={
-            "starter_code": "starter_code",
-            "meta": "metadata",
-            "difficulty": "difficulty",
-            "platform": "platform",
-        },
+        optional={"starter_code": "starter_code", "meta": "metadata"},
+        meta=("difficulty", "platform"),
         adapter="livecodebench",
-        prompt=_STDIO,
-        metadata=("difficulty", "platform"),
+        prompt="{question}{format_hint}\n\n" + _PROGRAM,
         aliases=("lcb",),
         description="Contest problems after model cut-offs (public tests are graded).",
     ),
@@ -104,11 +92,10 @@ register_benchmarks(
         "codeparrot/apps",
         {"question": "question", "input_output": "input_output"},
         id_field="problem_id",
-        optional={"starter_code": "starter_code", "difficulty": "difficulty"},
+        optional={"starter_code": "starter_code"},
+        meta=("difficulty",),
         adapter="apps",
-        prompt="{question}\n\n{starter_code}\n\nReply with a complete Python "
-        "program in one ```python code block.",
-        metadata=("difficulty",),
+        prompt="{question}\n\n{starter_code}\n\n" + _PROGRAM,
         description="10k coding problems, stdin/stdout and call-based.",
     ),
     _code(
@@ -119,8 +106,7 @@ register_benchmarks(
         id_field="name",
         optional={"private_tests": "private_tests"},
         adapter="code_contests",
-        prompt="{question}\n\nRead stdin, write stdout. Reply with a complete Python program "
-        "in one ```python code block.",
+        prompt="{question}\n\nRead stdin, write stdout. " + _PROGRAM,
         aliases=("codecontests",),
         description="AlphaCode's competitive-programming set.",
     ),

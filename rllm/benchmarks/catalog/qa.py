@@ -17,6 +17,9 @@ _CTX = (
 )
 _qa = benchmark_kind(Category.QA, prompt=QA_PROMPT)
 _QA = {"question": "question", "answer": "answer"}
+# The answer and its aliases (a list, a JSON list, or TriviaQA's {"value", "aliases"}).
+_aliased = _qa.variant(adapter="aliases")
+_judged = _qa.variant(reward_fn="llm_judge", needs=frozenset({Need.JUDGE}))
 
 register_benchmarks(
     _qa(
@@ -27,24 +30,22 @@ register_benchmarks(
         config="distractor",
         split="validation",
         id_field="id",
-        optional={"level": "level", "type": "type"},
-        metadata=("level", "type"),
+        meta=("level", "type"),
         reward_fn="f1",
         aliases=("hotpot_qa",),
         description="Multi-hop Wikipedia questions (closed-book prompt).",
     ),
-    _qa(
+    _aliased(
         "nq_open",
         "Natural Questions (open)",
         "google-research-datasets/nq_open",
         _QA,
         split="validation",
-        adapter="aliases",
         reward_fn="em",
         aliases=("nq", "natural_questions"),
         description="Google search queries with short Wikipedia answers.",
     ),
-    _qa(
+    _aliased(
         "triviaqa",
         "TriviaQA",
         "mandarjoshi/trivia_qa",
@@ -52,12 +53,11 @@ register_benchmarks(
         config="rc.nocontext",
         split="validation",
         id_field="question_id",
-        adapter="aliases",
         reward_fn="em",
         aliases=("trivia_qa",),
         description="Trivia questions with answer aliases.",
     ),
-    _qa(
+    _aliased(
         "musique",
         "MuSiQue",
         "dgslibisey/MuSiQue",
@@ -65,29 +65,26 @@ register_benchmarks(
         split="validation",
         id_field="id",
         optional={"aliases": "answer_aliases"},
-        adapter="aliases",
         reward_fn="f1",
         description="2-4 hop questions composed from single hops.",
     ),
-    _qa(
+    _aliased(
         "squad",
         "SQuAD v1.1",
         "rajpurkar/squad",
         {"question": "question", "context": "context", "answer": "answers.text"},
         split="validation",
         id_field="id",
-        adapter="aliases",
         prompt=_CTX,
         reward_fn="f1",
         description="Reading comprehension over Wikipedia.",
     ),
-    _qa(
+    _aliased(
         "popqa",
         "PopQA",
         "akariasai/PopQA",
         {"question": "question", "answer": "possible_answers"},
         id_field="id",
-        adapter="aliases",
         reward_fn="em",
         description="Entity-centric questions over long-tail popularity.",
     ),
@@ -110,25 +107,20 @@ register_benchmarks(
         reward_fn="em",
         description="Naturally occurring yes/no questions.",
     ),
-    _qa(
+    _judged(
         "simpleqa",
         "SimpleQA",
         "basicv8vc/SimpleQA",
         {"question": "problem", "answer": "answer"},
-        reward_fn="llm_judge",
-        needs=frozenset({Need.JUDGE}),
         description="Short fact-seeking questions, judged by a grader model.",
     ),
-    _qa(
+    _judged(
         "hle",
         "Humanity's Last Exam",
         "cais/hle",
         _QA,
         id_field="id",
-        optional={"answer_type": "answer_type", "category": "category", "image": "image"},
-        metadata=("answer_type", "category", "image"),
-        reward_fn="llm_judge",
-        needs=frozenset({Need.JUDGE}),
+        meta=("answer_type", "category", "image"),
         aliases=("humanitys_last_exam",),
         description="2.5k expert questions at the frontier (gated; some with images).",
     ),

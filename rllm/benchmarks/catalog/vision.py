@@ -15,74 +15,66 @@ _SHORT = "{question}\n\nAnswer with a single word or phrase, as 'Answer: <answer
 
 
 _vlm = benchmark_kind(Category.VISION, agent="vlm", needs=frozenset({Need.VISION}))
+# Options (when the row has them) lettered after the question; graded as a letter.
+_vlm_choices = _vlm.variant(adapter="vqa_choices", prompt=_MC, reward_fn="mcq")
+_mmmu = _vlm_choices.variant(
+    fields={"image_1": "image_1", "question": "question", "choices": "options", "answer": "answer"},
+    id_field="id",
+    optional={f"image_{i}": f"image_{i}" for i in range(2, 8)},
+)
+# The images and the question only.
+_vlm_images = _vlm.variant(adapter="images")
+_vlm_short = _vlm_images.variant(prompt=_SHORT)
+_ANSWERS = {"image": "image", "question": "question", "answer": "answers"}
+_docvqa = _vlm_short.variant(
+    hf_id="lmms-lab/DocVQA",
+    fields=_ANSWERS,
+    split="validation",
+    id_field="questionId",
+    reward_fn="anls",
+)
 _IMG_QA = {"image": "image", "question": "question", "answer": "answer"}
 
 register_benchmarks(
-    _vlm(
+    _mmmu(
         "mmmu",
         "MMMU",
         "MMMU/MMMU",
-        {"image_1": "image_1", "question": "question", "choices": "options", "answer": "answer"},
         config="Accounting",
         split="validation",
-        id_field="id",
-        optional={f"image_{i}": f"image_{i}" for i in range(2, 8)}
-        | {"question_type": "question_type"},
-        metadata=("question_type",),
-        adapter="vqa_choices",
-        prompt=_MC,
-        reward_fn="mcq",
+        meta=("question_type",),
         description="College-level multimodal questions over 30 subjects (config = subject).",
     ),
-    _vlm(
+    _mmmu(
         "mmmu_pro",
         "MMMU-Pro",
         "MMMU/MMMU_Pro",
-        {"image_1": "image_1", "question": "question", "choices": "options", "answer": "answer"},
         config="standard (10 options)",
-        id_field="id",
-        optional={f"image_{i}": f"image_{i}" for i in range(2, 8)},
-        adapter="vqa_choices",
-        prompt=_MC,
-        reward_fn="mcq",
         description="MMMU with 10 options and filtered questions.",
     ),
-    _vlm(
+    _vlm_choices(
         "mathvista",
         "MathVista",
         "AI4Math/MathVista",
         {"image": "decoded_image", "question": "question", "answer": "answer"},
         split="testmini",
         id_field="pid",
-        optional={
-            "choices": "choices",
-            "question_type": "question_type",
-            "answer_type": "answer_type",
-        },
-        metadata=("question_type", "answer_type"),
-        adapter="vqa_choices",
-        prompt=_MC,
-        reward_fn="mcq",
+        optional={"choices": "choices"},
+        meta=("question_type", "answer_type"),
         description="Mathematical reasoning in visual contexts (testmini).",
     ),
-    _vlm(
+    _vlm_choices(
         "ai2d",
         "AI2D",
         "lmms-lab/ai2d",
         {"image": "image", "question": "question", "choices": "options", "answer": "answer"},
-        adapter="vqa_choices",
-        prompt=_MC,
-        reward_fn="mcq",
         description="Grade-school science diagrams with multiple-choice questions.",
     ),
-    _vlm(
+    _vlm_choices(
         "scienceqa_img",
         "ScienceQA (image)",
         "derek-thomas/ScienceQA",
         {"image": "image", "question": "question", "choices": "choices", "answer": "answer"},
-        adapter="vqa_choices",
-        prompt=_MC,
-        reward_fn="mcq",
         aliases=("scienceqa",),
         optional={"hint": "hint"},
         description="Science questions with image context.",
@@ -95,96 +87,71 @@ register_benchmarks(
         config="en",
         split="dev",
         id_field="index",
-        optional={"C": "C", "D": "D", "hint": "hint", "category": "category"},
-        metadata=("category",),
+        optional={"C": "C", "D": "D", "hint": "hint"},
+        meta=("category",),
         adapter="vqa_columns",
         prompt="{hint}\n{question}\n\n{choices_text}\n\nEnd with 'Answer: X'.",
         reward_fn="mcq",
         description="Systematic multimodal ability checks (dev split has answers).",
     ),
-    _vlm(
+    _vlm_images(
         "mmstar",
         "MMStar",
         "Lin-Chen/MMStar",
         _IMG_QA,
         split="val",
         id_field="index",
-        optional={"category": "category"},
-        metadata=("category",),
-        adapter="images",
+        meta=("category",),
         prompt="{question}\n\nEnd with 'Answer: X'.",
         reward_fn="mcq",
         description="1.5k vision-indispensable multiple-choice samples.",
     ),
-    _vlm(
+    _docvqa(
         "docvqa",
         "DocVQA",
-        "lmms-lab/DocVQA",
-        {"image": "image", "question": "question", "answer": "answers"},
         config="DocVQA",
-        split="validation",
-        id_field="questionId",
-        adapter="images",
-        prompt=_SHORT,
-        reward_fn="anls",
         description="Questions on scanned documents, graded by ANLS.",
     ),
-    _vlm(
+    _docvqa(
         "infovqa",
         "InfographicVQA",
-        "lmms-lab/DocVQA",
-        {"image": "image", "question": "question", "answer": "answers"},
         config="InfographicVQA",
-        split="validation",
-        id_field="questionId",
-        adapter="images",
-        prompt=_SHORT,
-        reward_fn="anls",
         aliases=("infographicvqa",),
         description="Questions on infographics, graded by ANLS.",
     ),
-    _vlm(
+    _vlm_short(
         "chartqa",
         "ChartQA",
         "HuggingFaceM4/ChartQA",
         {"image": "image", "question": "query", "answer": "label"},
-        adapter="images",
-        optional={"human_or_machine": "human_or_machine"},
-        metadata=("human_or_machine",),
-        prompt=_SHORT,
+        meta=("human_or_machine",),
         reward_fn="relaxed_accuracy",
         description="Chart questions; numbers within 5% count (relaxed accuracy).",
     ),
-    _vlm(
+    _vlm_short(
         "ocrbench",
         "OCRBench",
         "echo840/OCRBench",
         _IMG_QA,
-        adapter="images",
-        optional={"dataset": "dataset", "question_type": "question_type"},
-        metadata=("dataset", "question_type"),
-        prompt=_SHORT,
+        meta=("dataset", "question_type"),
         reward_fn="ocrbench",
         description="1,000 OCR questions; an answer counts when it contains a reference.",
     ),
-    _vlm(
+    _vlm_short(
         "textvqa",
         "TextVQA",
         "lmms-lab/textvqa",
-        {"image": "image", "question": "question", "answer": "answers"},
+        _ANSWERS,
         split="validation",
         id_field="question_id",
-        adapter="images",
-        prompt=_SHORT,
         reward_fn="vqa_accuracy",
         description="Reading text in natural images; VQA accuracy over 10 annotators.",
     ),
-    _vlm(
+    _vlm_images(
         "realworldqa",
         "RealWorldQA",
         "xai-org/RealworldQA",
         _IMG_QA,
-        adapter="images",
         prompt="{question}",
         reward_fn="mcq",
         description="Real-world spatial questions (letters or short answers).",

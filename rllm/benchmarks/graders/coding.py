@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+from rllm.benchmarks.errors import GradingError
 from rllm.benchmarks.graders.common import truth_of
 from rllm.benchmarks.graders.sandbox import SandboxResult, run_python
 from rllm.benchmarks.rewards import register_reward_fn
@@ -43,7 +44,7 @@ def build_program(truth: dict[str, Any], code_text: str) -> str:
         return f"{truth['prompt']}{completion}\n\n{truth['test']}\n\ncheck({entry})\n"
     if kind == "asserts":
         return "\n".join([truth.get("setup") or "", code_text, "", *truth["tests"], ""])
-    raise ValueError(f"unknown code ground-truth kind {kind!r}")
+    raise GradingError(f"unknown code ground-truth kind {kind!r}")
 
 
 def _functional_program(code_text: str, fn_name: str) -> str:

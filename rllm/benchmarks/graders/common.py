@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from rllm.benchmarks.adapters import last_boxed
+from rllm.benchmarks.errors import GradingError
 from rllm.schemas.types import Task
 
 __all__ = ["final_answer", "gold_list", "truth_of"]
@@ -20,11 +21,11 @@ def truth_of(task: Task) -> Any:
     """The parsed ground truth.
 
     Raises:
-        ValueError: the task has none.
+        GradingError: the task has none.
     """
     truth = task.ground_truth
     if truth is None:
-        raise ValueError(f"task {task.task_id!r} has no ground truth to compare with")
+        raise GradingError(f"task {task.task_id!r} has no ground truth to compare with")
     return truth
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rllm.benchmarks.errors import GradingError
 from rllm.benchmarks.graders.common import truth_of
 from rllm.benchmarks.graders.ifeval_checks import CHECKERS
 from rllm.benchmarks.rewards import register_reward_fn
@@ -31,11 +32,11 @@ def follows(
     """Whether ``response`` follows one instruction.
 
     Raises:
-        ValueError: the instruction id has no checker here.
+        GradingError: the instruction id has no checker here.
     """
     checker = CHECKERS.get(instruction_id)
     if checker is None:
-        raise ValueError(f"no checker for instruction id {instruction_id!r}")
+        raise GradingError(f"no checker for instruction id {instruction_id!r}")
     if instruction_id == "combination:repeat_prompt" or not loose:
         return bool(response.strip()) and checker(response, **kwargs)
     return any(v.strip() and checker(v, **kwargs) for v in _loose_variants(response))
@@ -46,14 +47,14 @@ def ifeval(task: Task, answer: str) -> RewardResult:
     """1.0 when every instruction is followed (strict).
 
     Raises:
-        ValueError: naming the instruction ids that have no checker (e.g. most of IFBench's).
+        GradingError: naming the instruction ids that have no checker (e.g. most of IFBench's).
     """
     truth = truth_of(task)
     ids: list[str] = truth["instruction_id_list"]
     kwargs: list[dict[str, Any]] = truth["kwargs"]
     unknown = [i for i in ids if i not in CHECKERS]
     if unknown:
-        raise ValueError(f"task {task.task_id!r}: no checker for instruction ids {unknown}")
+        raise GradingError(f"task {task.task_id!r}: no checker for instruction ids {unknown}")
     strict = [follows(i, answer, kw) for i, kw in zip(ids, kwargs, strict=True)]
     loose = [follows(i, answer, kw, loose=True) for i, kw in zip(ids, kwargs, strict=True)]
     ok = all(strict)

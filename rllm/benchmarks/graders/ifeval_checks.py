@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from rllm.benchmarks.errors import GradingError
+
 __all__ = ["CHECKERS"]
 
 Checker = Callable[..., bool]
@@ -30,7 +32,7 @@ def _compare(count: int, relation: str, target: int) -> bool:
         return count < target
     if relation == "at least":
         return count >= target
-    raise ValueError(f"unknown relation {relation!r} (expected 'less than' or 'at least')")
+    raise GradingError(f"unknown relation {relation!r} (expected 'less than' or 'at least')")
 
 
 def _words(text: str) -> list[str]:

@@ -9,6 +9,7 @@ import httpx
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rllm.benchmarks.errors import GradingError
 from rllm.benchmarks.graders.common import gold_list
 from rllm.benchmarks.rewards import register_reward_fn
 from rllm.benchmarks.types import RewardResult
@@ -65,7 +66,7 @@ def llm_judge(
     Raises:
         ConfigError: no judge is configured (``RLLM_JUDGE_BASE_URL``, ``RLLM_JUDGE_MODEL``).
         httpx.HTTPError: the judge endpoint failed (callers record it as a scoring error).
-        ValueError: the judge's reply holds no verdict.
+        GradingError: the judge's reply holds no verdict.
     """
     settings = settings or JudgeSettings()
     if not settings.base_url or not settings.model:
@@ -100,7 +101,7 @@ def llm_judge(
             http.close()
     verdict = _verdict(reply)
     if verdict is None:
-        raise ValueError(f"the judge's reply has no CORRECT/INCORRECT verdict: {reply[:200]!r}")
+        raise GradingError(f"the judge's reply has no CORRECT/INCORRECT verdict: {reply[:200]!r}")
     return RewardResult(
         1.0 if verdict else 0.0, verdict, metadata={"judge": settings.model, "verdict": reply[:200]}
     )
@@ -109,7 +110,7 @@ def llm_judge(
 @register_reward_fn("harness")
 def harness(task: Task, answer: str) -> RewardResult:
     """Harness benchmarks are scored by their harness (RewardAssigned events), not here."""
-    raise ValueError(
+    raise GradingError(
         f"task {task.task_id!r} of {task.benchmark!r} is scored by its harness "
         "(RewardAssigned events), not by a reward function"
     )

@@ -156,11 +156,16 @@ _RUNNERS_LOCK = threading.Lock()
 def _runner(settings: CodeSandboxSettings) -> _Runner:
     home = SandboxSettings().home
     spec = SandboxSpec(
-        image=str(_rootfs(home)), workdir=_WORKDIR, mounts=_mounts(settings.python),
+        image=str(_rootfs(home)),
+        workdir=_WORKDIR,
+        mounts=_mounts(settings.python),
         env={"HOME": _WORKDIR, "PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin:/bin"},
-        memory_mb=settings.memory_mb, pids=256, output_limit_bytes=settings.max_output_bytes,
-        lifetime_s=None, labels={"rllm.purpose": "code-reward"},
-    )  # fmt: skip
+        memory_mb=settings.memory_mb,
+        pids=256,
+        output_limit_bytes=settings.max_output_bytes,
+        lifetime_s=None,
+        labels={"rllm.purpose": "code-reward"},
+    )
     with _RUNNERS_LOCK:
         key = f"{home}\0{spec.model_dump_json()}"
         runner = _RUNNERS.get(key)
@@ -190,8 +195,7 @@ def run_python(
         raise CodeSandboxError(f"the code sandbox could not run: {exc}") from exc
     killed = result.exit_code == 137 and not result.stderr.strip()
     error = f"killed: over the {settings.memory_mb} MB memory limit" if killed else result.error
-    status = ("timed out" if result.timed_out
-              else "passed" if result.exit_code == 0 else "failed")  # fmt: skip
+    status = "timed out" if result.timed_out else "passed" if result.exit_code == 0 else "failed"
     return SandboxResult(
         status, result.exit_code, result.stdout, result.stderr, result.duration_s, error
     )

@@ -3,6 +3,7 @@ a folder of them as a dataset, the verifier contract and the oracle run in a san
 
 from __future__ import annotations
 
+from rllm.benchmarks.errors import RewardFileError
 from rllm.benchmarks.harbor.check import TaskCheck, check_task, check_tasks
 from rllm.benchmarks.harbor.config import HarborNetworkMode, TaskConfig, parse_size_mb
 from rllm.benchmarks.harbor.dataset import (
@@ -20,6 +21,7 @@ __all__ = [
     "HarborNetworkMode",
     "HarborTask",
     "HarborTaskError",
+    "RewardFileError",
     "TaskCheck",
     "TaskConfig",
     "VerifierResult",

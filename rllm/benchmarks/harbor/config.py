@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from rllm.benchmarks.errors import HarborTaskError
+
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "HarborNetworkMode",
@@ -50,11 +52,11 @@ def parse_size_mb(text: str) -> int:
     """Megabytes in a Harbor size string: ``"2G"`` is 2048, ``"512M"`` 512, ``"1.5G"`` 1536.
 
     Raises:
-        ValueError: not a number followed by K, M, G or T (an optional ``B`` / ``iB`` after).
+        HarborTaskError: not a number followed by K, M, G or T (an optional ``B`` / ``iB`` after).
     """
     match = _SIZE.match(text)
     if match is None:
-        raise ValueError(f"size {text!r} is not like '2G', '512M' or '1024K'")
+        raise HarborTaskError(f"size {text!r} is not like '2G', '512M' or '1024K'")
     return int(float(match.group(1)) * _MB_PER_UNIT[match.group(2).upper()])
 
 
@@ -107,18 +109,47 @@ class TaskConfig:
 
 
 _KNOWN: dict[str, set[str]] = {
-    "": {"version", "schema_version", "task", "metadata", "agent", "verifier", "environment",
-         "solution", "source"},
+    "": {
+        "version",
+        "schema_version",
+        "task",
+        "metadata",
+        "agent",
+        "verifier",
+        "environment",
+        "solution",
+        "source",
+    },
     "task": {"name", "description", "authors", "keywords"},
     "agent": {"timeout_sec", "user", "network_mode", "allowed_hosts"},
     "verifier": {"timeout_sec", "env", "user", "network_mode", "allowed_hosts"},
     "solution": {"env"},
-    "environment": {"build_timeout_sec", "docker_image", "cpus", "memory_mb", "memory",
-                    "storage_mb", "storage", "network_mode", "allowed_hosts",
-                    "allow_internet", "workdir", "gpus", "gpu_types", "env", "os"},
-}  # fmt: skip
-_UNUSED = {"environment.gpus", "environment.gpu_types", "environment.env", "environment.os",
-           "agent.allowed_hosts", "verifier.allowed_hosts"}  # fmt: skip
+    "environment": {
+        "build_timeout_sec",
+        "docker_image",
+        "cpus",
+        "memory_mb",
+        "memory",
+        "storage_mb",
+        "storage",
+        "network_mode",
+        "allowed_hosts",
+        "allow_internet",
+        "workdir",
+        "gpus",
+        "gpu_types",
+        "env",
+        "os",
+    },
+}
+_UNUSED = {
+    "environment.gpus",
+    "environment.gpu_types",
+    "environment.env",
+    "environment.os",
+    "agent.allowed_hosts",
+    "verifier.allowed_hosts",
+}
 """Harbor keys rllm reads but does not act on: a warning when set to a non-default."""
 
 
@@ -215,7 +246,7 @@ class _Reader:
             return mb
         try:
             return parse_size_mb(text)
-        except ValueError as exc:
+        except HarborTaskError as exc:
             self.problems.append(f"[environment] {key}: {exc}")
             return default
 

@@ -27,8 +27,24 @@ __all__ = [
     "write_task",
 ]
 
-WORDS = ("apple", "river", "stone", "cloud", "maple", "tiger", "lemon", "piano", "ocean",
-         "amber", "delta", "forest", "silver", "rocket", "garden", "candle")  # fmt: skip
+WORDS = (
+    "apple",
+    "river",
+    "stone",
+    "cloud",
+    "maple",
+    "tiger",
+    "lemon",
+    "piano",
+    "ocean",
+    "amber",
+    "delta",
+    "forest",
+    "silver",
+    "rocket",
+    "garden",
+    "candle",
+)
 """Words the generators draw contents from, and names (with a number) from."""
 
 ATTEMPTS = 1000
@@ -115,9 +131,12 @@ def _write_value(kind: str, noun: str, value: str, name: str) -> GeneratedTask:
     path = f"/app/{name}.txt"
     command = f"echo {value} > {path}"
     return GeneratedTask(
-        kind, _instruction(f"write the {noun} {value} into {path}", command), command,
-        f'[ "{FILE_TEXT.format(path=path)}" = "{value}" ]', f"{path} holds {value}",
-    )  # fmt: skip
+        kind,
+        _instruction(f"write the {noun} {value} into {path}", command),
+        command,
+        f'[ "{FILE_TEXT.format(path=path)}" = "{value}" ]',
+        f"{path} holds {value}",
+    )
 
 
 def _count_files(rng: random.Random) -> GeneratedTask:
@@ -128,9 +147,13 @@ def _count_files(rng: random.Random) -> GeneratedTask:
     command = f"ls /app/{folder} | wc -l > {path}"
     what = f"count the files in /app/{folder} and write the count into {path}"
     return GeneratedTask(
-        "count-files", _instruction(what, command), command,
-        f'[ "{FILE_TEXT.format(path=path)}" = "{count}" ]', f"{path} holds {count}", files,
-    )  # fmt: skip
+        "count-files",
+        _instruction(what, command),
+        command,
+        f'[ "{FILE_TEXT.format(path=path)}" = "{count}" ]',
+        f"{path} holds {count}",
+        files,
+    )
 
 
 def _rename_file(rng: random.Random) -> GeneratedTask:
@@ -141,10 +164,13 @@ def _rename_file(rng: random.Random) -> GeneratedTask:
     moved = FILE_TEXT.format(path=f"/app/{new}.txt")
     check = f'[ ! -e /app/{old}.txt ] && [ "{moved}" = "{content}" ]'
     return GeneratedTask(
-        "rename-file", _instruction(what, command), command, check,
+        "rename-file",
+        _instruction(what, command),
+        command,
+        check,
         f"/app/{new}.txt holds {old}.txt's text and {old}.txt is gone",
         {f"{old}.txt": f"{content}\n"},
-    )  # fmt: skip
+    )
 
 
 def _csv_field(rng: random.Random) -> GeneratedTask:
@@ -156,10 +182,13 @@ def _csv_field(rng: random.Random) -> GeneratedTask:
     command = f"grep {pick} /app/prices.csv | cut -d, -f2 > {path}"
     what = f"write the price of {pick} from /app/prices.csv into {path}"
     return GeneratedTask(
-        "csv-field", _instruction(what, command), command,
+        "csv-field",
+        _instruction(what, command),
+        command,
         f'[ "{FILE_TEXT.format(path=path)}" = "{prices[pick]}" ]',
-        f"{path} holds {prices[pick]}", {"prices.csv": f"name,price\n{rows}"},
-    )  # fmt: skip
+        f"{path} holds {prices[pick]}",
+        {"prices.csv": f"name,price\n{rows}"},
+    )
 
 
 def _fix_word(rng: random.Random) -> GeneratedTask:
@@ -167,19 +196,25 @@ def _fix_word(rng: random.Random) -> GeneratedTask:
     command = f"sed -i s/{wrong}/{right}/ /app/say.sh"
     what = f"in the script /app/say.sh, replace the word {wrong} with {right}"
     return GeneratedTask(
-        "fix-word", _instruction(what, command), command,
-        f'[ "$(sh /app/say.sh 2>/dev/null)" = "{right}" ]', f"/app/say.sh prints {right}",
+        "fix-word",
+        _instruction(what, command),
+        command,
+        f'[ "$(sh /app/say.sh 2>/dev/null)" = "{right}" ]',
+        f"/app/say.sh prints {right}",
         {"say.sh": f"#!/bin/sh\necho {wrong}\n"},
-    )  # fmt: skip
+    )
 
 
 def _make_dir(rng: random.Random) -> GeneratedTask:
     (name,) = _names(rng, 1)
     command = f"mkdir /app/{name}"
     return GeneratedTask(
-        "make-dir", _instruction(f"make the directory /app/{name}", command), command,
-        f"[ -d /app/{name} ]", f"/app/{name} is a directory",
-    )  # fmt: skip
+        "make-dir",
+        _instruction(f"make the directory /app/{name}", command),
+        command,
+        f"[ -d /app/{name} ]",
+        f"/app/{name} is a directory",
+    )
 
 
 KINDS: dict[str, Callable[[random.Random], GeneratedTask]] = {

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 
+from rllm.benchmarks.errors import RewardFileError
 from rllm.sandboxes.types import Sandbox
 
 __all__ = [
@@ -46,16 +47,16 @@ def parse_reward_txt(text: str, path: str = REWARD_TXT) -> float:
     """The one finite number in ``reward.txt``.
 
     Raises:
-        ValueError: empty, not a number, or nan/inf; naming ``path`` and the content.
+        RewardFileError: empty, not a number, or nan/inf; naming ``path`` and the content.
     """
     if not text.strip():
-        raise ValueError(f"{path} is empty; test.sh must write one number (1 or 0.5)")
+        raise RewardFileError(f"{path} is empty; test.sh must write one number (1 or 0.5)")
     try:
         number = float(text.strip())
     except ValueError:
-        raise ValueError(f"{path} is not a number: {_show(text)}") from None
+        raise RewardFileError(f"{path} is not a number: {_show(text)}") from None
     if not math.isfinite(number):
-        raise ValueError(f"{path} holds {_show(text)}, not a finite number")
+        raise RewardFileError(f"{path} holds {_show(text)}, not a finite number")
     return number
 
 
@@ -63,25 +64,25 @@ def parse_reward_json(text: str, path: str = REWARD_JSON) -> dict[str, float]:
     """The named values of ``reward.json``: a flat object of finite numbers.
 
     Raises:
-        ValueError: empty, not JSON, not an object, no values, or a value that is not a
+        RewardFileError: empty, not JSON, not an object, no values, or a value that is not a
             finite number (nested, string, bool, nan); naming ``path`` and the content.
     """
     if not text.strip():
-        raise ValueError(f"{path} is empty; test.sh must write a JSON object of numbers")
+        raise RewardFileError(f"{path} is empty; test.sh must write a JSON object of numbers")
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise ValueError(f"{path} is not valid JSON ({exc}): {_show(text)}") from None
+        raise RewardFileError(f"{path} is not valid JSON ({exc}): {_show(text)}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{path} must be a JSON object of numbers, got {_show(text)}")
+        raise RewardFileError(f"{path} must be a JSON object of numbers, got {_show(text)}")
     if not data:
-        raise ValueError(f"{path} is an empty object; it needs at least a 'reward' value")
+        raise RewardFileError(f"{path} is an empty object; it needs at least a 'reward' value")
     values: dict[str, float] = {}
     for key, value in data.items():
         number = _number(value)
         if number is None:
             kind = "nested" if isinstance(value, dict | list) else "not a finite number"
-            raise ValueError(f"{path}: value of {key!r} is {kind}: {_show(json.dumps(value))}")
+            raise RewardFileError(f"{path}: value of {key!r} is {kind}: {_show(json.dumps(value))}")
         values[key] = number
     return values
 
@@ -99,7 +100,7 @@ async def read_rewards(sandbox: Sandbox, files: dict[str, str]) -> tuple[float, 
     files read go into ``files`` (cut at 1,000 characters).
 
     Raises:
-        ValueError: no reward file, or a bad one; naming the path and the content.
+        RewardFileError: no reward file, or a bad one; naming the path and the content.
     """
     json_text = await read_file(sandbox, REWARD_JSON)
     txt_text = await read_file(sandbox, REWARD_TXT)
@@ -108,7 +109,7 @@ async def read_rewards(sandbox: Sandbox, files: dict[str, str]) -> tuple[float, 
             files[path] = text[:1000]
     if json_text is None:
         if txt_text is None:
-            raise ValueError(
+            raise RewardFileError(
                 f"test.sh wrote no reward: neither {REWARD_TXT} nor {REWARD_JSON} exists"
             )
         reward = parse_reward_txt(txt_text)
@@ -121,7 +122,7 @@ async def read_rewards(sandbox: Sandbox, files: dict[str, str]) -> tuple[float, 
         return values["reward"], values
     if len(values) == 1:
         return next(iter(values.values())), values
-    raise ValueError(
+    raise RewardFileError(
         f"{REWARD_JSON} has {len(values)} values ({', '.join(values)}) and no 'reward' key: "
         f"add one, or write only one value"
     )

@@ -20,6 +20,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from rllm.benchmarks.errors import RewardFileError
 from rllm.benchmarks.harbor.rewards import (
     REWARD_JSON,
     REWARD_TXT,
@@ -157,14 +158,16 @@ async def run_verifier(
         return _failed(
             f"{TESTS_DIR}/test.sh of task {task.name!r} timed out after {timeout:g} s "
             f"([verifier] timeout_sec = {task.config.verifier_timeout_s:g})",
-            start, stdout_tail, timed_out=True,
-        )  # fmt: skip
+            start,
+            stdout_tail,
+            timed_out=True,
+        )
     if run.exit_code is None:
         return _failed(f"{TESTS_DIR}/test.sh did not finish: {run.error}", start, stdout_tail)
     files: dict[str, str] = {}
     try:
         reward, values = await read_rewards(sandbox, files)
-    except ValueError as exc:
+    except RewardFileError as exc:
         return _failed(f"task {task.name!r}: {exc}", start, stdout_tail, run.exit_code, files)
     return VerifierResult(
         reward=reward,

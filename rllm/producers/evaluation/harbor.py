@@ -129,8 +129,10 @@ def load_harbor_dataset(
         ConfigError: a multiplier is not positive.
         HarborTaskError: ``tasks_dir`` is no directory, or holds no task folder.
     """
-    for flag, value in (("agent", agent_timeout_multiplier),
-                        ("verifier", verifier_timeout_multiplier)):  # fmt: skip
+    for flag, value in (
+        ("agent", agent_timeout_multiplier),
+        ("verifier", verifier_timeout_multiplier),
+    ):
         if not value > 0:
             raise ConfigError(f"--{flag}-timeout-multiplier must be > 0, got {value}")
     return load_dataset(
@@ -195,9 +197,11 @@ def open_harbor_run(
     )
     backend = get_backend(sandbox_backend, _sandbox_settings(image_substitutes))
     rollout = HarnessRollout(
-        get_harness(harness), backend, artifacts_dir=artifacts_dir,
+        get_harness(harness),
+        backend,
+        artifacts_dir=artifacts_dir,
         labels={OWNER_LABEL: run_id},
-    )  # fmt: skip
+    )
     rows = dataset.rows()[:max_examples]
     return HarborRun(dataset, rows, rollout, backend, unloaded_tasks(dataset))
 
@@ -260,9 +264,14 @@ async def run_harbor_eval(
     if config.output is not None:
         write_results(config.output, results)
     summary = summarize(
-        config.run_id, run.dataset.name, config.model, results, config.attempts,
-        time.perf_counter() - started, unloaded=run.unloaded,
-    )  # fmt: skip
+        config.run_id,
+        run.dataset.name,
+        config.model,
+        results,
+        config.attempts,
+        time.perf_counter() - started,
+        unloaded=run.unloaded,
+    )
     used = substituted_images(
         [run.dataset.get(row.task_id) for row in run.rows],
         _sandbox_settings(config.image_substitutes).image_substitutes,
@@ -287,13 +296,15 @@ def verifier_outcomes(results: Sequence[tuple[RolloutOutcome, object]]) -> list[
         reward = output.get("reward")
         if not ran or (isinstance(reward, int | float) and reward >= 1.0):
             continue
-        outcomes.append({
-            "task": outcome.task.task_id,
-            "reward": reward,
-            "exit_code": output.get("verifier_exit_code"),
-            "error": output.get("verifier_error"),
-            "output_tail": output.get("verifier_output_tail", ""),
-        })  # fmt: skip
+        outcomes.append(
+            {
+                "task": outcome.task.task_id,
+                "reward": reward,
+                "exit_code": output.get("verifier_exit_code"),
+                "error": output.get("verifier_error"),
+                "output_tail": output.get("verifier_output_tail", ""),
+            }
+        )
     return outcomes
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from rllm.benchmarks.types import RewardResult
+from rllm.errors import ConfigError
 from rllm.producers.evaluation.served import ServedPolicy
 from rllm.producers.sdk.types import RolloutOutcome
 from rllm.schemas.types import SessionStatus
@@ -19,9 +20,16 @@ __all__ = ["EvalSummary", "pass_at_k", "summarize"]
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k of one task with ``c`` correct out of ``n`` samples (Chen et al.)."""
+    """Unbiased pass@k of one task with ``c`` correct out of ``n`` samples (Chen et al.).
+
+    Raises:
+        ConfigError: ``k`` is more than ``n`` (a ``ValueError``).
+    """
     if k > n:
-        raise ValueError(f"pass@{k} needs at least {k} samples, got {n}")
+        raise ConfigError(
+            f"pass@{k} needs at least {k} samples, got {n}; run at least {k} attempts a task "
+            f"or ask for a smaller k"
+        )
     if n - c < k:
         return 1.0
     return 1.0 - comb(n - c, k) / comb(n, k)

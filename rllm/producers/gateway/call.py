@@ -126,15 +126,8 @@ class Call:
             self.cap.policy_version = int(served)
 
     def take(self, parsed: Parsed, response: Any) -> None:
-        c = self.cap
-        c.response = response
-        c.prompt_ids, c.response_ids, c.logprobs = (
-            parsed.prompt_ids,
-            parsed.response_ids,
-            parsed.logprobs,
-        )
-        c.finish_reason, c.usage = parsed.finish_reason, parsed.usage
-        c.more = list(parsed.more)
+        self.cap.response = response
+        self.cap.take_sampled(parsed)
 
     async def record(self, wait: bool | None = None) -> None:
         """Publish the step (once); with ack capture this returns after Kafka's ack, with

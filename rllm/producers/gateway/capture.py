@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rllm.producers.gateway.adapters.base import MAX_CHOICES, Sample
+from rllm.producers.gateway.adapters.base import MAX_CHOICES, Sample, Sampled
 from rllm.producers.gateway.sessions import DeltaState, Session
 from rllm.schemas.delta import common_prefix_len, delta_prompt  # the one delta rule
 from rllm.schemas.envelope import envelope
@@ -68,8 +68,9 @@ def sampling_params(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass
-class Capture:
-    """What an API adapter learned from one call."""
+class Capture(Sampled):
+    """What the gateway learned from one call: its request and timing here, what the model
+    sampled in the fields it shares with the adapter's ``Parsed`` answer."""
 
     api: ApiKind
     model: str
@@ -79,17 +80,10 @@ class Capture:
     policy_version: int
     sampling: dict[str, Any] = field(default_factory=dict)
     response: Any = None
-    prompt_ids: list[int] | None = None
-    response_ids: list[int] | None = None
-    logprobs: list[float] | None = None
-    finish_reason: str | None = None
-    usage: Usage = field(default_factory=Usage)
     error: StepError | None = None
     latency_ms: float = 0.0
     ttft_ms: float | None = None
     overhead_ms: float = 0.0
-    more: list[Sample] = field(default_factory=list)
-    """Choices 1..n-1 of a call with ``n > 1`` (each becomes its own step)."""
 
 
 def choices_asked(body: dict[str, Any]) -> int:

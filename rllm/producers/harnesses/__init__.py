@@ -1,6 +1,7 @@
 """Command-line agents (harnesses) run in a Harbor task's sandbox through the gateway:
-the ``Harness`` contract, the registry, the one runner, and the rollout that makes a
-harness an ``@rllm.rollout``."""
+the ``Harness`` contract (its optional parts, ``CallsModel``, ``InstallsOnHost`` and
+``UploadsTaskFiles``, in ``types``), the registry, the one runner, and the rollout that
+makes a harness an ``@rllm.rollout``."""
 
 from __future__ import annotations
 
@@ -13,18 +14,29 @@ from rllm.producers.harnesses.rollout import (
     verifier_evaluator,
 )
 from rllm.producers.harnesses.runner import HarnessRunner
-from rllm.producers.harnesses.types import CloseReason, Harness, HarnessApi, HarnessRun
+from rllm.producers.harnesses.types import (
+    AgentSetup,
+    CloseReason,
+    Harness,
+    HarnessApi,
+    HarnessBase,
+    HarnessRun,
+    ModelEndpoint,
+)
 
 __all__ = [
     "HARNESSES",
     "VERIFIER_EVALUATOR",
+    "AgentSetup",
     "CloseReason",
     "Harness",
     "HarnessApi",
+    "HarnessBase",
     "HarnessError",
     "HarnessRollout",
     "HarnessRun",
     "HarnessRunner",
+    "ModelEndpoint",
     "UnknownHarnessError",
     "get_harness",
     "harness_names",

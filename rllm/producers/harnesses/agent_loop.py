@@ -38,21 +38,45 @@ TOOLS_PROMPT = """You are an agent working in a Linux sandbox to solve a task. U
 bash runs a shell command, edit writes or changes a file, submit ends your work."""
 
 TOOLS: list[dict[str, Any]] = [
-    {"type": "function", "function": {
-        "name": "bash", "description": "Run one shell command; returns exit code and output.",
-        "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
-                       "required": ["command"]}}},
-    {"type": "function", "function": {
-        "name": "edit",
-        "description": "Write `content` to `path`, or replace the one occurrence of `old` "
-                       "in it with `new`.",
-        "parameters": {"type": "object", "properties": {
-            "path": {"type": "string"}, "content": {"type": "string"},
-            "old": {"type": "string"}, "new": {"type": "string"}}, "required": ["path"]}}},
-    {"type": "function", "function": {
-        "name": "submit", "description": "End the task.",
-        "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}}}},
-]  # fmt: skip
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Run one shell command; returns exit code and output.",
+            "parameters": {
+                "type": "object",
+                "properties": {"command": {"type": "string"}},
+                "required": ["command"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "edit",
+            "description": "Write `content` to `path`, or replace the one occurrence of `old` "
+            "in it with `new`.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "content": {"type": "string"},
+                    "old": {"type": "string"},
+                    "new": {"type": "string"},
+                },
+                "required": ["path"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "submit",
+            "description": "End the task.",
+            "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}},
+        },
+    },
+]
 
 _FENCE = re.compile(r"```(?:sh|bash|shell)?\s*\n(.*?)```", re.DOTALL)
 _RUN = re.compile(r"^\s*run:\s?(.*)$", re.DOTALL)
@@ -102,9 +126,15 @@ def run_command(command: str, workdir: str, timeout_s: float) -> str:
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}  # the loop's own
     try:
         done = subprocess.run(
-            ["/bin/sh", "-c", command], cwd=workdir, stdin=subprocess.DEVNULL, env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout_s, check=False,
-        )  # fmt: skip
+            ["/bin/sh", "-c", command],
+            cwd=workdir,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=timeout_s,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return f"timed out after {timeout_s:g} s"
     output = done.stdout.decode("utf-8", "replace")[-OUTPUT_CHARS:]
@@ -158,8 +188,9 @@ def tools_turn(
     return over, results
 
 
-def text_turn(message: dict[str, Any], args: argparse.Namespace,
-              messages: list[dict[str, Any]]) -> tuple[bool, list[dict[str, Any]]]:  # fmt: skip
+def text_turn(
+    message: dict[str, Any], args: argparse.Namespace, messages: list[dict[str, Any]]
+) -> tuple[bool, list[dict[str, Any]]]:
     """Run a reply's command (or see it say done)."""
     reply = str(message.get("content") or "")
     kind, command = parse_reply(reply)
@@ -213,8 +244,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"agent loop: model call {turn} failed: {exc}", file=sys.stderr)
                 return 1
             over, results = (tools_turn if tools else text_turn)(message, args, messages)
-            entry = {"turn": turn, "reply": message, "results": results,
-                     "seconds": round(time.time() - start, 3)}  # fmt: skip
+            entry = {
+                "turn": turn,
+                "reply": message,
+                "results": results,
+                "seconds": round(time.time() - start, 3),
+            }
             log.write(json.dumps(entry) + "\n")
             log.flush()
             print(json.dumps(results))

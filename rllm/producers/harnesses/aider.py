@@ -20,7 +20,13 @@ import json
 import shlex
 
 from rllm.producers.harnesses.pypi import VenvInstalled
-from rllm.producers.harnesses.types import AGENT_LOG_DIR, HarnessApi
+from rllm.producers.harnesses.types import (
+    AGENT_LOG_DIR,
+    INSTRUCTION_PATH,
+    AgentSetup,
+    HarnessApi,
+    ModelEndpoint,
+)
 
 __all__ = ["AIDER_CONFIG_PATH", "AIDER_METADATA_PATH", "AiderHarness"]
 
@@ -72,14 +78,14 @@ class AiderHarness(VenvInstalled):
         """Every message it sent to and got from the model (an artifact)."""
         return f"{AGENT_LOG_DIR}/aider.llm.history"
 
-    def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
+    def setup(self, endpoint: ModelEndpoint) -> AgentSetup:
         """The bound interpreter's paths, a writable home (aider keeps ``~/.aider`` there),
         the key litellm reads, and the switches that keep litellm and GitPython off the
-        network and quiet."""
-        return {
+        network and quiet; its config files (``_files``)."""
+        env = {
             **self.python_environment(),
             "HOME": self.state_dir,
-            "OPENAI_API_KEY": api_key,
+            "OPENAI_API_KEY": endpoint.api_key,
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
             "LITELLM_LOG": "ERROR",
             "GIT_PYTHON_REFRESH": "quiet",
@@ -87,15 +93,16 @@ class AiderHarness(VenvInstalled):
             "NO_COLOR": "1",
             "TERM": "dumb",
         }
+        return AgentSetup(env=env, files=self._files(endpoint))
 
-    def config_files(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
+    def _files(self, endpoint: ModelEndpoint) -> dict[str, str]:
         """``aider.conf.yml`` (the model ``openai/<model>`` at the session's URL, yes to
         every question, nothing that reaches out, no commits, histories in the log
-        folder) and the model's metadata."""
-        litellm_model = f"openai/{model}"
+        folder) and the model's metadata (the key is in the environment)."""
+        litellm_model = f"openai/{endpoint.model}"
         settings: dict[str, object] = {
             "model": litellm_model,
-            "openai-api-base": gateway_base_url,
+            "openai-api-base": endpoint.base_url,
             "model-metadata-file": AIDER_METADATA_PATH,
             "yes-always": True,
             "auto-commits": False,
@@ -128,20 +135,35 @@ class AiderHarness(VenvInstalled):
             }
         }
         config = "".join(f"{key}: {json.dumps(value)}\n" for key, value in settings.items())
-        return {AIDER_CONFIG_PATH: config,
-                AIDER_METADATA_PATH: json.dumps(metadata, indent=2) + "\n"}  # fmt: skip
+        return {
+            AIDER_CONFIG_PATH: config,
+            AIDER_METADATA_PATH: json.dumps(metadata, indent=2) + "\n",
+        }
 
-    def command(self, instruction_path: str, workdir: str) -> str:
+    def command(self, workdir: str) -> str:
         """``aider --message-file`` from the workdir (git only in a git repository), stdin
         closed; then its repo map's tag cache is removed from the workdir, its exit status
         kept."""
-        argv = [self.sandbox_python(), "-S", "-B", "-m", "aider.main", "--config",
-                AIDER_CONFIG_PATH, "--message-file", instruction_path]  # fmt: skip
-        git = ("if command -v git >/dev/null 2>&1 && git rev-parse --git-dir >/dev/null 2>&1; "
-               "then git=--git; else git=--no-git; fi")  # fmt: skip
-        return (f"mkdir -p {self.state_dir} && cd {shlex.quote(workdir)} && {git} && "
-                f'{shlex.join(argv)} "$git" </dev/null; rc=$?; '
-                f"rm -rf {TAGS_CACHE_GLOB}; exit $rc")  # fmt: skip
+        argv = [
+            self.sandbox_python(),
+            "-S",
+            "-B",
+            "-m",
+            "aider.main",
+            "--config",
+            AIDER_CONFIG_PATH,
+            "--message-file",
+            INSTRUCTION_PATH,
+        ]
+        git = (
+            "if command -v git >/dev/null 2>&1 && git rev-parse --git-dir >/dev/null 2>&1; "
+            "then git=--git; else git=--no-git; fi"
+        )
+        return (
+            f"mkdir -p {self.state_dir} && cd {shlex.quote(workdir)} && {git} && "
+            f'{shlex.join(argv)} "$git" </dev/null; rc=$?; '
+            f"rm -rf {TAGS_CACHE_GLOB}; exit $rc"
+        )
 
     def log_paths(self) -> tuple[str, ...]:
         """Its chat transcript and its LLM history."""

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import shlex
 
-from rllm.producers.harnesses.host import instruction_argument, logged_command
+from rllm.producers.harnesses.host import INSTRUCTION_ARGUMENT
 from rllm.producers.harnesses.npm import NativeInstalled
-from rllm.producers.harnesses.types import AGENT_LOG_DIR, HarnessApi
+from rllm.producers.harnesses.types import AgentSetup, HarnessApi, ModelEndpoint
 
 __all__ = ["ClaudeCodeHarness"]
 
@@ -36,24 +36,20 @@ class ClaudeCodeHarness(NativeInstalled):
     version = VERSION
     api = HarnessApi.ANTHROPIC
     package = "@anthropic-ai/claude-code"
-    native_package = "@anthropic-ai/claude-code"
     executable = "claude"
     version_env = {"DISABLE_AUTOUPDATER": "1"}
 
     def __init__(self, max_turns: int = 50) -> None:
         self.max_turns = max_turns
 
-    @property
-    def log_path(self) -> str:
-        """Its stream-json transcript (an artifact)."""
-        return f"{AGENT_LOG_DIR}/claude-code.jsonl"
-
-    def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
+    def setup(self, endpoint: ModelEndpoint) -> AgentSetup:
         """The session's URL (without ``/v1``) and key, the model for every role, and
-        every switch that keeps it off the network but for the gateway."""
-        return {
-            "ANTHROPIC_BASE_URL": gateway_base_url.removesuffix("/").removesuffix("/v1"),
-            "ANTHROPIC_API_KEY": api_key,
+        every switch that keeps it off the network but for the gateway, in the
+        environment; no config file (the rest is on the command line)."""
+        model = endpoint.model
+        env = {
+            "ANTHROPIC_BASE_URL": endpoint.base_url.removesuffix("/").removesuffix("/v1"),
+            "ANTHROPIC_API_KEY": endpoint.api_key,
             "ANTHROPIC_MODEL": model,
             "ANTHROPIC_SMALL_FAST_MODEL": model,
             "ANTHROPIC_DEFAULT_HAIKU_MODEL": model,
@@ -71,21 +67,19 @@ class ClaudeCodeHarness(NativeInstalled):
             "NO_PROXY": "*",
             "TERM": "dumb",
         }
+        return AgentSetup(env=env)
 
-    def config_files(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """None: everything is in the environment and on the command line."""
-        return {}
-
-    def command(self, instruction_path: str, workdir: str) -> str:
+    def command(self, workdir: str) -> str:
         """``claude --print`` on the instruction, its transcript to the log, the log's end
         on stdout, and its exit status kept."""
         argv = [
-            self.executable_path, "--print", "--output-format=stream-json", "--verbose",
-            "--dangerously-skip-permissions", "--max-turns", str(self.max_turns),
-        ]  # fmt: skip
-        run = f"{shlex.join(argv)} {instruction_argument(instruction_path)} </dev/null"
-        return logged_command(run, workdir=workdir, state_dir=self.state_dir, log=self.log_path)
-
-    def log_paths(self) -> tuple[str, ...]:
-        """Its stream-json transcript."""
-        return (self.log_path,)
+            self.executable_path,
+            "--print",
+            "--output-format=stream-json",
+            "--verbose",
+            "--dangerously-skip-permissions",
+            "--max-turns",
+            str(self.max_turns),
+        ]
+        run = f"{shlex.join(argv)} {INSTRUCTION_ARGUMENT} </dev/null"
+        return self.logged_command(run, workdir)

@@ -16,9 +16,9 @@ import json
 import shlex
 from pathlib import Path
 
-from rllm.producers.harnesses.host import instruction_argument, logged_command
+from rllm.producers.harnesses.host import INSTRUCTION_ARGUMENT
 from rllm.producers.harnesses.npm import NativeInstalled, npm_arch
-from rllm.producers.harnesses.types import AGENT_LOG_DIR, HarnessApi
+from rllm.producers.harnesses.types import AgentSetup, HarnessApi, ModelEndpoint
 
 __all__ = ["CodexHarness"]
 
@@ -36,35 +36,27 @@ class CodexHarness(NativeInstalled):
     version = VERSION
     api = HarnessApi.RESPONSES
     package = "@openai/codex"
-    native_package = "@openai/codex"
     executable = "bin/codex"
-
-    @property
-    def log_path(self) -> str:
-        """Its ``--json`` event stream (an artifact)."""
-        return f"{AGENT_LOG_DIR}/codex.jsonl"
 
     def binary_dir(self, install_dir: Path) -> Path:
         """The platform package's ``vendor/<target>`` folder under an install folder."""
         triple = _TRIPLES[npm_arch(self.name)]
         return super().binary_dir(install_dir) / "vendor" / triple
 
-    def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """Its home, the session's key (the provider's ``env_key``), no colour, no proxy."""
-        return {
+    def setup(self, endpoint: ModelEndpoint) -> AgentSetup:
+        """Its home, the session's key (the provider's ``env_key``), no colour, no proxy;
+        and ``config.toml``: the gateway session as the only model provider, Responses
+        over HTTP, nothing else that reaches out."""
+        env = {
             "CODEX_HOME": self.state_dir,
             "HOME": self.state_dir,
-            "RLLM_API_KEY": api_key,
+            "RLLM_API_KEY": endpoint.api_key,
             "NO_COLOR": "1",
             "NO_PROXY": "*",
             "TERM": "dumb",
         }
-
-    def config_files(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """``config.toml``: the gateway session as the only model provider, Responses over
-        HTTP, nothing else that reaches out."""
         lines = [
-            f"model = {json.dumps(model)}",
+            f"model = {json.dumps(endpoint.model)}",
             'model_provider = "rllm"',
             'approval_policy = "never"',
             'sandbox_mode = "danger-full-access"',
@@ -73,7 +65,7 @@ class CodexHarness(NativeInstalled):
             "",
             "[model_providers.rllm]",
             'name = "rllm gateway"',
-            f"base_url = {json.dumps(gateway_base_url)}",
+            f"base_url = {json.dumps(endpoint.base_url)}",
             'env_key = "RLLM_API_KEY"',
             'wire_api = "responses"',
             "request_max_retries = 1",
@@ -88,18 +80,19 @@ class CodexHarness(NativeInstalled):
             "[feedback]",
             "enabled = false",
         ]
-        return {f"{self.state_dir}/config.toml": "\n".join(lines) + "\n"}
+        return AgentSetup(env=env, files={f"{self.state_dir}/config.toml": "\n".join(lines) + "\n"})
 
-    def command(self, instruction_path: str, workdir: str) -> str:
+    def command(self, workdir: str) -> str:
         """``codex exec --json`` from the workdir, its events to the log, the log's end on
         stdout, and its exit status kept."""
         argv = [
-            self.executable_path, "exec", "--json", "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox", "-C", workdir,
-        ]  # fmt: skip
-        run = f"{shlex.join(argv)} {instruction_argument(instruction_path)} </dev/null"
-        return logged_command(run, workdir=workdir, state_dir=self.state_dir, log=self.log_path)
-
-    def log_paths(self) -> tuple[str, ...]:
-        """Its JSON-lines events."""
-        return (self.log_path,)
+            self.executable_path,
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "-C",
+            workdir,
+        ]
+        run = f"{shlex.join(argv)} {INSTRUCTION_ARGUMENT} </dev/null"
+        return self.logged_command(run, workdir)

@@ -20,9 +20,14 @@ from __future__ import annotations
 import json
 import shlex
 
-from rllm.producers.harnesses.host import logged_command
 from rllm.producers.harnesses.npm import NodeInstalled
-from rllm.producers.harnesses.types import AGENT_LOG_DIR, HarnessApi
+from rllm.producers.harnesses.types import (
+    AGENT_LOG_DIR,
+    INSTRUCTION_PATH,
+    AgentSetup,
+    HarnessApi,
+    ModelEndpoint,
+)
 
 __all__ = ["CONTINUE_CONFIG_PATH", "ContinueHarness"]
 
@@ -58,9 +63,11 @@ class ContinueHarness(NodeInstalled):
         """Its session file, copied out after the run (an artifact)."""
         return f"{AGENT_LOG_DIR}/continue-session.json"
 
-    def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """Its home and global folder, metrics off, no proxy."""
-        return {
+    def setup(self, endpoint: ModelEndpoint) -> AgentSetup:
+        """Its home and global folder, metrics off, no proxy; and ``config.yaml``: one
+        model, the session's (``openai`` at its URL with its key), for every role, with
+        native tool calls."""
+        env = {
             "HOME": self.state_dir,
             "CONTINUE_GLOBAL_DIR": self.global_dir,
             "CONTINUE_METRICS_ENABLED": "0",
@@ -69,10 +76,7 @@ class ContinueHarness(NodeInstalled):
             "NO_COLOR": "1",
             "TERM": "dumb",
         }
-
-    def config_files(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """``config.yaml``: one model, the session's (``openai`` at its URL with its key),
-        for every role, with native tool calls."""
+        model = endpoint.model
         lines = [
             "name: rllm",
             "version: 1.0.0",
@@ -81,22 +85,23 @@ class ContinueHarness(NodeInstalled):
             f"  - name: {_yaml(model)}",
             "    provider: openai",
             f"    model: {_yaml(model)}",
-            f"    apiBase: {_yaml(gateway_base_url)}",
-            f"    apiKey: {_yaml(api_key)}",
+            f"    apiBase: {_yaml(endpoint.base_url)}",
+            f"    apiKey: {_yaml(endpoint.api_key)}",
             "    roles: [chat, edit, apply]",
             "    capabilities: [tool_use]",
         ]
-        return {CONTINUE_CONFIG_PATH: "\n".join(lines) + "\n"}
+        return AgentSetup(env=env, files={CONTINUE_CONFIG_PATH: "\n".join(lines) + "\n"})
 
-    def command(self, instruction_path: str, workdir: str) -> str:
+    def command(self, workdir: str) -> str:
         """``cn -p --auto`` with the instruction on stdin, its output to the log; then its
         session and ``cn.log`` copied out, the log's end on stdout, its exit status kept."""
         argv = [self.node, self.script, "-p", "--auto", "--config", CONTINUE_CONFIG_PATH]
-        keep = (f"cp {self.global_dir}/sessions/*-*.json {self.session_path} 2>/dev/null; "
-                f"cp {self.global_dir}/logs/cn.log {AGENT_LOG_DIR}/ 2>/dev/null")  # fmt: skip
-        run = f"{shlex.join(argv)} <{shlex.quote(instruction_path)}"
-        return logged_command(run, workdir=workdir, state_dir=self.state_dir, log=self.log_path,
-                              then=keep)  # fmt: skip
+        keep = (
+            f"cp {self.global_dir}/sessions/*-*.json {self.session_path} 2>/dev/null; "
+            f"cp {self.global_dir}/logs/cn.log {AGENT_LOG_DIR}/ 2>/dev/null"
+        )
+        run = f"{shlex.join(argv)} <{shlex.quote(INSTRUCTION_PATH)}"
+        return self.logged_command(run, workdir, then=keep)
 
     def log_paths(self) -> tuple[str, ...]:
         """Its output, its session and its ``cn.log``."""

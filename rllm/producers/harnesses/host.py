@@ -1,8 +1,8 @@
 """Harnesses installed on the host and bound read-only into the sandbox: where they live
 (``$RLLM_HARNESS_HOME``, else ``$RLLM_HOME/harnesses``), the one install routine they
 share (a lock, a fresh folder, the harness's commands, a marker written last), and the
-shape of their command lines (``logged_command``). How a package gets in is ``npm``'s or
-``pypi``'s.
+shape of their command lines (``HostInstalled.logged_command``). How a package gets in
+is ``npm``'s or ``pypi``'s.
 
 The agent's run reaches only the gateway, so nothing is installed at run time: the host
 installs with its network (npm, PyPI), once per version, and every sandbox binds that
@@ -20,16 +20,23 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from rllm.benchmarks.harbor.task import HarborTask
 from rllm.producers.harnesses.errors import HarnessError
+from rllm.producers.harnesses.types import (
+    AGENT_LOG_DIR,
+    INSTRUCTION_PATH,
+    Harness,
+    HarnessBase,
+    InstallsOnHost,
+)
 from rllm.settings import default_home
 
 __all__ = [
     "INSTALLED_MARKER",
+    "INSTRUCTION_ARGUMENT",
     "HostInstalled",
     "harnesses_home",
-    "instruction_argument",
-    "logged_command",
+    "install",
+    "is_installed",
     "run_install_command",
 ]
 
@@ -40,7 +47,7 @@ OUTPUT_CHARS = 2000
 """How much of a failed install command's output its error keeps."""
 
 LOG_TAIL_BYTES = 4000
-"""How much of its log a ``logged_command`` prints when the agent is done (the runner
+"""How much of its log a ``HostInstalled.logged_command`` prints when the agent is done (the runner
 keeps the end of the agent's output)."""
 
 BOUND_ROOT = PurePosixPath("/opt/rllm")
@@ -54,10 +61,30 @@ def harnesses_home() -> Path:
     return Path(env).expanduser() if env else default_home() / "harnesses"
 
 
+def is_installed(harness: Harness, home: Path) -> bool:
+    """Whether ``harness`` is installed under ``home``; True for one without a host
+    install (``InstallsOnHost``)."""
+    return not isinstance(harness, InstallsOnHost) or harness.is_installed(home)
+
+
+async def install(harness: Harness, home: Path) -> None:
+    """Install ``harness`` under ``home`` when it installs on the host; else nothing.
+
+    Raises:
+        HarnessError: the install failed (the command, its status and output named).
+    """
+    if isinstance(harness, InstallsOnHost):
+        await harness.install(home)
+
+
 async def run_install_command(
-    argv: Sequence[str], *, name: str, cwd: Path, env: Mapping[str, str] | None = None,
+    argv: Sequence[str],
+    *,
+    name: str,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
     timeout_s: float = 900.0,
-) -> None:  # fmt: skip
+) -> None:
     """Run one install command on the host.
 
     Raises:
@@ -67,9 +94,12 @@ async def run_install_command(
     shown = " ".join(argv)
     try:
         proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=cwd, env={**os.environ, **(env or {})},
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        )  # fmt: skip
+            *argv,
+            cwd=cwd,
+            env={**os.environ, **(env or {})},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
     except FileNotFoundError as exc:
         raise HarnessError(
             f"installing harness {name!r}: {argv[0]!r} is not on this machine ({exc}); "
@@ -91,35 +121,12 @@ async def run_install_command(
         )
 
 
-def instruction_argument(instruction_path: str) -> str:
-    """The instruction's text as one shell word (``"$(cat PATH)"``), for a CLI that takes
-    its prompt as an argument."""
-    return f'"$(cat {shlex.quote(instruction_path)})"'
+INSTRUCTION_ARGUMENT = f'"$(cat {shlex.quote(INSTRUCTION_PATH)})"'
+"""The instruction's text as one shell word, for a CLI that takes its prompt as an
+argument."""
 
 
-def logged_command(
-    run: str, *, workdir: str, state_dir: str, log: str, stderr: bool = True, then: str = ""
-) -> str:
-    """``run`` from ``workdir`` (``state_dir``, the run's writable home, made first), its
-    stdout, and its stderr unless ``stderr`` is False, to ``log``; then ``then``; then the
-    log's end on stdout; the exit status is ``run``'s.
-
-    Args:
-        run: the agent's command line with its stdin redirection.
-        workdir: the task's working directory.
-        state_dir: the folder made before the run.
-        log: where its output goes (an artifact).
-        stderr: whether its stderr goes to the log too (else to the runner).
-        then: a command run after it, whatever its status (copying logs out).
-    """
-    kept = shlex.quote(log)
-    redirect = f">{kept} 2>&1" if stderr else f">{kept}"
-    after = f"{then}; " if then else ""
-    return (f"mkdir -p {state_dir} && cd {shlex.quote(workdir)} && {run} {redirect}; rc=$?; "
-            f"{after}tail -c {LOG_TAIL_BYTES} {kept}; exit $rc")  # fmt: skip
-
-
-class HostInstalled:
+class HostInstalled(HarnessBase):
     """A harness installed on the host under ``<home>/<name>/<version>``: ``_install_into``
     fills a fresh folder; ``is_installed`` and ``install`` are shared. Nothing goes into
     the sandbox snapshot: the install (or part of it) is bound in at ``bound_dir``, and the
@@ -137,6 +144,34 @@ class HostInstalled:
     def state_dir(self) -> str:
         """The run's writable ``HOME`` in the sandbox: ``/tmp/rllm-<name>``."""
         return f"/tmp/rllm-{self.name}"
+
+    @property
+    def log_path(self) -> str:
+        """Its own log, ``/logs/agent/<name>.jsonl`` (an artifact)."""
+        return f"{AGENT_LOG_DIR}/{self.name}.jsonl"
+
+    def log_paths(self) -> tuple[str, ...]:
+        """Its own log."""
+        return (self.log_path,)
+
+    def logged_command(self, run: str, workdir: str, *, stderr: bool = True, then: str = "") -> str:
+        """``run`` from ``workdir`` (``state_dir`` made first), its stdout, and its stderr
+        unless ``stderr`` is False, to ``log_path``; then ``then``; then the log's end on
+        stdout; the exit status is ``run``'s.
+
+        Args:
+            run: the agent's command line with its stdin redirection.
+            workdir: the task's working directory.
+            stderr: whether its stderr goes to the log too (else to the runner).
+            then: a command run after it, whatever its status (copying logs out).
+        """
+        kept = shlex.quote(self.log_path)
+        redirect = f">{kept} 2>&1" if stderr else f">{kept}"
+        after = f"{then}; " if then else ""
+        return (
+            f"mkdir -p {self.state_dir} && cd {shlex.quote(workdir)} && {run} {redirect}; "
+            f"rc=$?; {after}tail -c {LOG_TAIL_BYTES} {kept}; exit $rc"
+        )
 
     def install_dir(self, home: Path) -> Path:
         """Its install folder under ``home``."""
@@ -185,14 +220,6 @@ class HostInstalled:
                 f"`rllm-cli harness install {self.name}` (the runner installs it before a run)"
             )
         return self.install_dir(home)
-
-    def install_script(self) -> str:
-        """Nothing in the snapshot: it is bound in from the host."""
-        return ""
-
-    def uploads(self, task: HarborTask) -> Mapping[str, Path]:
-        """Nothing."""
-        return {}
 
     async def _install_into(self, target: Path) -> None:
         raise NotImplementedError

@@ -38,8 +38,11 @@ class KilocodeHarness(OpencodeHarness):
     package = "@kilocode/cli"
     native_package = "@kilocode/cli"
     executable = "bin/kilo"
-    version_env = {"KILO_DISABLE_AUTOUPDATE": "1", "KILO_NO_DAEMON": "1",
-                   "KILO_TELEMETRY_LEVEL": "off"}  # fmt: skip
+    version_env = {
+        "KILO_DISABLE_AUTOUPDATE": "1",
+        "KILO_NO_DAEMON": "1",
+        "KILO_TELEMETRY_LEVEL": "off",
+    }
 
     env_prefix = "KILO"
     config_path = KILO_CONFIG_PATH
@@ -51,9 +54,18 @@ class KilocodeHarness(OpencodeHarness):
         "KILO_PURE": "1",
         "KILO_SESSION_RETRY_LIMIT": "1",
     }
-    disabled = ("MODELS_FETCH", "AUTOUPDATE", "SHARE", "SESSION_INGEST", "DEFAULT_PLUGINS",
-                "LSP_DOWNLOAD", "PROJECT_CONFIG", "CLAUDE_CODE", "EXTERNAL_SKILLS",
-                "TERMINAL_TITLE")  # fmt: skip
+    disabled = (
+        "MODELS_FETCH",
+        "AUTOUPDATE",
+        "SHARE",
+        "SESSION_INGEST",
+        "DEFAULT_PLUGINS",
+        "LSP_DOWNLOAD",
+        "PROJECT_CONFIG",
+        "CLAUDE_CODE",
+        "EXTERNAL_SKILLS",
+        "TERMINAL_TITLE",
+    )
     extra_config = {
         "enabled_providers": [PROVIDER],
         "snapshot": False,  # no workspace snapshots: nothing to undo in a run

@@ -25,9 +25,9 @@ import shutil
 from pathlib import Path
 
 from rllm.producers.harnesses.errors import HarnessError
-from rllm.producers.harnesses.host import instruction_argument, logged_command
+from rllm.producers.harnesses.host import INSTRUCTION_ARGUMENT
 from rllm.producers.harnesses.pypi import VenvInstalled
-from rllm.producers.harnesses.types import AGENT_LOG_DIR, HarnessApi
+from rllm.producers.harnesses.types import AGENT_LOG_DIR, AgentSetup, HarnessApi, ModelEndpoint
 
 __all__ = ["KIMI_CONFIG_PATH", "KimiCliHarness"]
 
@@ -68,11 +68,6 @@ class KimiCliHarness(VenvInstalled):
         self.max_steps = max_steps
 
     @property
-    def log_path(self) -> str:
-        """Its ``--output-format stream-json`` messages (an artifact)."""
-        return f"{AGENT_LOG_DIR}/kimi-cli.jsonl"
-
-    @property
     def debug_log_path(self) -> str:
         """Its own log (``<share>/logs/kimi.log``), copied out after the run."""
         return f"{AGENT_LOG_DIR}/kimi-cli.log"
@@ -93,10 +88,12 @@ class KimiCliHarness(VenvInstalled):
         deps.mkdir(parents=True, exist_ok=True)
         shutil.copy2(rg, deps / "rg")
 
-    def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """The bound interpreter's paths, a writable home and share folder, telemetry
-        off."""
-        return {
+    def setup(self, endpoint: ModelEndpoint) -> AgentSetup:
+        """The bound interpreter's paths, a writable home and share folder, telemetry off,
+        in the environment; and its config: the provider ``rllm`` (``openai_legacy``: chat
+        completions) at the session's URL with its key, its one model the default,
+        telemetry off."""
+        env = {
             **self.python_environment(),
             "HOME": self.state_dir,
             "KIMI_SHARE_DIR": self.state_dir,
@@ -105,38 +102,45 @@ class KimiCliHarness(VenvInstalled):
             "NO_COLOR": "1",
             "TERM": "dumb",
         }
-
-    def config_files(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """The provider ``rllm`` (``openai_legacy``: chat completions) at the session's URL
-        with its key, its one model the default, telemetry off."""
         lines = [
             f'default_model = "{PROVIDER}"',
             "telemetry = false",
             "",
             f"[providers.{PROVIDER}]",
             'type = "openai_legacy"',
-            f"base_url = {json.dumps(gateway_base_url)}",
-            f"api_key = {json.dumps(api_key)}",
+            f"base_url = {json.dumps(endpoint.base_url)}",
+            f"api_key = {json.dumps(endpoint.api_key)}",
             "",
             f"[models.{PROVIDER}]",
             f'provider = "{PROVIDER}"',
-            f"model = {json.dumps(model)}",
+            f"model = {json.dumps(endpoint.model)}",
             f"max_context_size = {CONTEXT_TOKENS}",
         ]
-        return {KIMI_CONFIG_PATH: "\n".join(lines) + "\n"}
+        return AgentSetup(env=env, files={KIMI_CONFIG_PATH: "\n".join(lines) + "\n"})
 
-    def command(self, instruction_path: str, workdir: str) -> str:
+    def command(self, workdir: str) -> str:
         """``kimi --print --yolo`` from the workdir, its stream-json (stdout) to the log,
         its own log copied out, the log's end on stdout, its exit status kept."""
         argv = [
-            self.sandbox_python(), "-S", "-B", "-m", "kimi_cli", "--print", "--output-format",
-            "stream-json", "--yolo", "--config-file", KIMI_CONFIG_PATH, "--work-dir", workdir,
-            "--max-steps-per-turn", str(self.max_steps),
-        ]  # fmt: skip
-        run = f"{shlex.join(argv)} -p {instruction_argument(instruction_path)} </dev/null"
+            self.sandbox_python(),
+            "-S",
+            "-B",
+            "-m",
+            "kimi_cli",
+            "--print",
+            "--output-format",
+            "stream-json",
+            "--yolo",
+            "--config-file",
+            KIMI_CONFIG_PATH,
+            "--work-dir",
+            workdir,
+            "--max-steps-per-turn",
+            str(self.max_steps),
+        ]
+        run = f"{shlex.join(argv)} -p {INSTRUCTION_ARGUMENT} </dev/null"
         keep = f"cp {self.state_dir}/logs/kimi.log {shlex.quote(self.debug_log_path)} 2>/dev/null"
-        return logged_command(run, workdir=workdir, state_dir=self.state_dir, log=self.log_path,
-                              stderr=False, then=keep)  # fmt: skip
+        return self.logged_command(run, workdir, stderr=False, then=keep)
 
     def log_paths(self) -> tuple[str, ...]:
         """Its stream-json messages and its own log."""

@@ -22,9 +22,15 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from rllm.benchmarks.harbor.task import HarborTask
 from rllm.producers.harnesses.errors import HarnessError
-from rllm.producers.harnesses.types import AGENT_LOG_DIR, HarnessApi
+from rllm.producers.harnesses.types import (
+    AGENT_LOG_DIR,
+    INSTRUCTION_PATH,
+    AgentSetup,
+    HarnessApi,
+    HarnessBase,
+    ModelEndpoint,
+)
 from rllm.sandboxes.types import Mount
 
 __all__ = ["LOOP_PATH", "PYTHON_PREFIX", "LoopHarness", "host_python", "pyenv_python"]
@@ -80,7 +86,7 @@ def pyenv_python(minor: str) -> tuple[Path, Path]:
     return executable, executable.parents[1]
 
 
-class LoopHarness:
+class LoopHarness(HarnessBase):
     """The in-sandbox loop in one ``style`` (``text``: one command a reply; ``tools``:
     OpenAI tool calls).
 
@@ -116,13 +122,6 @@ class LoopHarness:
         """The loop's log: one JSON line a turn."""
         return f"{AGENT_LOG_DIR}/{self.name}-agent.jsonl"
 
-    def is_installed(self, home: Path) -> bool:
-        """Always: the loop is in the snapshot, the interpreter the host's."""
-        return True
-
-    async def install(self, home: Path) -> None:
-        """Nothing on the host: the loop is in the snapshot, the interpreter the host's."""
-
     def install_script(self) -> str:
         """Writes the loop's source to ``/opt/rllm/agent_loop.py`` (idempotent), readable
         by every user (a task's ``[agent] user`` may not be root)."""
@@ -139,38 +138,43 @@ class LoopHarness:
         _, prefix = host_python()
         return (Mount(source=prefix, target=str(PYTHON_PREFIX)),)
 
-    def uploads(self, task: HarborTask) -> Mapping[str, Path]:
-        """Nothing: the loop is in the snapshot."""
-        return {}
-
-    def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
+    def setup(self, endpoint: ModelEndpoint) -> AgentSetup:
         """The OpenAI client's variables (the loop reads them), the sampling parameters,
         and where the bound interpreter finds its ``libpython`` (the loop drops it for the
-        commands it runs)."""
+        commands it runs); no config file."""
         env = {
             "LD_LIBRARY_PATH": f"{PYTHON_PREFIX}/lib",
-            "OPENAI_BASE_URL": gateway_base_url,
-            "OPENAI_API_KEY": api_key,
-            "RLLM_MODEL": model,
+            "OPENAI_BASE_URL": endpoint.base_url,
+            "OPENAI_API_KEY": endpoint.api_key,
+            "RLLM_MODEL": endpoint.model,
             "NO_PROXY": "*",
         }
         if self.sampling:
             env["RLLM_SAMPLING"] = json.dumps(self.sampling, separators=(",", ":"))
-        return env
+        return AgentSetup(env=env)
 
-    def config_files(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """None."""
-        return {}
-
-    def command(self, instruction_path: str, workdir: str) -> str:
+    def command(self, workdir: str) -> str:
         """The loop, run by the bound interpreter in isolated mode, stdin closed."""
         python, prefix = host_python()
         inside = PYTHON_PREFIX / python.relative_to(prefix)
         argv = [
-            str(inside), "-I", "-B", LOOP_PATH, "--style", self.style,
-            "--instruction", instruction_path, "--workdir", workdir, "--log", self.log_path,
-            "--max-turns", str(self.max_turns), "--timeout", f"{self.command_timeout_s:g}",
-        ]  # fmt: skip
+            str(inside),
+            "-I",
+            "-B",
+            LOOP_PATH,
+            "--style",
+            self.style,
+            "--instruction",
+            INSTRUCTION_PATH,
+            "--workdir",
+            workdir,
+            "--log",
+            self.log_path,
+            "--max-turns",
+            str(self.max_turns),
+            "--timeout",
+            f"{self.command_timeout_s:g}",
+        ]
         if self.turn_limit_ends:
             argv.append("--turn-limit-ends")
         return shlex.join(argv) + " </dev/null"

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import shlex
 
-from rllm.producers.harnesses.host import instruction_argument
+from rllm.producers.harnesses.host import INSTRUCTION_ARGUMENT
 from rllm.producers.harnesses.pypi import VenvInstalled
-from rllm.producers.harnesses.types import AGENT_LOG_DIR, HarnessApi
+from rllm.producers.harnesses.types import AGENT_LOG_DIR, AgentSetup, HarnessApi, ModelEndpoint
 
 __all__ = ["MINI_CONFIG_PATH", "MiniSweAgentHarness"]
 
@@ -47,16 +47,18 @@ class MiniSweAgentHarness(VenvInstalled):
         """Its trajectory file (an artifact)."""
         return f"{AGENT_LOG_DIR}/mini-swe-agent.traj.json"
 
-    def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
+    def setup(self, endpoint: ModelEndpoint) -> AgentSetup:
         """The bound interpreter's paths, a writable home for its global config (``.env``),
         the key and URL litellm reads, and every switch that keeps litellm and
-        mini-swe-agent off the network and quiet."""
-        return {
+        mini-swe-agent off the network and quiet, in the environment; and its config's
+        model section: ``openai/<model>`` at the session's URL with its key; no cost limit
+        (the scripted and local models have no price)."""
+        env = {
             **self.python_environment(),
             "HOME": self.state_dir,
-            "OPENAI_API_KEY": api_key,
-            "OPENAI_API_BASE": gateway_base_url,
-            "OPENAI_BASE_URL": gateway_base_url,
+            "OPENAI_API_KEY": endpoint.api_key,
+            "OPENAI_API_BASE": endpoint.base_url,
+            "OPENAI_BASE_URL": endpoint.base_url,
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
             "LITELLM_TELEMETRY": "False",
             "LITELLM_LOG": "ERROR",
@@ -67,33 +69,42 @@ class MiniSweAgentHarness(VenvInstalled):
             "NO_PROXY": "*",
             "TERM": "dumb",
         }
-
-    def config_files(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """The model section: ``openai/<model>`` at the session's URL with its key; no
-        cost limit (the scripted and local models have no price)."""
         lines = [
             "agent:",
             f"  step_limit: {self.step_limit}",
             "  cost_limit: 0",
             "model:",
-            f"  model_name: {_yaml(f'openai/{model}')}",
+            f"  model_name: {_yaml(f'openai/{endpoint.model}')}",
             "  cost_tracking: ignore_errors",
             "  model_kwargs:",
-            f"    api_base: {_yaml(gateway_base_url)}",
-            f"    api_key: {_yaml(api_key)}",
+            f"    api_base: {_yaml(endpoint.base_url)}",
+            f"    api_key: {_yaml(endpoint.api_key)}",
         ]
-        return {MINI_CONFIG_PATH: "\n".join(lines) + "\n"}
+        return AgentSetup(env=env, files={MINI_CONFIG_PATH: "\n".join(lines) + "\n"})
 
-    def command(self, instruction_path: str, workdir: str) -> str:
+    def command(self, workdir: str) -> str:
         """``mini`` on the instruction, no confirmation, exiting when it submits."""
         argv = [
-            self.sandbox_python(), "-S", "-B", "-m", "minisweagent.run.mini",
-            "--model-class", "litellm_textbased", "-c", "mini_textbased.yaml",
-            "-c", MINI_CONFIG_PATH, "--yolo", "--exit-immediately", "-o", self.log_path,
-        ]  # fmt: skip
-        task = instruction_argument(instruction_path)
-        return (f"mkdir -p {self.state_dir} && cd {shlex.quote(workdir)} && "
-                f"{shlex.join(argv)} -t {task} </dev/null")  # fmt: skip
+            self.sandbox_python(),
+            "-S",
+            "-B",
+            "-m",
+            "minisweagent.run.mini",
+            "--model-class",
+            "litellm_textbased",
+            "-c",
+            "mini_textbased.yaml",
+            "-c",
+            MINI_CONFIG_PATH,
+            "--yolo",
+            "--exit-immediately",
+            "-o",
+            self.log_path,
+        ]
+        return (
+            f"mkdir -p {self.state_dir} && cd {shlex.quote(workdir)} && "
+            f"{shlex.join(argv)} -t {INSTRUCTION_ARGUMENT} </dev/null"
+        )
 
     def log_paths(self) -> tuple[str, ...]:
         """Its trajectory (messages and actions)."""

@@ -56,10 +56,19 @@ async def npm_install(target: Path, specs: Sequence[str], *, name: str) -> None:
         HarnessError: npm is missing or failed (its output named).
     """
     await run_install_command(
-        ["npm", "install", "--prefix", str(target), "--no-audit", "--no-fund",
-         "--loglevel=error", *specs],
-        name=name, cwd=target,
-    )  # fmt: skip
+        [
+            "npm",
+            "install",
+            "--prefix",
+            str(target),
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            *specs,
+        ],
+        name=name,
+        cwd=target,
+    )
 
 
 class NativeInstalled(HostInstalled):
@@ -70,7 +79,7 @@ class NativeInstalled(HostInstalled):
     package = ""
     """Its npm package."""
     native_package = ""
-    """Its platform packages' name before ``-linux-<arch>``."""
+    """Its platform packages' name before ``-linux-<arch>``; empty: ``package``'s."""
     executable = ""
     """The executable, relative to ``binary_dir``."""
     version_env: Mapping[str, str] = {}
@@ -82,7 +91,7 @@ class NativeInstalled(HostInstalled):
         Raises:
             HarnessError: npm has no build for this machine.
         """
-        return f"{self.native_package}-linux-{npm_arch(self.name)}"
+        return f"{self.native_package or self.package}-linux-{npm_arch(self.name)}"
 
     def binary_dir(self, install_dir: Path) -> Path:
         """The folder bound in: the platform package's, under an install folder."""
@@ -104,8 +113,13 @@ class NativeInstalled(HostInstalled):
                 f"executable at {binary} (was the optional dependency "
                 f"{self.platform_package()} skipped? retry without --omit=optional)"
             )
-        await run_install_command([str(binary), "--version"], name=self.name, cwd=target,
-                                  env=self.version_env, timeout_s=VERSION_TIMEOUT_S)  # fmt: skip
+        await run_install_command(
+            [str(binary), "--version"],
+            name=self.name,
+            cwd=target,
+            env=self.version_env,
+            timeout_s=VERSION_TIMEOUT_S,
+        )
 
     def mounts(self) -> tuple[Mount, ...]:
         """The executable's folder at ``/opt/rllm/<name>``, read-only.
@@ -139,8 +153,9 @@ class NodeInstalled(HostInstalled):
         """``npm install`` of the pinned package and runtime; then the CLI must answer
         ``--version`` under that runtime (with a scratch ``HOME``, removed after)."""
         runtime = f"node-linux-{npm_arch(self.name)}"
-        await npm_install(target, [f"{self.package}@{self.version}", f"{runtime}@{NODE_VERSION}"],
-                          name=self.name)  # fmt: skip
+        await npm_install(
+            target, [f"{self.package}@{self.version}", f"{runtime}@{NODE_VERSION}"], name=self.name
+        )
         node = target / "node_modules" / runtime / "bin" / "node"
         script = target / "node_modules" / self.package / self.entry
         for path in (node, script):
@@ -153,9 +168,13 @@ class NodeInstalled(HostInstalled):
         scratch = target / ".rllm-version-home"
         scratch.mkdir()
         try:
-            await run_install_command([str(node), str(script), "--version"], name=self.name,
-                                      cwd=scratch, env={"HOME": str(scratch)},
-                                      timeout_s=VERSION_TIMEOUT_S)  # fmt: skip
+            await run_install_command(
+                [str(node), str(script), "--version"],
+                name=self.name,
+                cwd=scratch,
+                env={"HOME": str(scratch)},
+                timeout_s=VERSION_TIMEOUT_S,
+            )
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 

@@ -18,9 +18,9 @@ import json
 import shlex
 from collections.abc import Mapping
 
-from rllm.producers.harnesses.host import instruction_argument, logged_command
+from rllm.producers.harnesses.host import INSTRUCTION_ARGUMENT
 from rllm.producers.harnesses.npm import NativeInstalled
-from rllm.producers.harnesses.types import AGENT_LOG_DIR, HarnessApi
+from rllm.producers.harnesses.types import AgentSetup, HarnessApi, ModelEndpoint
 
 __all__ = ["OPENCODE_CONFIG_PATH", "OpencodeHarness"]
 
@@ -54,25 +54,28 @@ class OpencodeHarness(NativeInstalled):
     switches: Mapping[str, str] = {}
     """Variables set before the ``<prefix>_DISABLE_*`` ones (none of opencode's)."""
     disabled: tuple[str, ...] = (
-        "MODELS_FETCH", "AUTOUPDATE", "SHARE", "DEFAULT_PLUGINS", "LSP_DOWNLOAD",
-        "PROJECT_CONFIG", "CLAUDE_CODE", "EXTERNAL_SKILLS", "TERMINAL_TITLE",
-    )  # fmt: skip
+        "MODELS_FETCH",
+        "AUTOUPDATE",
+        "SHARE",
+        "DEFAULT_PLUGINS",
+        "LSP_DOWNLOAD",
+        "PROJECT_CONFIG",
+        "CLAUDE_CODE",
+        "EXTERNAL_SKILLS",
+        "TERMINAL_TITLE",
+    )
     """Its features turned off, each by ``<prefix>_DISABLE_<feature>=1``."""
     extra_config: Mapping[str, object] = {}
     """Config keys besides the provider, models, updates, sharing and permissions."""
     run_flags: tuple[str, ...] = ("run", "--format", "json")
     """Its subcommand and output format."""
 
-    @property
-    def log_path(self) -> str:
-        """Its ``--format json`` events (an artifact)."""
-        return f"{AGENT_LOG_DIR}/{self.name}.jsonl"
-
-    def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """Its config, a writable home, and every switch that keeps it off the network
-        but for the gateway."""
+    def setup(self, endpoint: ModelEndpoint) -> AgentSetup:
+        """Its config (the session as a provider) and the environment: where the config
+        is, a writable home, and every switch that keeps it off the network but for the
+        gateway."""
         prefix, state = self.env_prefix, self.state_dir
-        return {
+        env = {
             f"{prefix}_CONFIG": self.config_path,
             "HOME": state,
             "XDG_CONFIG_HOME": f"{state}/config",
@@ -84,17 +87,19 @@ class OpencodeHarness(NativeInstalled):
             "NO_PROXY": "*",
             "TERM": "dumb",
         }
+        return AgentSetup(env=env, files={self.config_path: self._config(endpoint)})
 
-    def config_files(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
+    def _config(self, endpoint: ModelEndpoint) -> str:
         """The provider ``rllm`` (``@ai-sdk/openai-compatible``) at the session's URL with
         its key, its one model for every role, every permission allowed."""
+        model = endpoint.model
         config = {
             "$schema": self.config_schema,
             "provider": {
                 PROVIDER: {
                     "npm": "@ai-sdk/openai-compatible",
                     "name": "rllm gateway",
-                    "options": {"baseURL": gateway_base_url, "apiKey": api_key},
+                    "options": {"baseURL": endpoint.base_url, "apiKey": endpoint.api_key},
                     "models": {model: {"name": model}},
                 }
             },
@@ -105,16 +110,12 @@ class OpencodeHarness(NativeInstalled):
             **self.extra_config,
             "permission": {"edit": "allow", "bash": "allow", "webfetch": "deny"},
         }
-        return {self.config_path: json.dumps(config, indent=2) + "\n"}
+        return json.dumps(config, indent=2) + "\n"
 
-    def command(self, instruction_path: str, workdir: str) -> str:
+    def command(self, workdir: str) -> str:
         """``<cli> run`` (``run_flags``: JSON events) from the workdir (a fixed title: no
         model call to make one), its events to the log, the log's end on stdout, its exit
         status kept."""
         argv = [self.executable_path, *self.run_flags, "--title", "rllm", "--dir", workdir]
-        run = f"{shlex.join(argv)} {instruction_argument(instruction_path)} </dev/null"
-        return logged_command(run, workdir=workdir, state_dir=self.state_dir, log=self.log_path)
-
-    def log_paths(self) -> tuple[str, ...]:
-        """Its JSON events."""
-        return (self.log_path,)
+        run = f"{shlex.join(argv)} {INSTRUCTION_ARGUMENT} </dev/null"
+        return self.logged_command(run, workdir)

@@ -8,8 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from rllm.benchmarks.harbor.task import HarborTask, HarborTaskError
-from rllm.producers.harnesses.types import HarnessApi
-from rllm.sandboxes.types import Mount
+from rllm.producers.harnesses.types import HarnessApi, HarnessBase
 
 __all__ = ["SOLUTION_DIR", "OracleHarness"]
 
@@ -17,27 +16,13 @@ SOLUTION_DIR = "/solution"
 """Where the task's ``solution/`` is copied."""
 
 
-class OracleHarness:
-    """Runs ``/solution/solve.sh`` with bash (sh where the image has no bash)."""
+class OracleHarness(HarnessBase):
+    """Runs ``/solution/solve.sh`` with bash (sh where the image has no bash); it needs no
+    install, no model and no log of its own."""
 
     name = "oracle"
     version = "1"
     api = HarnessApi.NONE
-
-    def is_installed(self, home: Path) -> bool:
-        """Always: it needs nothing installed."""
-        return True
-
-    async def install(self, home: Path) -> None:
-        """Nothing on the host: it needs nothing installed."""
-
-    def install_script(self) -> str:
-        """Nothing to install."""
-        return ""
-
-    def mounts(self) -> tuple[Mount, ...]:
-        """Nothing from the host."""
-        return ()
 
     def uploads(self, task: HarborTask) -> Mapping[str, Path]:
         """The task's ``solution/`` at ``/solution``.
@@ -52,22 +37,10 @@ class OracleHarness:
             )
         return {SOLUTION_DIR: task.solution_dir}
 
-    def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """No model settings: the oracle calls no model."""
-        return {}
-
-    def config_files(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """None."""
-        return {}
-
-    def command(self, instruction_path: str, workdir: str) -> str:
+    def command(self, workdir: str) -> str:
         """``solve.sh`` from the task's workdir, stdin closed."""
         script = shlex.quote(f"{SOLUTION_DIR}/solve.sh")
         return (
             f"cd {shlex.quote(workdir)} && if command -v bash >/dev/null 2>&1; "
             f"then bash {script}; else sh {script}; fi </dev/null"
         )
-
-    def log_paths(self) -> tuple[str, ...]:
-        """None: its output is the command's."""
-        return ()

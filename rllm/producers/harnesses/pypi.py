@@ -24,8 +24,18 @@ from rllm.sandboxes.types import Mount
 
 __all__ = ["PYTHON_MODULES", "VenvInstalled", "copy_python_libraries"]
 
-PYTHON_MODULES = ("_ssl", "_hashlib", "_ctypes", "_lzma", "_bz2", "_sqlite3", "_uuid", "zlib",
-                  "pyexpat", "_decimal")  # fmt: skip
+PYTHON_MODULES = (
+    "_ssl",
+    "_hashlib",
+    "_ctypes",
+    "_lzma",
+    "_bz2",
+    "_sqlite3",
+    "_uuid",
+    "zlib",
+    "pyexpat",
+    "_decimal",
+)
 """The host interpreter's extension modules whose system libraries (libssl, libffi, ...) a
 task image may lack: ``copy_python_libraries`` copies them next to the install."""
 
@@ -102,19 +112,32 @@ class VenvInstalled(HostInstalled):
         python, prefix = self.interpreter()
         await copy_python_libraries(prefix, target / "lib")
         venv = target / "venv"
-        await run_install_command([str(python), "-m", "venv", str(venv)], name=self.name,
-                                  cwd=target)  # fmt: skip
         await run_install_command(
-            [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-             "--disable-pip-version-check", f"{self.package}=={self.version}",
-             *self.requirements],
-            name=self.name, cwd=target,
-        )  # fmt: skip
+            [str(python), "-m", "venv", str(venv)], name=self.name, cwd=target
+        )
+        await run_install_command(
+            [
+                str(venv / "bin" / "python"),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                f"{self.package}=={self.version}",
+                *self.requirements,
+            ],
+            name=self.name,
+            cwd=target,
+        )
         await self._complete(target)
         if self.version_command:
             command, *args = self.version_command
-            await run_install_command([str(venv / "bin" / command), *args], name=self.name,
-                                      cwd=target, timeout_s=VERSION_TIMEOUT_S)  # fmt: skip
+            await run_install_command(
+                [str(venv / "bin" / command), *args],
+                name=self.name,
+                cwd=target,
+                timeout_s=VERSION_TIMEOUT_S,
+            )
 
     async def _complete(self, target: Path) -> None:
         """What the install adds after pip (nothing here)."""
@@ -127,8 +150,10 @@ class VenvInstalled(HostInstalled):
             HarnessError: it is not installed, or there is no such interpreter.
         """
         _, prefix = self.interpreter()
-        return (Mount(source=prefix, target=str(self.python_prefix_dir)),
-                Mount(source=self.installed_dir(), target=str(self.bound_dir)))  # fmt: skip
+        return (
+            Mount(source=prefix, target=str(self.python_prefix_dir)),
+            Mount(source=self.installed_dir(), target=str(self.bound_dir)),
+        )
 
     def python_environment(self) -> dict[str, str]:
         """``PYTHONPATH`` on the bound venv's ``site-packages``, ``LD_LIBRARY_PATH`` on the

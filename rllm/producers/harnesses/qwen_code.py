@@ -17,9 +17,13 @@ import json
 import shlex
 from pathlib import Path
 
-from rllm.producers.harnesses.host import logged_command
 from rllm.producers.harnesses.npm import NodeInstalled, npm_arch
-from rllm.producers.harnesses.types import AGENT_LOG_DIR, HarnessApi
+from rllm.producers.harnesses.types import (
+    INSTRUCTION_PATH,
+    AgentSetup,
+    HarnessApi,
+    ModelEndpoint,
+)
 
 __all__ = ["QWEN_SETTINGS_PATH", "QwenCodeHarness"]
 
@@ -47,29 +51,32 @@ class QwenCodeHarness(NodeInstalled):
     def __init__(self, max_turns: int = 50) -> None:
         self.max_turns = max_turns
 
-    @property
-    def log_path(self) -> str:
-        """Its stream-json events (an artifact)."""
-        return f"{AGENT_LOG_DIR}/qwen-code.jsonl"
-
     async def _install_into(self, target: Path) -> None:
         """The package and runtime; then its vendored ``rg`` made executable (npm unpacks
         it 0644, and qwen-code, finding it not executable, falls back to a slower grep;
         it cannot fix the mode itself on a read-only mount)."""
         await super()._install_into(target)
-        rg = (target / "node_modules" / self.package / "vendor" / "ripgrep"
-              / f"{npm_arch(self.name)}-linux" / "rg")  # fmt: skip
+        rg = (
+            target
+            / "node_modules"
+            / self.package
+            / "vendor"
+            / "ripgrep"
+            / f"{npm_arch(self.name)}-linux"
+            / "rg"
+        )
         if rg.is_file():
             rg.chmod(0o755)
 
-    def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
+    def setup(self, endpoint: ModelEndpoint) -> AgentSetup:
         """The session's URL, key and model, its settings and home (its ``.qwen`` folder:
         chats, usage, ids), and every switch that keeps it off the network but for the
-        gateway."""
-        return {
-            "OPENAI_BASE_URL": gateway_base_url,
-            "OPENAI_API_KEY": api_key,
-            "OPENAI_MODEL": model,
+        gateway, in the environment; and its system settings: the ``openai`` auth type and
+        the session's model; no update check, usage statistics or telemetry."""
+        env = {
+            "OPENAI_BASE_URL": endpoint.base_url,
+            "OPENAI_API_KEY": endpoint.api_key,
+            "OPENAI_MODEL": endpoint.model,
             "QWEN_CODE_SYSTEM_SETTINGS_PATH": QWEN_SETTINGS_PATH,
             "HOME": self.state_dir,
             "QWEN_USAGE_STATISTICS_ENABLED": "false",
@@ -79,29 +86,30 @@ class QwenCodeHarness(NodeInstalled):
             "NO_COLOR": "1",
             "TERM": "dumb",
         }
-
-    def config_files(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """System settings: the ``openai`` auth type and the session's model; no update
-        check, usage statistics or telemetry (the URL and key are in the environment)."""
         settings = {
             "security": {"auth": {"selectedType": "openai"}},
-            "model": {"name": model},
+            "model": {"name": endpoint.model},
             "general": {"enableAutoUpdate": False},
             "privacy": {"usageStatisticsEnabled": False},
             "telemetry": {"enabled": False},
         }
-        return {QWEN_SETTINGS_PATH: json.dumps(settings, indent=2) + "\n"}
+        files = {QWEN_SETTINGS_PATH: json.dumps(settings, indent=2) + "\n"}
+        return AgentSetup(env=env, files=files)
 
-    def command(self, instruction_path: str, workdir: str) -> str:
+    def command(self, workdir: str) -> str:
         """``qwen --yolo -o stream-json`` with the instruction on stdin (no argument
         parsing of its text), its events to the log, the log's end on stdout, its exit
         status kept."""
-        argv = [self.node, self.script, "--yolo", "--auth-type", "openai",
-                "--output-format", "stream-json", "--max-session-turns",
-                str(self.max_turns)]  # fmt: skip
-        run = f"{shlex.join(argv)} <{shlex.quote(instruction_path)}"
-        return logged_command(run, workdir=workdir, state_dir=self.state_dir, log=self.log_path)
-
-    def log_paths(self) -> tuple[str, ...]:
-        """Its stream-json events."""
-        return (self.log_path,)
+        argv = [
+            self.node,
+            self.script,
+            "--yolo",
+            "--auth-type",
+            "openai",
+            "--output-format",
+            "stream-json",
+            "--max-session-turns",
+            str(self.max_turns),
+        ]
+        run = f"{shlex.join(argv)} <{shlex.quote(INSTRUCTION_PATH)}"
+        return self.logged_command(run, workdir)

@@ -13,15 +13,13 @@ verification publishes none. The session's lifecycle (open, close, token totals)
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from rllm.benchmarks.harbor.dataset import from_task
 from rllm.benchmarks.types import RewardResult
 from rllm.producers.harnesses.errors import HarnessError
-from rllm.producers.harnesses.runner import HarnessRunner
-from rllm.producers.harnesses.types import CloseReason, Harness, HarnessRun
+from rllm.producers.harnesses.runner import HarnessRunner, RunnerOptions
+from rllm.producers.harnesses.types import CloseReason, Harness, HarnessRun, ModelEndpoint
 from rllm.producers.sdk.client import GatewayClient
 from rllm.producers.sdk.evaluator import Evaluator
 from rllm.producers.sdk.rollout import Rollout
@@ -52,9 +50,12 @@ def reward_event(session_id: str, run_id: str, result: HarnessRun) -> SessionEve
         "duration_s": round(verifier.duration_s, 3),
     }
     payload = RewardAssigned(
-        reward=reward, is_correct=reward >= 1.0, signals=dict(verifier.values),
-        evaluator=VERIFIER_EVALUATOR, metadata_json=json.dumps(details),
-    )  # fmt: skip
+        reward=reward,
+        is_correct=reward >= 1.0,
+        signals=dict(verifier.values),
+        evaluator=VERIFIER_EVALUATOR,
+        metadata_json=json.dumps(details),
+    )
     return envelope(session_id, run_id, "harness", payload)
 
 
@@ -65,8 +66,12 @@ def _verifier_score(task: Task, outcome: RolloutOutcome) -> RewardResult:
         why = output.get("verifier_error") or outcome.error or "it did not run"
         raise HarnessError(f"task {task.task_id!r}: the verifier gave no reward: {why}")
     details = {k: output.get(k) for k in ("harness", "task", "reason")}
-    return RewardResult(reward=float(reward), is_correct=reward >= 1.0,
-                        signals=dict(output.get("values") or {}), metadata=details)  # fmt: skip
+    return RewardResult(
+        reward=float(reward),
+        is_correct=reward >= 1.0,
+        signals=dict(output.get("values") or {}),
+        metadata=details,
+    )
 
 
 verifier_evaluator = Evaluator(_verifier_score, name=VERIFIER_EVALUATOR)
@@ -81,20 +86,15 @@ class HarnessRollout(Rollout):
     Args:
         harness: the agent.
         backend: where its sandboxes come from.
-        artifacts_dir: where its log files are kept (``<dir>/<session_id>/``).
-        labels: on every sandbox (``rllm.owner``).
+        options: its ``HarnessRunner``'s (``artifacts_dir``: where its log files are kept,
+            ``<dir>/<session_id>/``; ``labels``: on every sandbox, ``rllm.owner``).
     """
 
     def __init__(
-        self,
-        harness: Harness,
-        backend: SandboxBackend,
-        *,
-        artifacts_dir: Path | None = None,
-        labels: Mapping[str, str] | None = None,
+        self, harness: Harness, backend: SandboxBackend, **options: Unpack[RunnerOptions]
     ) -> None:
         self.harness = harness
-        self.runner = HarnessRunner(harness, backend, artifacts_dir=artifacts_dir, labels=labels)
+        self.runner = HarnessRunner(harness, backend, **options)
         self._gateway_url = ""
         super().__init__(self._agent, name=f"harness:{harness.name}")
 
@@ -123,13 +123,24 @@ class HarnessRollout(Rollout):
         try:
             harbor_task = from_task(task)
         except Exception as exc:  # not a Harbor task, or its folder no longer loads
-            return HarnessRun(harness=self.harness.name, task=task.task_id,
-                              reason=CloseReason.SANDBOX_ERROR, error=str(exc))  # fmt: skip
+            return HarnessRun(
+                harness=self.harness.name,
+                task=task.task_id,
+                reason=CloseReason.SANDBOX_ERROR,
+                error=str(exc),
+            )
         try:
+            endpoint = ModelEndpoint(config.base_url, config.api_key, config.model)
             return await self.runner.run(
-                harbor_task, gateway_url=gateway_url, base_url=config.base_url,
-                api_key=config.api_key, model=config.model, session_id=config.session_id,
-            )  # fmt: skip
+                harbor_task,
+                gateway_url=gateway_url,
+                endpoint=endpoint,
+                session_id=config.session_id,
+            )
         except Exception as exc:  # the sandbox died mid-run: this run's result, not a crash
-            return HarnessRun(self.harness.name, task.task_id, reason=CloseReason.SANDBOX_ERROR,
-                              error=f"{type(exc).__name__}: {exc}")  # fmt: skip
+            return HarnessRun(
+                self.harness.name,
+                task.task_id,
+                reason=CloseReason.SANDBOX_ERROR,
+                error=f"{type(exc).__name__}: {exc}",
+            )

@@ -14,27 +14,43 @@ import shlex
 import time
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
+from typing import TypedDict, Unpack
 
 from rllm.benchmarks.harbor.task import HarborTask
 from rllm.benchmarks.harbor.verifier import TEST_STDOUT, VerifierResult, run_verifier
 from rllm.producers.harnesses.errors import HarnessError
-from rllm.producers.harnesses.host import harnesses_home
+from rllm.producers.harnesses.host import harnesses_home, install, is_installed
 from rllm.producers.harnesses.types import (
     AGENT_LOG_DIR,
     INSTRUCTION_PATH,
+    AgentSetup,
+    CallsModel,
     CloseReason,
     Harness,
     HarnessApi,
     HarnessRun,
+    ModelEndpoint,
+    UploadsTaskFiles,
 )
 from rllm.sandboxes.snapshots import ensure_snapshot, snapshot_key
 from rllm.sandboxes.types import NetworkMode, Sandbox, SandboxBackend
 
-__all__ = ["HarnessRunner"]
+__all__ = ["HarnessRunner", "RunnerOptions"]
 
 INSTRUCTION_DIR = str(PurePosixPath(INSTRUCTION_PATH).parent)
 TAIL_CHARS = 4000
 """How much of the agent's output a run keeps."""
+
+
+class RunnerOptions(TypedDict, total=False):
+    """How a ``HarnessRunner`` runs (every one optional)."""
+
+    artifacts_dir: Path | None
+    """Where the harness's log files are copied (``<dir>/<session>/``); None keeps none."""
+    labels: Mapping[str, str] | None
+    """Put on every sandbox (``rllm.owner``: the run, for ``reap``)."""
+    install_timeout_s: float
+    """The most the install script may take (900 s)."""
 
 
 class HarnessRunner:
@@ -43,26 +59,17 @@ class HarnessRunner:
     Args:
         harness: the agent.
         backend: where sandboxes come from.
-        artifacts_dir: where the harness's log files are copied (``<dir>/<session>/``);
-            None keeps none.
-        labels: put on every sandbox (``rllm.owner``: the run, for ``reap``).
-        install_timeout_s: the most the install script may take.
+        options: ``RunnerOptions`` (artifacts folder, sandbox labels, install timeout).
     """
 
     def __init__(
-        self,
-        harness: Harness,
-        backend: SandboxBackend,
-        *,
-        artifacts_dir: Path | None = None,
-        labels: Mapping[str, str] | None = None,
-        install_timeout_s: float = 900.0,
+        self, harness: Harness, backend: SandboxBackend, **options: Unpack[RunnerOptions]
     ) -> None:
         self.harness = harness
         self.backend = backend
-        self.artifacts_dir = artifacts_dir
-        self.labels = dict(labels or {})
-        self.install_timeout_s = install_timeout_s
+        self.artifacts_dir = options.get("artifacts_dir")
+        self.labels = dict(options.get("labels") or {})
+        self.install_timeout_s = options.get("install_timeout_s", 900.0)
         self._images: dict[Path, str] = {}
         self._locks: dict[Path, asyncio.Lock] = {}
         self._install_lock = asyncio.Lock()
@@ -79,8 +86,8 @@ class HarnessRunner:
         """
         async with self._install_lock:  # a host-side install (npm, PyPI), once
             home = harnesses_home()
-            if not self.harness.is_installed(home):
-                await self.harness.install(home)
+            if not is_installed(self.harness, home):
+                await install(self.harness, home)
         lock = self._locks.setdefault(task.path, asyncio.Lock())
         async with lock:
             if task.path not in self._images:
@@ -115,11 +122,10 @@ class HarnessRunner:
         return (await ensure_snapshot(self.backend, spec, key, install, name=name)).image
 
     async def run(
-        self, task: HarborTask, *, gateway_url: str, base_url: str, api_key: str, model: str,
-        session_id: str = "",
-    ) -> HarnessRun:  # fmt: skip
-        """Run the harness on ``task`` with its model calls going to ``base_url`` (a gateway
-        session's ``/v1`` URL on ``gateway_url``); verify; close the sandbox.
+        self, task: HarborTask, *, gateway_url: str, endpoint: ModelEndpoint, session_id: str = ""
+    ) -> HarnessRun:
+        """Run the harness on ``task`` with its model calls going to ``endpoint`` (a gateway
+        session on ``gateway_url``); verify; close the sandbox.
 
         Never raises for the agent's or the verifier's failure: ``HarnessRun.reason``
         says what happened.
@@ -140,37 +146,46 @@ class HarnessRunner:
         except Exception as exc:  # a failed environment or install is this run's result
             error = f"task {task.name!r}, harness {harness.name!r}: {type(exc).__name__}: {exc}"
             return HarnessRun(
-                harness.name, task.name, reason=CloseReason.SANDBOX_ERROR, error=error,
+                harness.name,
+                task.name,
+                reason=CloseReason.SANDBOX_ERROR,
+                error=error,
                 sandbox_s=time.monotonic() - began,
-            )  # fmt: skip
+            )
         try:
-            return await self._in_sandbox(sandbox, task, base_url, api_key, model, session_id,
-                                          began)  # fmt: skip
+            return await self._in_sandbox(sandbox, task, endpoint, session_id, began)
         finally:
             await sandbox.close()
 
     async def _in_sandbox(
-        self, sandbox: Sandbox, task: HarborTask, base_url: str, api_key: str, model: str,
-        session_id: str, began: float,
-    ) -> HarnessRun:  # fmt: skip
+        self,
+        sandbox: Sandbox,
+        task: HarborTask,
+        endpoint: ModelEndpoint,
+        session_id: str,
+        began: float,
+    ) -> HarnessRun:
         harness = self.harness
         try:
+            setup = harness.setup(endpoint) if isinstance(harness, CallsModel) else AgentSetup()
             await sandbox.write_file(INSTRUCTION_PATH, task.instruction)
-            configs = harness.config_files(base_url, api_key, model)
-            for path, text in configs.items():
+            for path, text in setup.files.items():
                 await sandbox.write_file(path, text, mode=0o600)
-            for remote, local in harness.uploads(task).items():
-                await sandbox.upload_dir(local, remote)
-            await self._grant(sandbox, task, list(configs))
+            if isinstance(harness, UploadsTaskFiles):
+                for remote, local in harness.uploads(task).items():
+                    await sandbox.upload_dir(local, remote)
+            await self._grant(sandbox, task, list(setup.files))
         except Exception as exc:
-            error = (f"harness {harness.name!r} could not be started on task {task.name!r}: "
-                     f"{type(exc).__name__}: {exc}")  # fmt: skip
+            error = (
+                f"harness {harness.name!r} could not be started on task {task.name!r}: "
+                f"{type(exc).__name__}: {exc}"
+            )
             return HarnessRun(harness.name, task.name, reason=CloseReason.AGENT_ERROR, error=error)
         sandbox_s = time.monotonic() - began
         agent = await sandbox.exec(
-            harness.command(INSTRUCTION_PATH, task.workdir),
+            harness.command(task.workdir),
             cwd=task.workdir,
-            env=harness.environment(base_url, api_key, model),
+            env=setup.env,
             timeout_s=task.agent_timeout_s,
             user=task.config.agent_user,
         )
@@ -194,34 +209,46 @@ class HarnessRunner:
             )
         elif not agent.ok:
             reason = CloseReason.AGENT_ERROR
-            error_text = (f"harness {harness.name!r} on task {task.name!r} exited "
-                     f"{agent.exit_code} ({agent.error or 'no error'}): {tail[-500:]}")  # fmt: skip
+            error_text = (
+                f"harness {harness.name!r} on task {task.name!r} exited "
+                f"{agent.exit_code} ({agent.error or 'no error'}): {tail[-500:]}"
+            )
         elif verifier is None or not verifier.ok:
             reason = CloseReason.VERIFIER_ERROR
             error_text = error_text if verifier is None else verifier.error
         close_began = time.monotonic()
         await sandbox.close()
         return HarnessRun(
-            harness.name, task.name, reason=reason, error=error_text,
-            agent_exit_code=agent.exit_code, agent_s=agent.duration_s, agent_output_tail=tail,
+            harness.name,
+            task.name,
+            reason=reason,
+            error=error_text,
+            agent_exit_code=agent.exit_code,
+            agent_s=agent.duration_s,
+            agent_output_tail=tail,
             verifier=verifier,
-            sandbox_s=sandbox_s + time.monotonic() - close_began, artifacts=artifacts,
-        )  # fmt: skip
+            sandbox_s=sandbox_s + time.monotonic() - close_began,
+            artifacts=artifacts,
+        )
 
     async def _grant(self, sandbox: Sandbox, task: HarborTask, configs: list[str]) -> None:
         """Make the workdir and log folder, and let a non-root ``[agent] user`` read the
         instruction, own its config files and write its logs."""
         quoted = " ".join(shlex.quote(p) for p in configs)
-        script = (f"mkdir -p {AGENT_LOG_DIR} {shlex.quote(task.workdir)} && "
-                  f"chmod 1777 {AGENT_LOG_DIR} && chmod 755 {INSTRUCTION_DIR} && "
-                  f"chmod 644 {INSTRUCTION_PATH}")  # fmt: skip
+        script = (
+            f"mkdir -p {AGENT_LOG_DIR} {shlex.quote(task.workdir)} && "
+            f"chmod 1777 {AGENT_LOG_DIR} && chmod 755 {INSTRUCTION_DIR} && "
+            f"chmod 644 {INSTRUCTION_PATH}"
+        )
         user = task.config.agent_user
         if user and configs:
             script += f" && chown {shlex.quote(user)} {quoted}"
         done = await sandbox.exec(script)
         if not done.ok:
-            raise HarnessError(f"preparing the sandbox failed (exit {done.exit_code}): "
-                               f"{(done.stderr or done.error or '').strip()}")  # fmt: skip
+            raise HarnessError(
+                f"preparing the sandbox failed (exit {done.exit_code}): "
+                f"{(done.stderr or done.error or '').strip()}"
+            )
 
     async def _keep_logs(self, sandbox: Sandbox, session_id: str) -> dict[str, str]:
         """Copy the harness's log files out (missing ones skipped): artifacts, not data."""

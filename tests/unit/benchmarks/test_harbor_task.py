@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from rllm.benchmarks.errors import RewardFileError
 from rllm.benchmarks.harbor import (
     HarborNetworkMode,
     HarborTaskError,
@@ -158,6 +159,15 @@ def test_size_strings(text: str, mb: int) -> None:
 def test_bad_size_strings(text: str) -> None:
     with pytest.raises(ValueError, match="is not like '2G'"):
         parse_size_mb(text)
+
+
+def test_bad_sizes_and_reward_files_raise_the_benchmark_errors() -> None:
+    with pytest.raises(HarborTaskError, match="size '1X'"):
+        parse_size_mb("1X")
+    with pytest.raises(RewardFileError, match=r"reward\.txt is not a number: 'yes'"):
+        parse_reward_txt("yes")
+    with pytest.raises(RewardFileError, match=r"reward\.json must be a JSON object"):
+        parse_reward_json("[1]")
 
 
 def test_defaults_are_harbors(tmp_path: Path) -> None:

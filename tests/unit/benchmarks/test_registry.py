@@ -9,14 +9,21 @@ from collections import Counter
 import pytest
 
 from rllm.benchmarks import (
+    BenchmarkError,
     Category,
     Need,
+    RewardResult,
     UnknownBenchmarkError,
     all_benchmarks,
     get_benchmark,
+    get_reward_fn,
+    register_reward_fn,
     reward_fn_names,
 )
 from rllm.benchmarks.adapters import ADAPTERS
+from rllm.benchmarks.errors import GradingError, NameTakenError, UnknownRewardFnError
+from rllm.benchmarks.registry import benchmark_kind, register_benchmarks
+from rllm.schemas.types import Task
 
 REQUIRED = [
     "gsm8k",
@@ -118,6 +125,26 @@ def test_every_entry_is_wired_to_a_registered_grader_and_adapter() -> None:
         assert spec.hf_id or spec.source != "hub", spec.name
 
 
+def test_a_kind_variant_and_meta_build_the_entry_spelled_out_in_full() -> None:
+    base = benchmark_kind(Category.QA, reward_fn="f1", split="validation")
+    judged = base.variant(reward_fn="llm_judge", needs=frozenset({Need.JUDGE}))
+    spec = judged(
+        "x",
+        "X",
+        "org/x",
+        {"question": "q", "answer": "a"},
+        optional={"hint": "h"},
+        metadata=("hint",),
+        meta=("level", "type"),
+        split="test",
+    )
+    assert spec.reward_fn == "llm_judge" and spec.needs == {Need.JUDGE}
+    assert spec.split == "test" and spec.hf_id == "org/x"
+    assert list(spec.optional.items()) == [("hint", "h"), ("level", "level"), ("type", "type")]
+    assert spec.metadata == ("hint", "level", "type")
+    assert base("y", "Y").reward_fn == "f1" and base("y", "Y").needs == frozenset()
+
+
 def test_categories_filter() -> None:
     code = all_benchmarks("code")
     assert code and {s.category for s in code} == {Category.CODE}
@@ -140,3 +167,25 @@ def test_every_exported_name_resolves(module: str) -> None:
     assert hasattr(mod, "__all__"), module
     for name in mod.__all__:
         assert hasattr(mod, name), f"{module}.{name}"
+
+
+def test_registry_errors_are_benchmark_errors_naming_the_value() -> None:
+    get_benchmark("gsm8k")  # the catalog is loaded
+    clash = benchmark_kind(Category.MATH)("unit_clash", "Clash", "org/x", aliases=("GSM-8K",))
+    with pytest.raises(NameTakenError, match="'GSM-8K' of 'unit_clash' is taken by 'gsm8k'"):
+        register_benchmarks(clash)
+    with pytest.raises(KeyError):  # UnknownBenchmarkError is one too, for stdlib callers
+        get_benchmark("unit_clash")
+    with pytest.raises(NameTakenError, match="'exact_match' is already registered"):
+        register_reward_fn("exact_match")(lambda task, answer: RewardResult(0.0))
+    with pytest.raises(UnknownRewardFnError) as unknown:
+        get_reward_fn("exact_matsh")
+    assert isinstance(unknown.value, KeyError) and isinstance(unknown.value, BenchmarkError)
+    assert str(unknown.value).startswith("unknown reward function 'exact_matsh'; did you mean")
+
+
+@pytest.mark.parametrize("reward_fn", ["exact_match", "last_number", "math", "mcq", "em"])
+def test_a_task_without_ground_truth_is_a_grading_error(reward_fn: str) -> None:
+    task = Task(task_id="t9", instruction="q", reward_fn=reward_fn, benchmark="unit")
+    with pytest.raises(GradingError, match="task 't9' has no ground truth"):
+        get_reward_fn(reward_fn)(task, "Answer: 4")

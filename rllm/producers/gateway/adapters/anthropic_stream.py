@@ -11,7 +11,7 @@ from typing import Any
 from rllm.producers.gateway.adapters.anthropic import from_chat
 from rllm.producers.gateway.adapters.base import Parsed, sse
 from rllm.producers.gateway.adapters.chat import ChatStream
-from rllm.producers.gateway.adapters.stream import first_choice_deltas
+from rllm.producers.gateway.adapters.stream import TranslatedStream
 from rllm.producers.gateway.errors import anthropic_error
 
 __all__ = ["AnthropicStream"]
@@ -25,7 +25,7 @@ def _input(arguments: str) -> Any:
         return {"_raw": arguments}
 
 
-class AnthropicStream:
+class AnthropicStream(TranslatedStream):
     """Anthropic events for one streamed call (choice 0).
 
     Args:
@@ -60,16 +60,6 @@ class AnthropicStream:
             "usage": {"input_tokens": len(self.capture.prompt_ids or ()), "output_tokens": 0},
         }
         return [sse({"type": "message_start", "message": message}, event="message_start")]
-
-    def feed(self, chunk: dict[str, Any]) -> list[bytes]:
-        """Text and tool call deltas of choice 0 as content block events."""
-        out = self._start()
-        for text, calls in first_choice_deltas(chunk):
-            if text:
-                out += self._text(text)
-            for call in calls:
-                out += self._call(call)
-        return out
 
     def _open(self, block: dict[str, Any]) -> bytes:
         self.open = block

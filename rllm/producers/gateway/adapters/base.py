@@ -5,7 +5,7 @@ the token IDs and logprobs the gateway asked for on its own behalf."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from rllm.errors import RllmError
@@ -15,6 +15,7 @@ __all__ = [
     "MAX_CHOICES",
     "Parsed",
     "Sample",
+    "Sampled",
     "asked_ids",
     "asked_logprobs",
     "capture_choices",
@@ -44,22 +45,35 @@ class Sample:
     """Why it stopped."""
 
 
-@dataclass
-class Parsed:
-    """An upstream answer: what the client gets and what the step captures (the first
-    choice; the others, of a call with ``n > 1``, in ``more``)."""
+@dataclass(kw_only=True)
+class Sampled:
+    """What a call's first choice sampled: the fields an adapter's ``Parsed`` answer and the
+    step's ``Capture`` share (the one hands them to the other, ``take_sampled``)."""
 
-    client: Any
-    """The response body for the client (capture-only fields stripped)."""
     prompt_ids: list[int] | None = None
     response_ids: list[int] | None = None
     logprobs: list[float] | None = None
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
+    more: list[Sample] = field(default_factory=list)
+    """Choices 1..n-1 of a call with ``n > 1``, in order (each becomes its own step)."""
+
+    def take_sampled(self, other: Sampled) -> None:
+        """Set this one's sampled fields to ``other``'s (lists copied, not shared)."""
+        for f in fields(Sampled):
+            value = getattr(other, f.name)
+            setattr(self, f.name, list(value) if isinstance(value, list) else value)
+
+
+@dataclass
+class Parsed(Sampled):
+    """An upstream answer: what the client gets and what the step captures (the first
+    choice; the others, of a call with ``n > 1``, in ``more``)."""
+
+    client: Any
+    """The response body for the client (capture-only fields stripped)."""
     text: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    more: list[Sample] = field(default_factory=list)
-    """Choices 1..n-1 of a call with ``n > 1``, in order."""
 
 
 def usage_of(data: Any, prompt_ids: list[int] | None, response_ids: list[int] | None) -> Usage:

@@ -10,12 +10,12 @@ from typing import Any
 
 from rllm.producers.gateway.adapters.base import Parsed, sse
 from rllm.producers.gateway.adapters.responses import from_chat
-from rllm.producers.gateway.adapters.stream import first_choice_deltas
+from rllm.producers.gateway.adapters.stream import TranslatedStream
 
 __all__ = ["ResponsesStream"]
 
 
-class ResponsesStream:
+class ResponsesStream(TranslatedStream):
     """Responses events for one streamed call (choice 0; Responses has no ``n``)."""
 
     def __init__(self, body: dict[str, Any]) -> None:
@@ -60,16 +60,6 @@ class ResponsesStream:
             self._event("response.created", response=response),
             self._event("response.in_progress", response=response),
         ]
-
-    def feed(self, chunk: dict[str, Any]) -> list[bytes]:
-        """Text and tool call deltas of choice 0 as Responses events."""
-        out = self._start()
-        for text, calls in first_choice_deltas(chunk):
-            if text:
-                out += self._text(text)
-            for call in calls:
-                out += self._call(call)
-        return out
 
     def _text(self, text: str) -> list[bytes]:
         out: list[bytes] = []

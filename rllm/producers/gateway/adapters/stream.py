@@ -4,11 +4,19 @@ chunks (for a model server that does not stream)."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any, Protocol
 
 from rllm.producers.gateway.adapters.base import Parsed, sse
 
-__all__ = ["DONE", "OpenAIStream", "StreamEncoder", "as_chunks", "first_choice_deltas"]
+__all__ = [
+    "DONE",
+    "OpenAIStream",
+    "StreamEncoder",
+    "TranslatedStream",
+    "as_chunks",
+    "first_choice_deltas",
+]
 
 DONE = b"data: [DONE]\n\n"
 """The OpenAI stream's last event."""
@@ -61,6 +69,34 @@ class OpenAIStream:
     def fail(self, status: int, kind: str, message: str) -> list[bytes]:
         """An OpenAI error object as an event (the ``openai`` client raises ``APIError``)."""
         return [sse({"error": {"message": message, "type": kind, "code": status}})]
+
+
+class TranslatedStream(ABC):
+    """A stream encoder for an API whose events are not OpenAI's (Anthropic Messages,
+    Responses): choice 0's text and tool call deltas become that API's events, after the
+    opening ones."""
+
+    @abstractmethod
+    def _start(self) -> list[bytes]:
+        """The opening events, the first time (then none)."""
+
+    @abstractmethod
+    def _text(self, text: str) -> list[bytes]:
+        """The events for a text delta."""
+
+    @abstractmethod
+    def _call(self, call: dict[str, Any]) -> list[bytes]:
+        """The events for a tool call delta."""
+
+    def feed(self, chunk: dict[str, Any]) -> list[bytes]:
+        """Text and tool call deltas of choice 0 as this API's events."""
+        out = self._start()
+        for text, calls in first_choice_deltas(chunk):
+            if text:
+                out += self._text(text)
+            for call in calls:
+                out += self._call(call)
+        return out
 
 
 def first_choice_deltas(chunk: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:

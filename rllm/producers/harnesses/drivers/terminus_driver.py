@@ -135,11 +135,16 @@ class SandboxEnvironment(BaseEnvironment):  # type: ignore[misc]  # Harbor is un
         """Run ``command`` with ``bash -c`` in its own process group, killed (with its
         children) at ``timeout_sec``: then exit status 124."""
         proc = await asyncio.create_subprocess_exec(
-            "/bin/bash", "-c", command, cwd=cwd or self.workdir,
-            env={**self.command_env, **(env or {})}, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            "/bin/bash",
+            "-c",
+            command,
+            cwd=cwd or self.workdir,
+            env={**self.command_env, **(env or {})},
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
-        )  # fmt: skip
+        )
         code: int | None = None
         try:
             out, err = await asyncio.wait_for(proc.communicate(), timeout_sec)
@@ -148,9 +153,10 @@ class SandboxEnvironment(BaseEnvironment):  # type: ignore[misc]  # Harbor is un
             out, err = await proc.communicate()
             code = TIMEOUT_EXIT
         return ExecResult(
-            stdout=out.decode(errors="replace"), stderr=err.decode(errors="replace"),
+            stdout=out.decode(errors="replace"),
+            stderr=err.decode(errors="replace"),
             return_code=proc.returncode if code is None else code,
-        )  # fmt: skip
+        )
 
 
 async def run(config: dict[str, Any], instruction: str, workdir: str) -> dict[str, Any]:

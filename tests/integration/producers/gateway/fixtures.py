@@ -13,9 +13,9 @@ import pytest
 from rllm.producers.gateway import GatewaySettings, create_app
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.topics import SESSION_EVENTS
-from rllm.schemas.types import SessionEvent
+from rllm.schemas.types import SessionEvent, StepCaptured
 from rllm.settings import KafkaSettings
-from tests.fakes.upstream import RunningUpstream, ThreadedServer, start_fake_upstream
+from tests.fakes.upstream import FakeUpstream, RunningUpstream, ThreadedServer, start_fake_upstream
 from tests.integration.helpers import read_all
 
 
@@ -25,6 +25,29 @@ def upstream() -> Iterator[RunningUpstream]:
     server = start_fake_upstream()
     yield server
     server.stop()
+
+
+DRIP_DELAY_S = 0.3
+"""The dripping upstream's wait between two chunks (one token each)."""
+
+
+@pytest.fixture(scope="module")
+def dripping() -> Iterator[RunningUpstream]:
+    """The fake upstream, one token a chunk, ``DRIP_DELAY_S`` apart."""
+    server = start_fake_upstream(state=FakeUpstream(chunk_delay_s=DRIP_DELAY_S, tokens_per_chunk=1))
+    yield server
+    server.stop()
+
+
+def session_steps(
+    events: Callable[[], list[tuple[str, SessionEvent]]], sid: str
+) -> list[StepCaptured]:
+    """The steps session ``sid`` captured, in topic order."""
+    return [
+        e.payload
+        for _, e in events()
+        if e.session_id == sid and isinstance(e.payload, StepCaptured)
+    ]
 
 
 ADMIN_KEY = "test-admin-key"

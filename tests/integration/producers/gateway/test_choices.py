@@ -14,9 +14,9 @@ import numpy as np
 
 from rllm.processors.assemble import order_steps
 from rllm.schemas.delta import restore_steps
-from rllm.schemas.types import SessionClosed, SessionEvent, StepCaptured, TokenStatus
+from rllm.schemas.types import SessionClosed, SessionEvent, TokenStatus
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.producers.gateway.fixtures import ADMIN
+from tests.integration.producers.gateway.fixtures import ADMIN, session_steps
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 PROMPT = [1, 2, 3]
@@ -96,14 +96,6 @@ def _sse(out: dict[str, Any]) -> bytes:
     return text.encode()
 
 
-def _steps(events: Events, sid: str) -> list[StepCaptured]:
-    return [
-        e.payload
-        for _, e in events()
-        if e.session_id == sid and isinstance(e.payload, StepCaptured)
-    ]
-
-
 def test_n_4_gives_4_captured_samples_on_the_topic(
     start_gateway: Callable[..., ThreadedServer], session_events: Events
 ) -> None:
@@ -126,7 +118,7 @@ def test_n_4_gives_4_captured_samples_on_the_topic(
     closed = httpx.post(f"{gw.url}/sessions/grpo/close", json={}, headers=ADMIN).json()
     assert closed["num_steps"] == 5
 
-    steps = _steps(session_events, "grpo")
+    steps = session_steps(session_events, "grpo")
     assert [s.step_index for s in steps] == [0, 1, 2, 3, 4]
     first = steps[0]
     for k, step in enumerate(steps[:4]):
@@ -167,7 +159,7 @@ def test_completions_n_and_a_failed_n_call_keep_indices_contiguous(
     r = httpx.post(f"{base}/completions", json={"model": "m", "prompt": "p"}, headers=ADMIN)
     assert r.status_code == 200
     assert httpx.post(f"{gw.url}/sessions/c/close", json={}, headers=ADMIN).json()["num_steps"] == 4
-    steps = _steps(session_events, "c")
+    steps = session_steps(session_events, "c")
     assert [s.step_index for s in steps] == [0, 1, 2, 3]
     assert [np.frombuffer(s.response_token_ids, "<i4").tolist() for s in steps[:2]] == [
         _ids(0, 1),
@@ -192,7 +184,7 @@ def test_a_streamed_call_with_n_3_captures_every_choice(
     assert (
         httpx.post(f"{gw.url}/sessions/st/close", json={}, headers=ADMIN).json()["num_steps"] == 3
     )
-    steps = _steps(session_events, "st")
+    steps = session_steps(session_events, "st")
     assert [s.step_index for s in steps] == [0, 1, 2]
     for k, step in enumerate(steps):
         assert np.frombuffer(step.response_token_ids, "<i4").tolist() == _ids(k, 1), k

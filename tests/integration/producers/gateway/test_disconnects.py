@@ -19,6 +19,7 @@ from rllm.schemas.types import SessionClosed, SessionEvent, SessionStatus, StepC
 from rllm.serving.app import create_app as serving_app
 from rllm.serving.engine import Completion
 from rllm.serving.sampling import SamplingParams
+from tests.fakes.engine import EngineDouble
 from tests.fakes.upstream import ThreadedServer
 from tests.integration.producers.gateway.fixtures import ADMIN, ADMIN_KEY
 
@@ -30,29 +31,10 @@ class _Tokenizer:
         return "x" * len(ids)
 
 
-class _Weights:
-    """What the model server's ``/health`` reads of a model: its parameters' dtype."""
-
-    class _Param:
-        dtype = "torch.float32"
-
-    def parameters(self) -> Iterator[Any]:
-        yield self._Param()
-
-
-class SlowEngine:
+class SlowEngine(EngineDouble):
     """Takes ``seconds`` per batch unless every row's stop event is set first."""
 
     tokenizer = _Tokenizer()
-    max_model_len = 4096
-    vocab_size = 1000
-    version = 0
-    policy_run = ""
-    source = "test-double"
-    model = _Weights()
-
-    def threads_report(self) -> dict[str, int]:
-        return {}
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,15 +15,13 @@ from typing import Any
 import httpx
 
 from rllm.app.served import GatewayServes
-from rllm.kafka import EventPublisher
-from rllm.schemas.policy import PolicyUpdated
-from rllm.schemas.topics import POLICY_UPDATES
 from rllm.schemas.types import SessionEvent, SessionOpened, StepCaptured
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
 from tests.fakes_training.vllm import FakeVllm
 from tests.integration.helpers import until
 from tests.integration.producers.gateway.fixtures import ADMIN
+from tests.integration.producers.gateway.policy_steps import one_completion, publish_policy
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 
@@ -41,22 +38,11 @@ def _adapter(tmp_path: Path, version: int) -> Path:
 
 
 def _publish(kafka: KafkaSettings, version: int, folder: Path) -> None:
-    update = PolicyUpdated(
-        event_id=uuid.uuid4().hex, run_id="r", version=version, checkpoint_uri=folder.as_uri()
-    )
-    with EventPublisher(kafka) as pub:
-        pub.publish_sync(POLICY_UPDATES, "r", update)
+    publish_policy(kafka, version, folder.as_uri())
 
 
 def _rollout(gw: ThreadedServer, sid: str) -> None:
-    info = httpx.post(f"{gw.url}/sessions", json={"session_id": sid}, headers=ADMIN).json()
-    r = httpx.post(
-        f"{info['base_url']}/completions",
-        json={"model": "fake-model", "prompt": "abc", "max_tokens": 2},
-        headers={"authorization": f"Bearer {info['api_key']}"},
-        timeout=30,
-    )
-    assert r.status_code == 200, r.text
+    one_completion(gw, sid, model="fake-model", timeout_s=30)
 
 
 def _stamps(session_events: Events, sid: str) -> list[tuple[int, str]]:

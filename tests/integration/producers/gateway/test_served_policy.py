@@ -6,7 +6,6 @@ version the server reports serving; once the server loads one, the gateway takes
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,11 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from rllm.kafka import EventPublisher
 from rllm.models.loading import load_model
 from rllm.models.tiny import tiny_model_dir
-from rllm.schemas.policy import PolicyUpdated
-from rllm.schemas.topics import POLICY_UPDATES
 from rllm.schemas.types import SessionEvent, SessionOpened, StepCaptured
 from rllm.serving.app import create_app as serving_app
 from rllm.serving.engine import Engine
@@ -27,6 +23,7 @@ from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
 from tests.integration.helpers import until
 from tests.integration.producers.gateway.fixtures import ADMIN
+from tests.integration.producers.gateway.policy_steps import one_completion, publish_policy
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 
@@ -45,22 +42,11 @@ def model_server(
 
 
 def _publish(kafka: KafkaSettings, version: int, uri: str) -> None:
-    update = PolicyUpdated(
-        event_id=uuid.uuid4().hex, run_id="r", version=version, checkpoint_uri=uri
-    )
-    with EventPublisher(kafka) as pub:
-        pub.publish_sync(POLICY_UPDATES, "r", update)
+    publish_policy(kafka, version, uri)
 
 
 def _rollout(gw: ThreadedServer, sid: str) -> None:
-    info = httpx.post(f"{gw.url}/sessions", json={"session_id": sid}, headers=ADMIN).json()
-    r = httpx.post(
-        f"{info['base_url']}/completions",
-        json={"model": "tiny", "prompt": "abc", "max_tokens": 2},
-        headers={"authorization": f"Bearer {info['api_key']}"},
-        timeout=60,
-    )
-    assert r.status_code == 200, r.text
+    one_completion(gw, sid, model="tiny", timeout_s=60)
 
 
 def _stamps(session_events: Events, sid: str) -> list[int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anthropic
@@ -15,10 +15,11 @@ import httpx
 import openai
 import pytest
 
-from rllm.schemas.types import SessionEvent, StepCaptured, TokenStatus
+from rllm.schemas.types import SessionEvent, TokenStatus
 from rllm.serving.app import create_app as serving_app
 from rllm.serving.engine import Completion
 from rllm.serving.sampling import SamplingParams
+from tests.fakes.engine import EngineDouble
 from tests.fakes.upstream import FakeUpstream, RunningUpstream, ThreadedServer, start_fake_upstream
 from tests.integration.producers.gateway.clients import (
     APIS,
@@ -27,24 +28,9 @@ from tests.integration.producers.gateway.clients import (
     call,
     openai_client,
 )
+from tests.integration.producers.gateway.fixtures import session_steps
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
-
-
-@pytest.fixture(scope="module")
-def one_token_chunks() -> Iterator[RunningUpstream]:
-    """The fake upstream streaming one token a chunk, 0.3 s apart."""
-    server = start_fake_upstream(state=FakeUpstream(chunk_delay_s=0.3, tokens_per_chunk=1))
-    yield server
-    server.stop()
-
-
-def _steps(events: Events, sid: str) -> list[StepCaptured]:
-    return [
-        e.payload
-        for _, e in events()
-        if e.session_id == sid and isinstance(e.payload, StepCaptured)
-    ]
 
 
 def _wait(what: str, check: Callable[[], bool], timeout_s: float = 10.0) -> None:
@@ -61,9 +47,9 @@ def test_a_stream_that_breaks_ends_with_an_error_event_and_a_failed_step(
     model: str,
     start_gateway: Callable[..., ThreadedServer],
     session_events: Events,
-    one_token_chunks: RunningUpstream,
+    dripping: RunningUpstream,
 ) -> None:
-    gw = start_gateway(upstream_url=one_token_chunks.url)
+    gw = start_gateway(upstream_url=dripping.url)
     kind = "upstream_status" if model == "error-midstream" else "upstream_unreachable"
     sid = f"{model}/{api}"
     t0 = time.monotonic()
@@ -94,7 +80,7 @@ def test_a_stream_that_breaks_ends_with_an_error_event_and_a_failed_step(
         assert "fake failure mid-stream" in message
     else:
         assert "broke" in message
-    (step,) = _steps(session_events, sid)
+    (step,) = session_steps(session_events, sid)
     assert step.error is not None and step.error.kind == kind
     assert step.token_status is TokenStatus.MISSING and step.ttft_ms is not None
     metrics = httpx.get(f"{gw.url}/metrics").text
@@ -145,9 +131,10 @@ def test_a_client_that_leaves_mid_stream_cancels_the_upstream_request(
     finally:
         up.stop()
     _wait(
-        "the abandoned call was never recorded", lambda: bool(_steps(session_events, f"left-{api}"))
+        "the abandoned call was never recorded",
+        lambda: bool(session_steps(session_events, f"left-{api}")),
     )
-    (step,) = _steps(session_events, f"left-{api}")
+    (step,) = session_steps(session_events, f"left-{api}")
     assert step.error is not None and step.error.kind == "client_disconnected"
     metrics = httpx.get(f"{gw.url}/metrics").text
     assert re.search(rf'rllm_gateway_cancelled_total{{api="{step.api.value}"}} 1\b', metrics)
@@ -166,29 +153,10 @@ class _Tokenizer:
         return "".join(chr(ord("a") + i % 26) for i in ids)
 
 
-class _Weights:
-    """What the model server's ``/health`` reads of a model: its parameters' dtype."""
-
-    class _Param:
-        dtype = "torch.float32"
-
-    def parameters(self) -> Iterator[Any]:
-        yield self._Param()
-
-
-class _Model:
+class _Model(EngineDouble):
     """A test double of the local model server's engine: three tokens per prompt."""
 
     tokenizer = _Tokenizer()
-    max_model_len = 4096
-    vocab_size = 1000
-    version = 0
-    policy_run = ""
-    source = "test-double"
-    model = _Weights()
-
-    def threads_report(self) -> dict[str, int]:
-        return {}
 
     def generate(
         self, prompts: list[list[int]], params: list[SamplingParams], stop: Sequence[Any] = ()
@@ -221,8 +189,8 @@ def test_a_model_server_that_answers_whole_still_serves_streamed_calls(
         assert streamed.kinds[-1] == "response.completed" and whole.output_text == "fgh"
     if api == "anthropic":
         assert streamed.kinds[-1] == "message_stop" and whole.content[0].text == "fgh"
-    (w,) = _steps(session_events, f"whole-{api}")
-    (s,) = _steps(session_events, f"stream-{api}")
+    (w,) = session_steps(session_events, f"whole-{api}")
+    (s,) = session_steps(session_events, f"stream-{api}")
     assert s.token_status is TokenStatus.OK and s.error is None
     assert s.response_ids.tolist() == w.response_ids.tolist() == [5, 6, 7]
     assert s.prompt_ids.tolist() == w.prompt_ids.tolist()

@@ -5,7 +5,7 @@ captured from the stream equals, token for token, the one of the same answer who
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,26 +21,9 @@ from tests.fakes.upstream import (
     start_fake_upstream,
 )
 from tests.integration.producers.gateway.clients import APIS, Streamed, call
+from tests.integration.producers.gateway.fixtures import DRIP_DELAY_S, session_steps
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
-DELAY_S = 0.3
-"""The dripping upstream's wait between two chunks (one token each)."""
-
-
-@pytest.fixture(scope="module")
-def dripping() -> Iterator[RunningUpstream]:
-    """The fake upstream, one token a chunk, ``DELAY_S`` apart."""
-    server = start_fake_upstream(state=FakeUpstream(chunk_delay_s=DELAY_S, tokens_per_chunk=1))
-    yield server
-    server.stop()
-
-
-def _steps(events: Events, sid: str) -> list[StepCaptured]:
-    return [
-        e.payload
-        for _, e in events()
-        if e.session_id == sid and isinstance(e.payload, StepCaptured)
-    ]
 
 
 def _expected(api: str, max_tokens: int | None) -> str:
@@ -103,11 +86,11 @@ def test_the_first_token_reaches_the_client_before_the_upstream_finished(
         assert start.usage.input_tokens == len(prompt.encode())
         assert end.delta.stop_reason == "end_turn"
         assert end.usage.output_tokens == len(expected.encode())
-    (step,) = _steps(session_events, f"drip-{api}")
+    (step,) = session_steps(session_events, f"drip-{api}")
     assert step.token_status is TokenStatus.OK
     assert step.ttft_ms is not None
     # the step's own clock: the first chunk came well before the last one
-    assert step.ttft_ms < step.latency_ms - 2 * DELAY_S * 1000, (step.ttft_ms, step.latency_ms)
+    assert step.ttft_ms < step.latency_ms - 2 * DRIP_DELAY_S * 1000, (step.ttft_ms, step.latency_ms)
 
 
 def _same_capture(whole: StepCaptured, streamed: StepCaptured) -> None:
@@ -130,8 +113,8 @@ def test_a_streamed_answer_is_captured_as_the_whole_answer(
     whole = call(gw.url, f"whole-{api}", api, stream=False)
     streamed = call(gw.url, f"stream-{api}", api, stream=True)
     assert isinstance(streamed, Streamed) and streamed.deltas > 1
-    (w,) = _steps(session_events, f"whole-{api}")
-    (s,) = _steps(session_events, f"stream-{api}")
+    (w,) = session_steps(session_events, f"whole-{api}")
+    (s,) = session_steps(session_events, f"stream-{api}")
     _same_capture(w, s)
     assert s.response_ids.tolist() == [b + 3 for b in streamed.text.encode()]
     if api == "chat":
@@ -168,8 +151,8 @@ def test_a_streamed_generate_answer_is_captured_as_the_whole_answer(
     assert isinstance(streamed, Streamed)
     assert streamed.text == "ok done" and streamed.deltas == 3  # one delta per token
     assert [r["stream"] for r in state.requests] == [False, True]
-    (w,) = _steps(session_events, f"whole-{api}")
-    (s,) = _steps(session_events, f"stream-{api}")
+    (w,) = session_steps(session_events, f"whole-{api}")
+    (s,) = session_steps(session_events, f"stream-{api}")
     _same_capture(w, s)
     last = w.prompt_ids.tolist()[-1]
     assert s.response_ids.tolist() == [last + 1, last + 2, 2]
@@ -220,9 +203,9 @@ def test_tool_calls_stream_as_function_call_and_tool_use_deltas(
     assert piece.type == "input_json_delta" and json.loads(piece.partial_json) == {"x": 1}
     assert used.events[4].delta.stop_reason == "tool_use"
     for sid in ("tools-responses", "tools-anthropic"):
-        (step,) = _steps(session_events, sid)
+        (step,) = session_steps(session_events, sid)
         assert step.finish_reason == "tool_calls" and step.token_status is TokenStatus.OK
-    content: Any = json.loads(_steps(session_events, "tools-anthropic")[0].response_json)
+    content: Any = json.loads(session_steps(session_events, "tools-anthropic")[0].response_json)
     assert content["content"] == [
         {"type": "tool_use", "id": "call_0", "name": "get_weather", "input": {"x": 1}}
     ]
@@ -232,7 +215,7 @@ def test_tool_calls_stream_as_function_call_and_tool_use_deltas(
 def test_a_generate_stream_reaches_the_client_before_the_upstream_finished(
     api: str, start_gateway: Callable[..., ThreadedServer], tiny_tokenizer: Path
 ) -> None:
-    state = FakeUpstream(chunk_delay_s=DELAY_S)
+    state = FakeUpstream(chunk_delay_s=DRIP_DELAY_S)
     sglang = start_fake_upstream(state=state)
     try:
         gw = start_gateway(

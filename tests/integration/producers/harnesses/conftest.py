@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import AsyncIterator, Iterator
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 
 import pytest
 
+from rllm.producers.sdk import GatewayClient
 from rllm.sandboxes import SandboxBackend, SandboxSettings, get_backend
+from rllm.settings import KafkaSettings
 from tests.fakes.scripted import ScriptedUpstream, start_scripted_upstream
-from tests.integration.producers.harnesses.helpers import HARNESS_CACHE, HELLO_SCRIPT
+from tests.fakes.upstream import ThreadedServer
+from tests.integration.producers.harnesses.helpers import HARNESS_CACHE, HELLO_SCRIPT, Stage
+from tests.integration.producers.harnesses.training import TrainOnTasks
 
 
 @pytest.fixture
@@ -40,3 +46,25 @@ async def backend(sandbox_settings: SandboxSettings) -> AsyncIterator[SandboxBac
     made = get_backend("local", sandbox_settings)
     yield made
     await made.aclose()
+
+
+@pytest.fixture
+async def stage(
+    start_gateway: Callable[..., ThreadedServer], backend: SandboxBackend
+) -> AsyncIterator[Stage]:
+    """A client of a real gateway on this test's topics in front of the scripted model, the
+    local backend, and an owner label of the test's own."""
+    client = GatewayClient(start_gateway().url)
+    yield Stage(client, backend, f"harness-{uuid.uuid4().hex[:8]}")
+    await client.aclose()
+
+
+@pytest.fixture
+def train_on_tasks(
+    kafka: KafkaSettings,
+    start_gateway: Callable[..., ThreadedServer],
+    sandbox_settings: SandboxSettings,
+    tmp_path: Path,
+) -> TrainOnTasks:
+    """``rllm-cli train --tasks-dir`` on this test's broker, sandboxes and gateway."""
+    return TrainOnTasks(kafka, start_gateway, sandbox_settings, tmp_path)

@@ -7,8 +7,6 @@ import dataclasses
 import json
 import shutil
 import time
-import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,36 +16,28 @@ from rllm.producers.evaluation import run_tasks
 from rllm.producers.harnesses import (
     VERIFIER_EVALUATOR,
     CloseReason,
-    HarnessRollout,
     UnknownHarnessError,
     get_harness,
     harness_names,
 )
-from rllm.producers.sdk import GatewayClient
-from rllm.sandboxes import OWNER_LABEL, SandboxBackend
 from rllm.schemas.tokens import unpack_tokens
 from rllm.schemas.types import (
     RewardAssigned,
     SessionClosed,
-    SessionEvent,
     SessionOpened,
     SessionStatus,
     StepCaptured,
 )
 from tests.fakes.scripted import ScriptedUpstream
-from tests.fakes.upstream import ThreadedServer, chat_prompt_text, tokenize
-from tests.integration.producers.harnesses.helpers import HELLO_SCRIPT, needs_local_sandbox
+from tests.fakes.upstream import chat_prompt_text, tokenize
+from tests.integration.producers.harnesses.helpers import (
+    HELLO_SCRIPT,
+    Events,
+    Stage,
+    needs_local_sandbox,
+    session_payloads,
+)
 from tests.paths import HARBOR_TASKS as TASKS
-
-Events = Callable[[], list[tuple[str, SessionEvent]]]
-
-
-def _session(events: Events, session_id: str) -> list[SessionEvent]:
-    return [e for key, e in events() if key == session_id]
-
-
-async def _alive(backend: SandboxBackend, owner: str) -> list[str]:
-    return [s.id for s in await backend.sandboxes({OWNER_LABEL: owner}) if s.alive]
 
 
 def test_an_unknown_harness_name_is_a_clear_error() -> None:
@@ -62,32 +52,17 @@ def test_an_unknown_harness_name_is_a_clear_error() -> None:
 
 @needs_local_sandbox
 async def test_bash_solves_hello_file_end_to_end(
-    start_gateway: Callable[..., ThreadedServer],
-    upstream: ScriptedUpstream,
-    backend: SandboxBackend,
-    session_events: Events,
-    tmp_path: Path,
+    stage: Stage, upstream: ScriptedUpstream, session_events: Events, tmp_path: Path
 ) -> None:
-    gateway = start_gateway()
-    owner = f"harness-{uuid.uuid4().hex[:8]}"
-    rollout = HarnessRollout(
-        get_harness("bash"),
-        backend,
-        artifacts_dir=tmp_path / "artifacts",
-        labels={OWNER_LABEL: owner},
-    )
+    rollout = stage.rollout("bash", artifacts_dir=tmp_path / "artifacts")
     task = to_task(load_task(TASKS / "hello-file"), "harbor-fixtures")
-    client = GatewayClient(gateway.url)
-    try:
-        began = time.perf_counter()
-        outcome = await rollout.run(task, client, run_id="run-bash", model="scripted")
-        whole_s = time.perf_counter() - began
-        first_call_s = upstream.arrivals[0] - began
-        again = time.perf_counter()  # the snapshot is reused: no second install
-        second = await rollout.run(task, client, run_id="run-bash", model="scripted")
-        second_s = time.perf_counter() - again
-    finally:
-        await client.aclose()
+    began = time.perf_counter()
+    outcome = await rollout.run(task, stage.client, run_id="run-bash", model="scripted")
+    whole_s = time.perf_counter() - began
+    first_call_s = upstream.arrivals[0] - began
+    again = time.perf_counter()  # the snapshot is reused: no second install
+    second = await rollout.run(task, stage.client, run_id="run-bash", model="scripted")
+    second_s = time.perf_counter() - again
     out, out2 = outcome.output, second.output
     print(
         f"bash on hello-file: first model call {first_call_s:.2f} s after start; rollout "
@@ -99,8 +74,9 @@ async def test_bash_solves_hello_file_end_to_end(
     assert (outcome.status, outcome.error, outcome.num_steps) == (SessionStatus.OK, None, 2)
     assert outcome.output["reason"] == "ok" and outcome.output["reward"] == 1.0
     assert (second.status, second.num_steps, second.output["reward"]) == (SessionStatus.OK, 2, 1.0)
-    assert len([s for s in await backend.snapshots.all() if s.name.startswith("harness-bash")]) == 1
-    assert await _alive(backend, owner) == []
+    snapshots = await stage.backend.snapshots.all()
+    assert len([s for s in snapshots if s.name.startswith("harness-bash")]) == 1
+    assert await stage.alive() == []
 
     # what the agent sent: the instruction, then its command's result; two calls a run
     assert len(upstream.requests) == 4
@@ -108,8 +84,8 @@ async def test_bash_solves_hello_file_end_to_end(
     assert "Hello, Harbor!" in first[1]["content"] and len(first) == 2
     assert last[2]["content"] == HELLO_SCRIPT[0] and last[3]["content"].startswith("exit code 0")
 
-    events = _session(session_events, outcome.session_id)
-    kinds = [type(e.payload).__name__ for e in events]
+    payloads = session_payloads(session_events, outcome.session_id)
+    kinds = [type(p).__name__ for p in payloads]
     assert kinds == [
         "SessionOpened",
         "StepCaptured",
@@ -117,7 +93,7 @@ async def test_bash_solves_hello_file_end_to_end(
         "RewardAssigned",
         "SessionClosed",
     ]
-    opened, step0, step1, reward, closed = (e.payload for e in events)
+    opened, step0, step1, reward, closed = payloads
     assert isinstance(opened, SessionOpened) and opened.agent == "harness:bash"
     assert isinstance(step0, StepCaptured) and isinstance(step1, StepCaptured)
     assert (step0.step_index, step1.step_index) == (0, 1)
@@ -140,81 +116,62 @@ async def test_bash_solves_hello_file_end_to_end(
 
 @needs_local_sandbox
 async def test_oracle_solves_every_shipped_task_without_a_model_call(
-    start_gateway: Callable[..., ThreadedServer],
-    upstream: ScriptedUpstream,
-    backend: SandboxBackend,
-    session_events: Events,
+    stage: Stage, upstream: ScriptedUpstream, session_events: Events
 ) -> None:
-    gateway = start_gateway()
-    owner = f"oracle-{uuid.uuid4().hex[:8]}"
     dataset = load_dataset(TASKS)
     assert len(dataset.tasks) == 10 and not dataset.errors
-    rollout = HarnessRollout(get_harness("oracle"), backend, labels={OWNER_LABEL: owner})
-    client = GatewayClient(gateway.url)
-    try:
-        began = time.perf_counter()
-        results = await run_tasks(
-            dataset.rows(), rollout, client, run_id="run-oracle", model="none", concurrency=2
-        )
-        print(f"oracle on {len(results)} tasks: {time.perf_counter() - began:.2f} s")
-    finally:
-        await client.aclose()
+    began = time.perf_counter()
+    results = await run_tasks(
+        dataset.rows(),
+        stage.rollout("oracle"),
+        stage.client,
+        run_id="run-oracle",
+        model="none",
+        concurrency=2,
+    )
+    print(f"oracle on {len(results)} tasks: {time.perf_counter() - began:.2f} s")
     by_task = {o.task.task_id: o for o, _ in results}
     assert sorted(by_task) == sorted(t.name for t in dataset.tasks)
     for name, outcome in by_task.items():
         assert (outcome.status, outcome.error) == (SessionStatus.OK, None), (name, outcome.output)
         assert outcome.output["reward"] == 1.0 and outcome.num_steps == 0, name
         rewards = [
-            e.payload
-            for e in _session(session_events, outcome.session_id)
-            if isinstance(e.payload, RewardAssigned)
+            p
+            for p in session_payloads(session_events, outcome.session_id)
+            if isinstance(p, RewardAssigned)
         ]
         assert [r.reward for r in rewards] == [1.0], name
     assert upstream.requests == []
-    assert await _alive(backend, owner) == []
+    assert await stage.alive() == []
 
 
 @needs_local_sandbox
 async def test_a_hung_agent_is_killed_at_its_timeout(
-    start_gateway: Callable[..., ThreadedServer],
-    upstream: ScriptedUpstream,
-    backend: SandboxBackend,
-    session_events: Events,
+    stage: Stage, upstream: ScriptedUpstream, session_events: Events
 ) -> None:
     upstream.script[:] = ["run: sleep 600"]
-    gateway = start_gateway()
-    owner = f"hang-{uuid.uuid4().hex[:8]}"
     hello = load_task(TASKS / "hello-file")
     task = to_task(dataclasses.replace(hello, agent_timeout_s=4.0), "harbor-fixtures")
-    rollout = HarnessRollout(get_harness("bash"), backend, labels={OWNER_LABEL: owner})
-    client = GatewayClient(gateway.url)
-    try:
-        outcome = await rollout.run(task, client, run_id="run-hang", model="scripted")
-    finally:
-        await client.aclose()
+    outcome = await stage.rollout("bash").run(
+        task, stage.client, run_id="run-hang", model="scripted"
+    )
     assert outcome.status is SessionStatus.TIMEOUT
     assert outcome.error is not None and outcome.error.startswith("timeout: ")
     assert "ran past 4 s" in outcome.error and "hello-file" in outcome.error
     assert outcome.output["reason"] == CloseReason.TIMEOUT.value
     assert 4.0 <= outcome.output["agent_s"] < 8.0
     assert outcome.num_steps == 1 and len(upstream.requests) == 1
-    closed = _session(session_events, outcome.session_id)[-1].payload
+    payloads = session_payloads(session_events, outcome.session_id)
+    closed = payloads[-1]
     assert isinstance(closed, SessionClosed) and closed.status is SessionStatus.TIMEOUT
-    rewards = [
-        e.payload
-        for e in _session(session_events, outcome.session_id)
-        if isinstance(e.payload, RewardAssigned)
-    ]
+    rewards = [p for p in payloads if isinstance(p, RewardAssigned)]
     assert [r.reward for r in rewards] == [0.0]  # verified anyway: nothing was written
-    assert await _alive(backend, owner) == []
+    assert await stage.alive() == []
 
 
 @needs_local_sandbox
 async def test_bash_runs_as_the_tasks_non_root_agent_user(
-    start_gateway: Callable[..., ThreadedServer],
-    upstream: ScriptedUpstream,
-    backend: SandboxBackend,
-    tmp_path: Path,
+    stage: Stage, upstream: ScriptedUpstream, tmp_path: Path
 ) -> None:
     upstream.script[:] = ["run: id -un && printf 'Hello, Harbor!\\n' > hello.txt", "done"]
     folder = tmp_path / "hello-nobody"
@@ -224,13 +181,8 @@ async def test_bash_runs_as_the_tasks_non_root_agent_user(
     (folder / "environment" / "Dockerfile").write_text(
         "FROM debian:bookworm\nWORKDIR /app\nRUN chmod 777 /app\n"
     )
-    gateway = start_gateway()
-    rollout = HarnessRollout(get_harness("bash"), backend, artifacts_dir=tmp_path / "artifacts")
-    client = GatewayClient(gateway.url)
-    try:
-        outcome = await rollout.run(to_task(load_task(folder)), client, run_id="r", model="m")
-    finally:
-        await client.aclose()
+    rollout = stage.rollout("bash", artifacts_dir=tmp_path / "artifacts")
+    outcome = await rollout.run(to_task(load_task(folder)), stage.client, run_id="r", model="m")
     assert (outcome.status, outcome.error) == (SessionStatus.OK, None), outcome.output
     assert outcome.output["reward"] == 1.0 and outcome.num_steps == 2
     log = Path(outcome.output["artifacts"]["/logs/agent/bash-agent.jsonl"])

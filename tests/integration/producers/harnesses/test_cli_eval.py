@@ -14,21 +14,29 @@ from click.testing import CliRunner, Result
 
 from rllm.cli.main import cli
 from rllm.sandboxes import SandboxSettings
-from rllm.schemas.types import RewardAssigned, SessionEvent
+from rllm.schemas.types import RewardAssigned
 from tests.fakes.scripted import ScriptedUpstream
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.producers.harnesses.helpers import needs_local_sandbox
+from tests.integration.producers.harnesses.helpers import Events, needs_local_sandbox
 from tests.paths import HARBOR_TASKS as TASKS
-
-Events = Callable[[], list[tuple[str, SessionEvent]]]
 
 pytestmark = needs_local_sandbox
 
 
-def _eval(settings: SandboxSettings, *args: str) -> Result:
-    """``rllm-cli eval ARGS`` with sandboxes in the test's own home."""
-    env = {"RLLM_SANDBOX_HOME": str(settings.home), "RLLM_SANDBOX_BACKEND": "local"}
-    return CliRunner().invoke(cli, ["eval", *args], env=env, catch_exceptions=False)
+@pytest.fixture
+def eval_cli(
+    start_gateway: Callable[..., ThreadedServer], sandbox_settings: SandboxSettings
+) -> Callable[..., Result]:
+    """``rllm-cli eval ARGS`` against a gateway started for the test (``--gateway-url``),
+    with sandboxes in the test's own home."""
+    gateway_url = start_gateway().url
+    env = {"RLLM_SANDBOX_HOME": str(sandbox_settings.home), "RLLM_SANDBOX_BACKEND": "local"}
+
+    def run(*args: str) -> Result:
+        argv = ["eval", *args, "--gateway-url", gateway_url]
+        return CliRunner().invoke(cli, argv, env=env, catch_exceptions=False)
+
+    return run
 
 
 def _summary(result: Result) -> dict[str, Any]:
@@ -38,20 +46,15 @@ def _summary(result: Result) -> dict[str, Any]:
 
 
 def test_oracle_on_the_shipped_tasks_scores_every_one(
-    start_gateway: Callable[..., ThreadedServer],
+    eval_cli: Callable[..., Result],
     upstream: ScriptedUpstream,
-    sandbox_settings: SandboxSettings,
     session_events: Events,
 ) -> None:
-    gateway = start_gateway()
-    result = _eval(
-        sandbox_settings,
+    result = eval_cli(
         str(TASKS),
         "--agent",
         "oracle",
         "--json",
-        "--gateway-url",
-        gateway.url,
         "--run-id",
         "cli-oracle",
         "--agent-timeout-multiplier",
@@ -72,25 +75,11 @@ def test_oracle_on_the_shipped_tasks_scores_every_one(
 
 
 def test_bash_that_does_nothing_scores_zero_without_errors(
-    start_gateway: Callable[..., ThreadedServer],
+    eval_cli: Callable[..., Result],
     upstream: ScriptedUpstream,
-    sandbox_settings: SandboxSettings,
 ) -> None:
     upstream.script[:] = ["done"]
-    gateway = start_gateway()
-    result = _eval(
-        sandbox_settings,
-        str(TASKS),
-        "--agent",
-        "bash",
-        "--json",
-        "-n",
-        "3",
-        "--gateway-url",
-        gateway.url,
-        "--model",
-        "scripted",
-    )
+    result = eval_cli(str(TASKS), "--agent", "bash", "--json", "-n", "3", "--model", "scripted")
     summary = _summary(result)
     assert (summary["tasks"], summary["accuracy"], summary["mean_reward"]) == (3, 0.0, 0.0)
     assert (summary["errors"], summary["failures"], summary["pass_at"]) == (0, [], {"1": 0.0})
@@ -100,52 +89,27 @@ def test_bash_that_does_nothing_scores_zero_without_errors(
 
 
 def test_a_model_the_upstream_does_not_serve_is_refused_before_any_sandbox(
-    start_gateway: Callable[..., ThreadedServer],
+    eval_cli: Callable[..., Result],
     upstream: ScriptedUpstream,
     sandbox_settings: SandboxSettings,
 ) -> None:
     """``eval DIR --agent bash -m fake-model`` while the upstream serves ``scripted``: one
     line naming both, no sandbox, no model call, no result filed under the wrong model. The
     oracle calls no model, so it runs whatever the upstream serves."""
-    gateway = start_gateway()
-    result = _eval(
-        sandbox_settings,
-        str(TASKS),
-        "--agent",
-        "bash",
-        "-n",
-        "1",
-        "--gateway-url",
-        gateway.url,
-        "--model",
-        "fake-model",
-    )
+    result = eval_cli(str(TASKS), "--agent", "bash", "-n", "1", "--model", "fake-model")
     assert result.exit_code == 1, result.output
     err = " ".join(result.stderr.split())
     assert "model 'fake-model' is not what the gateway at" in err and "lists scripted" in err
     assert upstream.requests == []
     run = sandbox_settings.home / "run"
     assert not run.exists() or not any(run.iterdir()), "no sandbox started"
-    oracle = _eval(
-        sandbox_settings,
-        str(TASKS),
-        "--agent",
-        "oracle",
-        "-n",
-        "1",
-        "--json",
-        "--gateway-url",
-        gateway.url,
-        "--model",
-        "fake-model",
-    )
+    oracle = eval_cli(str(TASKS), "--agent", "oracle", "-n", "1", "--json", "--model", "fake-model")
     assert _summary(oracle)["accuracy"] == 1.0
 
 
 def test_bad_task_folders_are_named_and_the_others_are_scored(
-    start_gateway: Callable[..., ThreadedServer],
+    eval_cli: Callable[..., Result],
     upstream: ScriptedUpstream,
-    sandbox_settings: SandboxSettings,
     tmp_path: Path,
 ) -> None:
     tasks = tmp_path / "mixed"
@@ -156,10 +120,7 @@ def test_bad_task_folders_are_named_and_the_others_are_scored(
     (tasks / "no-toml" / "task.toml").unlink()
     (tasks / "no-test" / "tests" / "test.sh").unlink()
     (tasks / "no-reward" / "tests" / "test.sh").write_text("#!/bin/bash\necho no reward\n")
-    gateway = start_gateway()
-    result = _eval(
-        sandbox_settings, str(tasks), "--agent", "oracle", "--json", "--gateway-url", gateway.url
-    )
+    result = eval_cli(str(tasks), "--agent", "oracle", "--json")
     summary = _summary(result)
     assert (summary["tasks"], summary["errors"]) == (3, 3)  # no-toml and no-test never ran
     assert summary["accuracy"] == pytest.approx(2 / 3)  # no-reward ran, and failed
@@ -170,17 +131,14 @@ def test_bad_task_folders_are_named_and_the_others_are_scored(
     assert errors["no-reward"].startswith("verifier_error: ") and "reward" in errors["no-reward"]
     assert "no-reward" in errors["no-reward"]
 
-    table = _eval(
-        sandbox_settings, str(tasks), "--agent", "oracle", "-n", "1", "--gateway-url", gateway.url
-    )
+    table = eval_cli(str(tasks), "--agent", "oracle", "-n", "1")
     assert table.exit_code == 0, table.output
     assert "error no-toml: " in table.stdout and "task.toml" in table.stdout
 
 
 def test_a_failed_verification_keeps_its_reason_in_the_summary_and_the_artifacts(
-    start_gateway: Callable[..., ThreadedServer],
+    eval_cli: Callable[..., Result],
     upstream: ScriptedUpstream,
-    sandbox_settings: SandboxSettings,
     tmp_path: Path,
 ) -> None:
     """A 0 and a missing reward each carry tests/test.sh's exit code, the tail of its output
@@ -198,18 +156,7 @@ def test_a_failed_verification_keeps_its_reason_in_the_summary_and_the_artifacts
         '#!/bin/bash\nfor i in $(seq 1 50); do echo "line $i"; done\nexit 2\n'
     )
     artifacts = tmp_path / "artifacts"
-    gateway = start_gateway()
-    result = _eval(
-        sandbox_settings,
-        str(tasks),
-        "--agent",
-        "oracle",
-        "--json",
-        "--gateway-url",
-        gateway.url,
-        "--artifacts-dir",
-        str(artifacts),
-    )
+    result = eval_cli(str(tasks), "--agent", "oracle", "--json", "--artifacts-dir", str(artifacts))
     summary = _summary(result)
     assert (summary["tasks"], summary["errors"]) == (3, 1)
     assert summary["mean_reward"] == pytest.approx(1 / 3)
@@ -255,13 +202,10 @@ def test_a_failed_verification_keeps_its_reason_in_the_summary_and_the_artifacts
 
 
 def test_an_unknown_harness_is_refused_before_any_sandbox(
-    start_gateway: Callable[..., ThreadedServer],
+    eval_cli: Callable[..., Result],
     sandbox_settings: SandboxSettings,
 ) -> None:
-    gateway = start_gateway()
-    result = _eval(
-        sandbox_settings, str(TASKS), "--agent", "claude-codex", "--gateway-url", gateway.url
-    )
+    result = eval_cli(str(TASKS), "--agent", "claude-codex")
     assert result.exit_code == 1
     assert "unknown harness 'claude-codex'" in result.stderr and "oracle" in result.stderr
     assert not (sandbox_settings.home / "run").exists() or not any(
@@ -270,13 +214,10 @@ def test_an_unknown_harness_is_refused_before_any_sandbox(
 
 
 def test_an_agentic_benchmark_runs_its_tasks_dir(
-    start_gateway: Callable[..., ThreadedServer],
+    eval_cli: Callable[..., Result],
     upstream: ScriptedUpstream,
-    sandbox_settings: SandboxSettings,
 ) -> None:
-    gateway = start_gateway()
-    result = _eval(
-        sandbox_settings,
+    result = eval_cli(
         "terminal_bench2",
         "--tasks-dir",
         str(TASKS),
@@ -285,8 +226,6 @@ def test_an_agentic_benchmark_runs_its_tasks_dir(
         "--agent",
         "harness:oracle",
         "--json",
-        "--gateway-url",
-        gateway.url,
     )
     summary = _summary(result)
     assert (summary["benchmark"], summary["tasks"], summary["accuracy"]) == (
@@ -295,7 +234,7 @@ def test_an_agentic_benchmark_runs_its_tasks_dir(
         1.0,
     )
 
-    refused = _eval(sandbox_settings, "gsm8k", "--tasks-dir", str(TASKS), "--agent", "oracle")
+    refused = eval_cli("gsm8k", "--tasks-dir", str(TASKS), "--agent", "oracle")
     assert refused.exit_code == 1 and "not 'gsm8k'" in refused.stderr
-    no_agent = _eval(sandbox_settings, "terminal_bench2", "--tasks-dir", str(TASKS))
+    no_agent = eval_cli("terminal_bench2", "--tasks-dir", str(TASKS))
     assert no_agent.exit_code == 1 and "pass --agent NAME" in no_agent.stderr

@@ -32,7 +32,7 @@ from rllm.producers.harnesses import (
     get_harness,
     verifier_evaluator,
 )
-from rllm.producers.harnesses.host import harnesses_home
+from rllm.producers.harnesses.host import harnesses_home, install, is_installed
 from rllm.producers.harnesses.registry import harness_names
 from rllm.producers.sdk import GatewayClient
 from rllm.sandboxes import OWNER_LABEL, SandboxBackend, SandboxSpec
@@ -48,7 +48,11 @@ from tests.fakes.recorder import RecordedRequest, RecordingProxy
 from tests.fakes.scripted import ScriptedUpstream, _parse
 from tests.fakes.upstream import ThreadedServer, tokenize
 from tests.integration.producers.harnesses.checks import CLI_CHECKS
-from tests.integration.producers.harnesses.helpers import HELLO_SCRIPT, needs_local_sandbox
+from tests.integration.producers.harnesses.helpers import (
+    HELLO_SCRIPT,
+    alive,
+    needs_local_sandbox,
+)
 from tests.integration.producers.harnesses.scripts import CLI_SOLVE, hello_file
 from tests.paths import HARBOR_TASKS as TASKS
 
@@ -106,11 +110,11 @@ async def test_harness_solves_hello_file(
     upstream.script[:] = script or ["unused"]
     harness = get_harness(name)
     home = harnesses_home()
-    cached = harness.is_installed(home)
+    cached = is_installed(harness, home)
     began = time.perf_counter()
-    await harness.install(home)
+    await install(harness, home)
     install_s = time.perf_counter() - began
-    assert harness.is_installed(home)
+    assert is_installed(harness, home)
     proxy = RecordingProxy(start_gateway().url)
     owner = f"contract-{uuid.uuid4().hex[:8]}"
     rollout = HarnessRollout(
@@ -180,7 +184,7 @@ async def test_harness_solves_hello_file(
     assert len(upstream.requests) == 2 * calls
     snapshots = [s for s in await backend.snapshots.all() if s.name.startswith(f"harness-{name}")]
     assert len(snapshots) == (1 if harness.install_script() else 0)  # installed once for both
-    assert [s.id for s in await backend.sandboxes({OWNER_LABEL: owner}) if s.alive] == []
+    assert await alive(backend, owner) == []
 
 
 @needs_local_sandbox

@@ -6,23 +6,20 @@ with ``sandbox_error``; the other tasks of the run go on, and no sandbox is left
 from __future__ import annotations
 
 import shutil
-import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 from rllm.benchmarks.harbor import load_task, to_task
 from rllm.producers.evaluation import run_tasks
-from rllm.producers.harnesses import HarnessRollout, get_harness
 from rllm.producers.harnesses.bash import BashHarness
-from rllm.producers.sdk import GatewayClient
-from rllm.sandboxes import OWNER_LABEL, SandboxBackend
-from rllm.schemas.types import RewardAssigned, SessionClosed, SessionEvent, SessionStatus
+from rllm.schemas.types import RewardAssigned, SessionClosed, SessionStatus
 from tests.fakes.scripted import ScriptedUpstream
-from tests.fakes.upstream import ThreadedServer
-from tests.integration.producers.harnesses.helpers import needs_local_sandbox
+from tests.integration.producers.harnesses.helpers import (
+    Events,
+    Stage,
+    needs_local_sandbox,
+    session_payloads,
+)
 from tests.paths import HARBOR_TASKS as TASKS
-
-Events = Callable[[], list[tuple[str, SessionEvent]]]
 
 pytestmark = needs_local_sandbox
 
@@ -34,16 +31,8 @@ def _copy(tmp_path: Path, name: str) -> Path:
     return target
 
 
-def _payloads(events: Events, session_id: str) -> list[object]:
-    return [e.payload for k, e in events() if k == session_id]
-
-
 async def test_failures_are_named_and_the_other_tasks_go_on(
-    start_gateway: Callable[..., ThreadedServer],
-    upstream: ScriptedUpstream,
-    backend: SandboxBackend,
-    session_events: Events,
-    tmp_path: Path,
+    stage: Stage, upstream: ScriptedUpstream, session_events: Events, tmp_path: Path
 ) -> None:
     upstream.script[:] = ["run: true", "done"]  # does nothing useful, then says done
     no_reward = _copy(tmp_path, "no-reward")
@@ -51,19 +40,12 @@ async def test_failures_are_named_and_the_other_tasks_go_on(
     no_build = _copy(tmp_path, "no-build")
     (no_build / "environment" / "Dockerfile").write_text("FROM debian:bookworm\nRUN exit 3\n")
     tasks = [to_task(load_task(p), "broken") for p in (TASKS / "hello-file", no_reward, no_build)]
-    gateway = start_gateway()
-    owner = f"fail-{uuid.uuid4().hex[:8]}"
-    client = GatewayClient(gateway.url)
-    try:
-        rollout = HarnessRollout(get_harness("bash"), backend, labels={OWNER_LABEL: owner})
-        results = await run_tasks(
-            tasks, rollout, client, run_id="run-fail", model="m", concurrency=1
-        )
-        upstream.script[:] = ["thinking..."]  # never a command, never done: out of turns
-        stuck = HarnessRollout(BashHarness(max_turns=2), backend, labels={OWNER_LABEL: owner})
-        gave_up = await stuck.run(tasks[0], client, run_id="run-fail", model="m")
-    finally:
-        await client.aclose()
+    results = await run_tasks(
+        tasks, stage.rollout("bash"), stage.client, run_id="run-fail", model="m", concurrency=1
+    )
+    upstream.script[:] = ["thinking..."]  # never a command, never done: out of turns
+    stuck = stage.rollout(BashHarness(max_turns=2))
+    gave_up = await stuck.run(tasks[0], stage.client, run_id="run-fail", model="m")
     by_task = {o.task.task_id: o for o, _ in results}
 
     nothing = by_task["hello-file"]  # did nothing: reward 0, a clean ok run
@@ -74,7 +56,7 @@ async def test_failures_are_named_and_the_other_tasks_go_on(
     )
     assert [
         p.reward
-        for p in _payloads(session_events, nothing.session_id)
+        for p in session_payloads(session_events, nothing.session_id)
         if isinstance(p, RewardAssigned)
     ] == [0.0]
 
@@ -82,7 +64,8 @@ async def test_failures_are_named_and_the_other_tasks_go_on(
     assert bad.status is SessionStatus.ERROR and bad.error is not None
     assert bad.error.startswith("verifier_error: ") and "reward" in bad.error
     assert bad.output["reason"] == "verifier_error" and bad.output["reward"] is None
-    assert not any(isinstance(p, RewardAssigned) for p in _payloads(session_events, bad.session_id))
+    bad_payloads = session_payloads(session_events, bad.session_id)
+    assert not any(isinstance(p, RewardAssigned) for p in bad_payloads)
 
     unbuilt = by_task["no-build"]
     assert unbuilt.status is SessionStatus.ERROR and unbuilt.error is not None
@@ -92,6 +75,6 @@ async def test_failures_are_named_and_the_other_tasks_go_on(
     assert gave_up.status is SessionStatus.ERROR and gave_up.error is not None
     assert gave_up.error.startswith("agent_error: ") and "exited 2" in gave_up.error
     assert gave_up.num_steps == 2 and gave_up.output["reward"] == 0.0
-    closed = _payloads(session_events, gave_up.session_id)[-1]
+    closed = session_payloads(session_events, gave_up.session_id)[-1]
     assert isinstance(closed, SessionClosed) and closed.status is SessionStatus.ERROR
-    assert [s.id for s in await backend.sandboxes({OWNER_LABEL: owner}) if s.alive] == []
+    assert await stage.alive() == []

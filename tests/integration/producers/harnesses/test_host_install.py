@@ -12,7 +12,13 @@ import pytest
 
 from rllm.producers.harnesses import HarnessError, get_harness, harness_names
 from rllm.producers.harnesses.codex import CodexHarness
-from rllm.producers.harnesses.host import INSTALLED_MARKER, HostInstalled, run_install_command
+from rllm.producers.harnesses.host import (
+    INSTALLED_MARKER,
+    HostInstalled,
+    install,
+    is_installed,
+    run_install_command,
+)
 
 
 class Counting(HostInstalled):
@@ -72,8 +78,8 @@ async def test_a_missing_installer_says_what_to_install(tmp_path: Path) -> None:
 async def test_built_ins_install_nothing(tmp_path: Path) -> None:
     for name in ("oracle", "bash", "react"):
         harness = get_harness(name)
-        assert harness.is_installed(tmp_path)
-        await harness.install(tmp_path)
+        assert is_installed(harness, tmp_path)
+        await install(harness, tmp_path)
     assert list(tmp_path.iterdir()) == []
     assert {"mini-swe-agent", "claude-code", "codex", "opencode"} <= set(harness_names())
 

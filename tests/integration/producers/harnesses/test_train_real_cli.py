@@ -7,26 +7,19 @@ per rollout, only sampled tokens carrying loss, one update, the next rollouts on
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from rllm.consumers.trainer.masking import trajectory_sequences
-from rllm.sandboxes import SandboxSettings
-from rllm.schemas.codec import AvroCodec
 from rllm.schemas.policy import PolicyServed, PolicyUpdated
 from rllm.schemas.topics import EPISODES, POLICY_UPDATES
 from rllm.schemas.types import EpisodeAssembled
 from rllm.settings import KafkaSettings
 from tests.fakes.scripted import ScriptedUpstream
-from tests.fakes.upstream import ThreadedServer
-from tests.integration.helpers import read_all
 from tests.integration.producers.harnesses.helpers import needs_local_sandbox
 from tests.integration.producers.harnesses.scripts import CODEX_SOLVE
-from tests.integration.producers.harnesses.test_cli_train import _model, train_on_tasks
-from tests.paths import HARBOR_TASKS as TASKS
+from tests.integration.producers.harnesses.training import TrainOnTasks, run_records, tiny_model
 
 RUN = "codex-train"
 
@@ -36,28 +29,20 @@ pytestmark = needs_local_sandbox
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_training_through_the_codex_cli_captures_masks_updates_and_adopts(
-    kafka: KafkaSettings,
-    start_gateway: Callable[..., ThreadedServer],
-    upstream: ScriptedUpstream,
-    sandbox_settings: SandboxSettings,
-    tmp_path: Path,
+    kafka: KafkaSettings, train_on_tasks: TrainOnTasks, upstream: ScriptedUpstream, tmp_path: Path
 ) -> None:
     upstream.script[:] = CODEX_SOLVE  # its shell tool writes the file, then a final message
-    tasks = tmp_path / "tasks"
-    shutil.copytree(TASKS / "hello-file", tasks / "hello-file")
-    gateway = start_gateway(follow_policy_updates=True)
+    tasks = train_on_tasks.tasks("hello-file")
     # one attention head: Codex's prompt is ~20k tokens, and CPU attention holds length
     # squared per head while it trains
-    model = _model(tmp_path / "model", heads=1, hidden=16, positions=65536)
-    result = train_on_tasks(kafka, gateway, sandbox_settings, tmp_path, tasks, "codex", RUN, model)
+    model = tiny_model(tmp_path / "model", heads=1, hidden=16, positions=65536)
+    result = train_on_tasks(tasks, "codex", RUN, model)
     assert result.exit_code == 0, result.output
     assert "training on tasks with harness codex: 1 tasks x 2 rollouts" in result.stdout
     assert "rollouts of v0: reward 1.000 (100% correct) -> v1; " in result.stdout
     assert "rollouts of v1: reward 1.000 (100% correct) -> v2; " in result.stdout
 
-    codec = AvroCodec()
-    episodes = [codec.decode(m.value() or b"") for m in read_all(kafka, kafka.topic(EPISODES))]
-    ours = [e for e in episodes if isinstance(e, EpisodeAssembled) and e.run_id == RUN]
+    ours = run_records(kafka, EPISODES, EpisodeAssembled, RUN)
     assert sorted(e.task.task_id for e in ours) == ["hello-file", "hello-file@e2"]
     for episode, version in zip(sorted(ours, key=lambda e: e.task.task_id), (0, 1), strict=True):
         # one trajectory per rollout, each of Codex's two model calls (the tool call that
@@ -84,9 +69,8 @@ def test_training_through_the_codex_cli_captures_masks_updates_and_adopts(
                 f"codex trajectory: {len(sequences)} sequences, {prompt_tokens} masked "
                 f"tokens, {len(carried)} sampled"
             )
-    updates = [codec.decode(m.value() or b"") for m in read_all(kafka, kafka.topic(POLICY_UPDATES))]
-    versions = [u.version for u in updates if isinstance(u, PolicyUpdated) and u.run_id == RUN]
+    versions = [u.version for u in run_records(kafka, POLICY_UPDATES, PolicyUpdated, RUN)]
     assert versions == [0, 1, 2]
-    served = [u.version for u in updates if isinstance(u, PolicyServed) and u.run_id == RUN]
+    served = [u.version for u in run_records(kafka, POLICY_UPDATES, PolicyServed, RUN)]
     assert served[:3] == [0, 1, 2]
     assert len(upstream.requests) == 8  # 2 epochs x 2 rollouts x 2 calls
