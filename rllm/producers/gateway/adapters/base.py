@@ -59,10 +59,11 @@ class Sampled:
     """Choices 1..n-1 of a call with ``n > 1``, in order (each becomes its own step)."""
 
     def take_sampled(self, other: Sampled) -> None:
-        """Set this one's sampled fields to ``other``'s (lists copied, not shared)."""
+        """Set this one's sampled fields to ``other``'s (the token lists shared, as the
+        answer is not changed after; ``more`` copied, as the capture splits it off)."""
         for f in fields(Sampled):
-            value = getattr(other, f.name)
-            setattr(self, f.name, list(value) if isinstance(value, list) else value)
+            setattr(self, f.name, getattr(other, f.name))
+        self.more = list(other.more)
 
 
 @dataclass
