@@ -41,6 +41,7 @@ with two parents is drawn under its area's root, the other parent in parentheses
     │   └── CodeSandboxError(RuntimeError)
     ├── GatewayError                                 producers/gateway/errors.py
     ├── UpstreamFailure                              producers/gateway/errors.py
+    ├── UnreadableRequestError(ValueError)           producers/gateway/errors.py
     ├── PolicyLoadRefused                            producers/gateway/sync/errors.py
     ├── GatewayRequestError(ConnectionError)         producers/sdk/errors.py
     ├── EvaluatorResultError(TypeError)              producers/sdk/errors.py

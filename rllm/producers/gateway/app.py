@@ -11,7 +11,6 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 from starlette.applications import Starlette
 from starlette.datastructures import State
 from starlette.requests import Request
@@ -44,7 +43,6 @@ log = logging.getLogger("rllm.gateway")
 def create_app(
     settings: GatewaySettings,
     kafka: KafkaSettings,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> GatewayApp:
     """Build the gateway app; Kafka, spool and upstream pool start with its lifespan. An
     sglang upstream's tokenizer is loaded here, before the first request.
@@ -61,7 +59,7 @@ def create_app(
         )
     sglang = settings.upstream_kind is UpstreamKind.SGLANG
     tokenizer = load_tokenizer(settings.tokenizer) if sglang else None
-    lifespan = functools.partial(_lifespan, settings, kafka, transport, tokenizer)
+    lifespan = functools.partial(_lifespan, settings, kafka, tokenizer)
     return GatewayApp(Starlette(routes=_routes(), lifespan=lifespan))
 
 
@@ -82,12 +80,11 @@ def _routes() -> list[Route]:
 async def _lifespan(
     settings: GatewaySettings,
     kafka: KafkaSettings,
-    transport: httpx.AsyncBaseTransport | None,
     tokenizer: Any,
     app: Starlette,
 ) -> AsyncIterator[None]:
     """The gateway's lifespan: its state, sink, policy follower and background tasks."""
-    state, sink, upstreams = _open_state(settings, kafka, transport, tokenizer)
+    state, sink, upstreams = _open_state(settings, kafka, tokenizer)
     loop = asyncio.get_running_loop()
     sync = PolicyTracker(state)
 
@@ -143,7 +140,6 @@ def _background(
 def _open_state(
     settings: GatewaySettings,
     kafka: KafkaSettings,
-    transport: httpx.AsyncBaseTransport | None,
     tokenizer: Any,
 ) -> tuple[GatewayState, EventSink, list[Upstream]]:
     """The gateway's state for one lifespan: its event sink (publisher and spool), one
@@ -162,7 +158,7 @@ def _open_state(
         settings.ack_timeout_s,
         settings.drain_interval_s,
     )
-    upstreams = [Upstream(settings, transport, tokenizer, url) for url in settings.replicas]
+    upstreams = [Upstream(settings, tokenizer, url) for url in settings.replicas]
     state = GatewayState(
         settings,
         upstreams[0],

@@ -4,6 +4,7 @@
 
     RllmError
     ├── GatewayError        a request the gateway refuses (status, reason)
+    ├── UnreadableRequestError     a body it cannot read or translate (also a ValueError)
     └── UpstreamFailure     the upstream failed (status and body passed to the agent)
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 from rllm.errors import RllmError
 from rllm.schemas.types import StepError
 
-__all__ = ["GatewayError", "UpstreamFailure", "anthropic_error"]
+__all__ = ["GatewayError", "UnreadableRequestError", "UpstreamFailure", "anthropic_error"]
 
 
 class GatewayError(RllmError):
@@ -35,6 +36,12 @@ class GatewayError(RllmError):
         self.message = message
         self.retry_after = retry_after
         self.close = close
+
+
+class UnreadableRequestError(RllmError, ValueError):
+    """A request body the gateway cannot read or translate (not JSON, an unsupported
+    content part or tool choice); answered 400 with its message. A ``ValueError`` too, so
+    the callers that catch that keep catching it."""
 
 
 class UpstreamFailure(RllmError):

@@ -18,6 +18,8 @@ from typing import Any, NoReturn
 import orjson
 from starlette.responses import JSONResponse
 
+from rllm.producers.gateway.errors import UnreadableRequestError
+
 __all__ = ["JsonAnswer", "dumps", "loads"]
 
 
@@ -29,7 +31,7 @@ search take ~2 us on a chat request, a regular expression ten times that."""
 
 
 def _constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not a JSON value; send a number or null")
+    raise UnreadableRequestError(f"{name} is not a JSON value; send a number or null")
 
 
 @dataclass(frozen=True)
@@ -94,8 +96,8 @@ def loads(data: bytes | str, allow_nan: bool = True) -> Any:
     can hold them, and no UTF-8 request to the upstream).
 
     Raises:
-        ValueError: not JSON; when not ``allow_nan``, also NaN, Infinity, a number out of
-            a double's range or a lone surrogate, named with its place.
+        UnreadableRequestError: not JSON; when not ``allow_nan``, also NaN, Infinity, a
+            number out of a double's range or a lone surrogate, named with its place.
         RecursionError: nested past the interpreter's recursion limit.
     """
     raw = data.encode() if isinstance(data, str) else data
@@ -109,7 +111,7 @@ def loads(data: bytes | str, allow_nan: bool = True) -> Any:
     value = json.loads(raw, parse_constant=_constant, parse_float=_finite)
     reason = _unwritable(value)
     if reason is not None:
-        raise ValueError(reason)
+        raise UnreadableRequestError(reason)
     return value
 
 

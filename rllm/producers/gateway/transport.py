@@ -7,7 +7,8 @@ each idle one's socket, in Python: measured here, 1.1-1.6 ms of CPU a request ag
 aiohttp's 0.3 ms, growing with the pool, so a gateway that fell behind made more connections
 and fell further behind. aiohttp's errors are raised as httpx's (``ConnectError``,
 ``ReadTimeout``, ``RemoteProtocolError``, ...), so callers see the same exceptions either
-way; tests replace the transport as before (``httpx.MockTransport``, ``httpx.ASGITransport``).
+way. ``UpstreamStack`` holds the two, for production and tests alike (tests serve their
+fake upstreams on loopback sockets; nothing replaces the stack).
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import aiohttp
 import httpx
 from yarl import URL
 
-from rllm.producers.gateway.http1 import NO_RESPONSE
+from rllm.producers.gateway.http1 import NO_RESPONSE, Http1Pool
 
-__all__ = ["AiohttpTransport"]
+__all__ = ["AiohttpTransport", "UpstreamStack"]
 
 
 @contextmanager
@@ -152,6 +153,24 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             await self._session.close()
             self._session = None
             await asyncio.sleep(0)  # the closed connections' sockets close on the next turn
+
+
+class UpstreamStack:
+    """The connections to one upstream: whole answers through ``Http1Pool``, streams and
+    other requests through ``AiohttpTransport`` (the ``httpx`` client's transport).
+
+    Args:
+        max_connections: connections each opens at once.
+    """
+
+    def __init__(self, max_connections: int = 1000) -> None:
+        self.pool = Http1Pool(max_connections)
+        self.transport = AiohttpTransport(max_connections)
+
+    async def aclose(self) -> None:
+        """Close both pools (a request after this opens no connection)."""
+        await self.pool.aclose()
+        await self.transport.aclose()
 
 
 def _sum(*parts: float | None) -> float | None:

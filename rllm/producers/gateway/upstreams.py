@@ -1,4 +1,5 @@
-"""The upstream model server behind an ``httpx.AsyncClient`` (transport replaceable in tests).
+"""The upstream model server behind an ``httpx.AsyncClient`` on the gateway's own
+connection stack (``transport.UpstreamStack``; tests serve loopback sockets, never swap it).
 
 Failures become ``UpstreamFailure`` with the status and body the agent should get.
 """
@@ -14,10 +15,10 @@ import httpx
 from rllm.producers.gateway import jsonio
 from rllm.producers.gateway.context import ContextWindow
 from rllm.producers.gateway.errors import UpstreamFailure
-from rllm.producers.gateway.http1 import Answer, Http1Pool
+from rllm.producers.gateway.http1 import Answer
 from rllm.producers.gateway.settings import GatewaySettings, UpstreamKind
 from rllm.producers.gateway.sglang import SglangGenerate, load_tokenizer
-from rllm.producers.gateway.transport import AiohttpTransport
+from rllm.producers.gateway.transport import UpstreamStack
 
 __all__ = ["FORWARD_HEADERS", "Upstream", "UpstreamFailure", "error_body"]
 
@@ -36,7 +37,6 @@ class Upstream:
 
     Args:
         settings: the gateway's settings.
-        transport: replaces the network (tests); by default ``AiohttpTransport``.
         tokenizer: the model's tokenizer for an sglang upstream (loaded from
             ``settings.tokenizer`` when not given, so never on a first request).
         url: the server's base URL (a replica's), by default ``settings.upstream_url``.
@@ -48,7 +48,6 @@ class Upstream:
     def __init__(
         self,
         settings: GatewaySettings,
-        transport: httpx.AsyncBaseTransport | None = None,
         tokenizer: Any = None,
         url: str | None = None,
     ) -> None:
@@ -64,9 +63,10 @@ class Upstream:
         if settings.upstream_api_key is not None:
             key = settings.upstream_api_key.get_secret_value()
             headers = {"authorization": f"Bearer {key}", "x-api-key": key}
+        self.stack = UpstreamStack(max_connections=1000)
         self.client = httpx.AsyncClient(
             base_url=self.url,
-            transport=transport or AiohttpTransport(max_connections=1000),
+            transport=self.stack.transport,
             headers=headers,
             timeout=httpx.Timeout(settings.upstream_timeout_s, connect=10.0),
             limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
@@ -74,13 +74,13 @@ class Upstream:
         # the calls themselves skip the client's send pipeline (URL merging, cookies,
         # auth and redirect handling: ~0.4 ms a call) and go to the transport it would
         # pick for the upstream (a proxy's, when the environment names one)
-        self._transport = self.client._transport_for_url(self.client.base_url)
+        self.transport = self.client._transport_for_url(self.client.base_url)
+        """Where streams and calls go: the stack's transport, or a proxy's."""
         self._base_headers = dict(self.client.headers)
         self._timeout = self.client.timeout.as_dict()
         self._urls: dict[str, httpx.URL] = {}
-        self._pool = Http1Pool(1000) if isinstance(self._transport, AiohttpTransport) else None
-        """Whole answers' connections, when the default transport is the upstream's (not
-        a proxy's, nor a test's)."""
+        self._pool = self.stack.pool if self.transport is self.stack.transport else None
+        """Whole answers' connections, when the calls go to the upstream (not a proxy)."""
         self.context = ContextWindow(self)
         """Its context length, and prompt lengths when a call needs them."""
 
@@ -157,7 +157,7 @@ class Upstream:
             content=content,
             extensions={"timeout": self._timeout},
         )
-        response = await self._transport.handle_async_request(request)
+        response = await self.transport.handle_async_request(request)
         response.request = request
         return response
 
@@ -257,6 +257,5 @@ class Upstream:
 
     async def aclose(self) -> None:
         """Close the connection pools."""
-        if self._pool is not None:
-            await self._pool.aclose()
+        await self.stack.pool.aclose()
         await self.client.aclose()

@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 from rllm.producers.gateway.adapters.base import Parsed
+from rllm.producers.gateway.errors import UnreadableRequestError
 
 __all__ = ["dropped", "from_chat", "to_chat"]
 
@@ -43,7 +44,7 @@ def _tool_choice(choice: Any) -> Any:
         return {"type": "function", "function": {"name": choice["name"]}}
     if kind in ("auto", "any", "none"):
         return {"auto": "auto", "any": "required", "none": "none"}[kind]
-    raise ValueError(f"tool_choice must be auto, any, tool or none, got {choice!r:.80}")
+    raise UnreadableRequestError(f"tool_choice must be auto, any, tool or none, got {choice!r:.80}")
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -51,7 +52,9 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
         return [{"type": "text", "text": content}]
     if isinstance(content, list):
         return [b for b in content if isinstance(b, dict)]
-    raise ValueError(f"content must be a string or a list of blocks, got {type(content).__name__}")
+    raise UnreadableRequestError(
+        f"content must be a string or a list of blocks, got {type(content).__name__}"
+    )
 
 
 def _text(blocks: list[dict[str, Any]]) -> str:
@@ -73,7 +76,7 @@ def to_chat(body: dict[str, Any]) -> dict[str, Any]:
         blocks = _blocks(m["content"])
         kinds = {str(b.get("type")) for b in blocks}
         if not kinds <= {"text", "tool_use", "tool_result"}:
-            raise ValueError(
+            raise UnreadableRequestError(
                 f"content block types {sorted(kinds - {'text', 'tool_use', 'tool_result'})}"
                 " are not supported"
             )

@@ -9,6 +9,7 @@ import uuid
 from typing import Any
 
 from rllm.producers.gateway.adapters.base import Parsed
+from rllm.producers.gateway.errors import UnreadableRequestError
 
 __all__ = ["dropped", "from_chat", "to_chat"]
 
@@ -18,7 +19,9 @@ def _text(content: Any) -> str:
         return content
     if isinstance(content, list):
         return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    raise ValueError(f"content must be a string or a list of parts, got {type(content).__name__}")
+    raise UnreadableRequestError(
+        f"content must be a string or a list of parts, got {type(content).__name__}"
+    )
 
 
 def _tool_label(tool: dict[str, Any]) -> str:
@@ -67,7 +70,7 @@ def to_chat(body: dict[str, Any]) -> dict[str, Any]:
                 }
             )
         else:
-            raise ValueError(f"input item type {kind!r} is not supported")
+            raise UnreadableRequestError(f"input item type {kind!r} is not supported")
     chat: dict[str, Any] = {"model": body["model"], "messages": messages}
     given = [t for t in body.get("tools") or [] if isinstance(t, dict)]
     tools = [

@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from rllm.producers.gateway import GatewaySettings, create_app
@@ -15,6 +14,7 @@ from rllm.schemas.codec import AvroCodec
 from rllm.schemas.topics import SESSION_EVENTS
 from rllm.schemas.types import SessionEvent, StepCaptured
 from rllm.settings import KafkaSettings
+from tests.fakes.loopback import LoopbackServer, MockHandler
 from tests.fakes.upstream import FakeUpstream, RunningUpstream, ThreadedServer, start_fake_upstream
 from tests.integration.helpers import read_all
 
@@ -69,14 +69,21 @@ def start_gateway(
     one is stopped at the end."""
     make_topics(partitions=3)
     started: list[ThreadedServer] = []
+    loopbacks: list[LoopbackServer] = []
 
     def start(
         kafka_settings: KafkaSettings | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
+        handler: MockHandler | None = None,
         **overrides: Any,
     ) -> ThreadedServer:
+        """``handler``, when given, answers as the upstream instead of the fake model server
+        (on its own loopback socket, reached through the gateway's own upstream stack)."""
+        url = upstream.url
+        if handler is not None:
+            loopbacks.append(LoopbackServer(handler))
+            url = loopbacks[-1].url
         fields: dict[str, Any] = {
-            "upstream_url": upstream.url,
+            "upstream_url": url,
             "spool_dir": tmp_path / "spool",
             "spool_fsync": False,
             "follow_policy_updates": False,
@@ -88,7 +95,7 @@ def start_gateway(
             fields.setdefault("admin_key", ADMIN_KEY)
             monkeypatch.setenv("RLLM_ADMIN_KEY", fields["admin_key"])
         settings = GatewaySettings(**fields)
-        app = create_app(settings, kafka_settings or kafka, transport)
+        app = create_app(settings, kafka_settings or kafka)
         server = ThreadedServer(app, lifespan="on")
         started.append(server)
         return server
@@ -96,6 +103,8 @@ def start_gateway(
     yield start
     for server in started:
         server.stop()
+    for loopback in loopbacks:
+        loopback.stop()
 
 
 TEMPLATE = (

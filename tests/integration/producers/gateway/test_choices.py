@@ -99,7 +99,7 @@ def _sse(out: dict[str, Any]) -> bytes:
 def test_n_4_gives_4_captured_samples_on_the_topic(
     start_gateway: Callable[..., ThreadedServer], session_events: Events
 ) -> None:
-    gw = start_gateway(transport=httpx.MockTransport(_upstream))
+    gw = start_gateway(handler=_upstream)
     base = f"{gw.url}/sessions/grpo/v1"
     messages = [{"role": "user", "content": "q"}]
     r = httpx.post(
@@ -148,7 +148,7 @@ def test_n_4_gives_4_captured_samples_on_the_topic(
 def test_completions_n_and_a_failed_n_call_keep_indices_contiguous(
     start_gateway: Callable[..., ThreadedServer], session_events: Events
 ) -> None:
-    gw = start_gateway(transport=httpx.MockTransport(_upstream))
+    gw = start_gateway(handler=_upstream)
     base = f"{gw.url}/sessions/c/v1"
     r = httpx.post(f"{base}/completions", json={"model": "m", "prompt": "p", "n": 2}, headers=ADMIN)
     assert r.status_code == 200 and len(r.json()["choices"]) == 2
@@ -172,7 +172,7 @@ def test_completions_n_and_a_failed_n_call_keep_indices_contiguous(
 def test_a_streamed_call_with_n_3_captures_every_choice(
     start_gateway: Callable[..., ThreadedServer], session_events: Events
 ) -> None:
-    gw = start_gateway(transport=httpx.MockTransport(_upstream))
+    gw = start_gateway(handler=_upstream)
     body = {"model": "m", "messages": [{"role": "user", "content": "q"}], "n": 3, "stream": True}
     with httpx.stream(
         "POST", f"{gw.url}/sessions/st/v1/chat/completions", json=body, headers=ADMIN

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from types import FunctionType
 from typing import Any, cast
 
 import httpx
@@ -21,6 +23,8 @@ from rllm.producers.gateway.sync import PolicyLoadRefused, SyncKind, checkpoint_
 from rllm.producers.gateway.upstreams import Upstream
 from rllm.schemas.lineage import PolicyPointer
 from rllm.schemas.policy import PolicyServed, PolicyUpdated
+from tests.fakes.loopback import LoopbackServer
+from tests.fakes.server import ThreadedServer
 from tests.fakes_training.sglang import FakeSGLang
 from tests.fakes_training.vllm import FakeVllm
 from tests.unit.producers.gateway.waiting import until
@@ -34,13 +38,30 @@ class _Sink:
         self.records.append(record)
 
 
-def _state(server: Any, **overrides: Any) -> tuple[GatewayState, _Sink]:
-    """A gateway's state in front of ``server`` (an ASGI app or an httpx transport)."""
-    settings = GatewaySettings(insecure=True, **overrides)
-    sink = _Sink()
-    transport = server if isinstance(server, httpx.AsyncBaseTransport) else None
-    upstream = Upstream(settings, transport or httpx.ASGITransport(server), tokenizer=object())
-    return GatewayState(settings, upstream, cast(EventSink, sink), Metrics()), sink
+StateOf = Callable[..., tuple[GatewayState, _Sink]]
+
+
+@pytest.fixture
+async def state_of() -> AsyncIterator[StateOf]:
+    """``state_of(server, **settings)``: a gateway's state in front of ``server`` (an ASGI
+    app, or an ``httpx.MockTransport``-style handler) on a loopback socket, reached through
+    the gateway's own upstream stack; all stopped at the end."""
+    servers: list[ThreadedServer | LoopbackServer] = []
+    upstreams: list[Upstream] = []
+
+    def make(server: Any, **overrides: Any) -> tuple[GatewayState, _Sink]:
+        handler = isinstance(server, FunctionType)
+        servers.append(LoopbackServer(server) if handler else ThreadedServer(server))
+        settings = GatewaySettings(insecure=True, upstream_url=servers[-1].url, **overrides)
+        sink = _Sink()
+        upstreams.append(Upstream(settings, tokenizer=object()))
+        return GatewayState(settings, upstreams[-1], cast(EventSink, sink), Metrics()), sink
+
+    yield make
+    for upstream in upstreams:
+        await upstream.aclose()
+    for running in servers:
+        running.stop()
 
 
 def _checkpoint(tmp_path: Path, version: int, lora: bool, run: str = "r") -> Path:
@@ -63,10 +84,11 @@ async def _tracking(state: GatewayState) -> tuple[PolicyTracker, asyncio.Task[No
 
 async def test_vllm_steps_keep_the_old_version_until_the_adapter_is_listed(
     tmp_path: Path,
+    state_of: StateOf,
 ) -> None:
     fake = FakeVllm()
     fake.gate = threading.Event()
-    state, sink = _state(fake.app, policy_sync="vllm")
+    state, sink = state_of(fake.app, policy_sync="vllm")
     tracker, task = await _tracking(state)
     try:
         tracker.offer(_record(_checkpoint(tmp_path, 1, lora=True), 1))
@@ -94,9 +116,10 @@ async def test_vllm_steps_keep_the_old_version_until_the_adapter_is_listed(
 
 async def test_vllm_refusing_an_adapter_keeps_the_old_version_and_says_why(
     tmp_path: Path,
+    state_of: StateOf,
 ) -> None:
     fake = FakeVllm()
-    state, sink = _state(fake.app, policy_sync="vllm")
+    state, sink = state_of(fake.app, policy_sync="vllm")
     tracker, task = await _tracking(state)
     try:
         tracker.offer(_record(_checkpoint(tmp_path, 1, lora=True), 1))
@@ -121,8 +144,9 @@ async def test_vllm_refusing_an_adapter_keeps_the_old_version_and_says_why(
 
 async def test_vllm_without_runtime_lora_or_dev_mode_is_refused_with_what_to_change(
     tmp_path: Path,
+    state_of: StateOf,
 ) -> None:
-    state, _ = _state(FakeVllm(runtime_lora=False).app, policy_sync="vllm")
+    state, _ = state_of(FakeVllm(runtime_lora=False).app, policy_sync="vllm")
     tracker, task = await _tracking(state)
     try:
         tracker.offer(_record(_checkpoint(tmp_path, 1, lora=True), 1))
@@ -139,9 +163,10 @@ async def test_vllm_without_runtime_lora_or_dev_mode_is_refused_with_what_to_cha
 
 async def test_vllm_dev_mode_reloads_full_weights_and_reads_the_version_back(
     tmp_path: Path,
+    state_of: StateOf,
 ) -> None:
     fake = FakeVllm(dev_mode=True)
-    state, sink = _state(fake.app, policy_sync="vllm", upstream_checkpoint_dir="/mnt/ckpt")
+    state, sink = state_of(fake.app, policy_sync="vllm", upstream_checkpoint_dir="/mnt/ckpt")
     tracker, task = await _tracking(state)
     try:
         tracker.offer(_record(_checkpoint(tmp_path, 4, lora=False), 4))
@@ -155,10 +180,11 @@ async def test_vllm_dev_mode_reloads_full_weights_and_reads_the_version_back(
 
 async def test_sglang_is_stamped_only_after_get_model_info_names_the_checkpoint(
     tmp_path: Path,
+    state_of: StateOf,
 ) -> None:
     fake = FakeSGLang()
     fake.gate = threading.Event()
-    state, sink = _state(fake.app, upstream_kind=UpstreamKind.SGLANG)
+    state, sink = state_of(fake.app, upstream_kind=UpstreamKind.SGLANG)
     tracker, task = await _tracking(state)
     try:
         folder = _checkpoint(tmp_path, 1, lora=False)
@@ -180,7 +206,7 @@ async def test_sglang_is_stamped_only_after_get_model_info_names_the_checkpoint(
         task.cancel()
 
 
-async def test_the_local_server_is_detected_and_followed_on_health() -> None:
+async def test_the_local_server_is_detected_and_followed_on_health(state_of: StateOf) -> None:
     reported = {"policy_version": 0, "policy_run": ""}
 
     def handle(request: httpx.Request) -> httpx.Response:
@@ -188,7 +214,7 @@ async def test_the_local_server_is_detected_and_followed_on_health() -> None:
             return httpx.Response(200, json=reported)
         return httpx.Response(404)
 
-    state, sink = _state(httpx.MockTransport(handle), follow_policy_updates=True)
+    state, sink = state_of(handle, follow_policy_updates=True)
     tracker, task = await _tracking(state)
     try:
         tracker.offer(_record(Path("/nowhere/r/v000005"), 5))

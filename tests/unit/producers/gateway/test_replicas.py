@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -23,23 +22,18 @@ from rllm.producers.gateway.state import GatewayState
 from rllm.producers.gateway.upstreams import Upstream
 from rllm.schemas.lineage import PolicyPointer
 from rllm.schemas.policy import PolicyUpdated
+from tests.fakes.loopback import LoopbackServer
+from tests.fakes.server import ThreadedServer
 from tests.fakes_training.vllm import FakeVllm
 from tests.unit.producers.gateway.waiting import until
 
 A, B, C = "http://a:8000", "http://b:8000", "http://c:8000"
 
 
-def _down(request: httpx.Request) -> httpx.Response:
-    raise httpx.ConnectError("connection refused", request=request)
-
-
-def _replicas(*urls: str, transport: Callable[[str], Any] | None = None) -> ReplicaSet:
+def _replicas(*urls: str) -> ReplicaSet:
+    """Replicas at ``urls`` (none listens there unless a test serves one)."""
     settings = GatewaySettings(insecure=True, upstream_urls=urls)
-    made = [
-        Upstream(settings, transport(url) if transport else httpx.MockTransport(_down), url=url)
-        for url in settings.replicas
-    ]
-    return ReplicaSet([Replica(up) for up in made])
+    return ReplicaSet([Replica(Upstream(settings, url=url)) for url in settings.replicas])
 
 
 def _urls(replicas: ReplicaSet, *sessions: str) -> list[str]:
@@ -146,15 +140,16 @@ def test_with_no_replica_live_a_session_stays_and_a_lone_one_is_never_taken_out(
 async def test_probing_brings_back_a_replica_whose_health_answers() -> None:
     health = {A: False}
 
-    def transport(url: str) -> httpx.MockTransport:
+    def serve(name: str) -> LoopbackServer:
         def handle(request: httpx.Request) -> httpx.Response:
-            if not health.get(url, True):
+            if not health.get(name, True):
                 raise httpx.ConnectError("refused", request=request)
             return httpx.Response(404)
 
-        return httpx.MockTransport(handle)
+        return LoopbackServer(handle)
 
-    replicas = _replicas(A, B, transport=transport)
+    servers = [serve(A), serve(B)]
+    replicas = _replicas(*(s.url for s in servers))
     a = replicas.first
     a.policy, a.served_model = PolicyPointer("r", 3), "r-v3"
     replicas.ready = lambda replica: replica.policy is not None
@@ -171,6 +166,10 @@ async def test_probing_brings_back_a_replica_whose_health_answers() -> None:
         await until(lambda: a.live, "never brought back")
     finally:
         probe.cancel()
+        for up in replicas:
+            await up.upstream.aclose()
+        for server in servers:
+            server.stop()
 
 
 class _Sink:
@@ -194,8 +193,10 @@ async def test_a_version_is_served_once_every_live_replica_confirms_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     fakes = {A: FakeVllm(), B: FakeVllm()}
-    settings = GatewaySettings(insecure=True, upstream_urls=(A, B), policy_sync="vllm")
-    upstreams = [Upstream(settings, httpx.ASGITransport(fakes[url].app), url=url) for url in (A, B)]
+    servers = {name: ThreadedServer(fake.app) for name, fake in fakes.items()}
+    urls = tuple(server.url for server in servers.values())
+    settings = GatewaySettings(insecure=True, upstream_urls=urls, policy_sync="vllm")
+    upstreams = [Upstream(settings, url=url) for url in urls]
     replicas = ReplicaSet([Replica(up) for up in upstreams])
     sink = _Sink()
     state = GatewayState(
@@ -217,13 +218,17 @@ async def test_a_version_is_served_once_every_live_replica_confirms_it(
         await until(lambda: a.policy_version == 2, "a never loaded v2")
         assert (state.policy_version, b.policy_version, a.served_model) == (1, 1, "r-v2")
         assert state.sync_error is not None and state.sync_error[0] == PolicyPointer("r", 2)
-        assert state.sync_error[1].startswith(f"upstream {B}: ")
-        assert f"policy r version 2 is not served by upstream {B}" in caplog.text
+        assert state.sync_error[1].startswith(f"upstream {urls[1]}: ")
+        assert f"policy r version 2 is not served by upstream {urls[1]}" in caplog.text
         assert [r.version for r in sink.records] == [1]
         # b taken out: every live replica (a) serves v2, so the gateway does
         replicas.take_out(b, "unreachable")
         assert (state.policy_version, state.served_model) == (2, "r-v2")
         assert [r.version for r in sink.records] == [1, 2]
-        assert f"upstream replica {B} taken out (serving policy version 1)" in caplog.text
+        assert f"upstream replica {urls[1]} taken out (serving policy version 1)" in caplog.text
     finally:
         task.cancel()
+        for up in upstreams:
+            await up.aclose()
+        for server in servers.values():
+            server.stop()

@@ -1,21 +1,40 @@
-"""The upstream client through ``httpx.MockTransport``: statuses, timeouts, bad bodies."""
+"""The upstream client, through its own connection stack to a loopback server: statuses,
+timeouts, bad bodies."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Callable
 
 import httpx
 import pytest
 
 from rllm.producers.gateway.settings import GatewaySettings
 from rllm.producers.gateway.upstreams import Upstream, UpstreamFailure
+from tests.fakes.loopback import LoopbackServer, MockHandler
 
 
-def _upstream(handler: httpx.MockTransport, **overrides: object) -> Upstream:
-    return Upstream(GatewaySettings(upstream_url="http://up.test", **overrides), handler)  # type: ignore[arg-type]  # settings fields of several types
+@pytest.fixture
+async def serve() -> AsyncIterator[Callable[..., Upstream]]:
+    """``serve(handler, **settings)``: an upstream in front of ``handler`` on a loopback
+    socket (both closed at the end)."""
+    made: list[tuple[LoopbackServer, Upstream]] = []
+
+    def start(handler: MockHandler, **overrides: object) -> Upstream:
+        server = LoopbackServer(handler)
+        settings = GatewaySettings(upstream_url=server.url, **overrides)  # type: ignore[arg-type]  # settings fields of several types
+        made.append((server, Upstream(settings)))
+        return made[-1][1]
+
+    yield start
+    for server, up in made:
+        await up.aclose()
+        server.stop()
 
 
-async def test_status_timeout_and_invalid_body_become_failures() -> None:
+async def test_status_timeout_and_invalid_body_become_failures(
+    serve: Callable[..., Upstream],
+) -> None:
     seen: list[httpx.Request] = []
 
     def handle(request: httpx.Request) -> httpx.Response:
@@ -29,7 +48,7 @@ async def test_status_timeout_and_invalid_body_become_failures() -> None:
             return httpx.Response(200, text="<html>")
         return httpx.Response(200, json={"ok": True})
 
-    up = _upstream(httpx.MockTransport(handle), upstream_api_key="sk-secret")
+    up = serve(handle, upstream_api_key="sk-secret", upstream_timeout_s=0.5)
     assert await up.post_json(
         "/v1/chat/completions",
         {"model": "m"},
@@ -50,10 +69,11 @@ async def test_status_timeout_and_invalid_body_become_failures() -> None:
         await up.post_json("/v1/chat/completions", {"model": "html"}, {})
     assert html.value.status == 502 and html.value.error.kind == "invalid_response"
     assert "sk-secret" not in str(slow.value) + str(status.value) + str(html.value)
-    await up.aclose()
 
 
-async def test_a_closed_keepalive_connection_is_retried_once() -> None:
+async def test_a_closed_keepalive_connection_is_retried_once(
+    serve: Callable[..., Upstream],
+) -> None:
     calls = []
 
     def handle(request: httpx.Request) -> httpx.Response:
@@ -62,15 +82,13 @@ async def test_a_closed_keepalive_connection_is_retried_once() -> None:
             raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
         return httpx.Response(200, json={"n": len(calls)})
 
-    up = _upstream(httpx.MockTransport(handle))
+    up = serve(handle)
     assert await up.post_json("/v1/completions", {"model": "m"}, {}) == {"n": 2}
 
     def always(request: httpx.Request) -> httpx.Response:
         raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
 
-    up2 = _upstream(httpx.MockTransport(always))
+    up2 = serve(always)
     with pytest.raises(UpstreamFailure) as info:
         await up2.post_json("/v1/completions", {"model": "m"}, {})
     assert info.value.status == 502 and info.value.error.kind == "upstream_unreachable"
-    await up.aclose()
-    await up2.aclose()
