@@ -6,6 +6,9 @@ VENV ?= .venv
 EXTRAS ?= dev,gateway,clickhouse,eval,train,examples,sandboxes,tinker,fireworks
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
+# Tests import rllm in hundreds of subprocesses: let Python keep its bytecode cache even
+# where the environment turns it off (an empty value means unset).
+export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: system install demo demo-agent demo-humaneval test test-unit test-verl lint typecheck perf down clean
 
@@ -53,7 +56,7 @@ test: system install
 	bash infra/run-tests $(PYTEST_ARGS)
 
 test-unit: install
-	$(BIN)/python -m pytest tests/unit -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests/unit -q -n auto $(PYTEST_ARGS)
 
 # tests/verl in a venv of its own: verl 0.9.1 needs transformers>=5.5.3,<5.11, the train
 # extra pins <4.58 (tests/conftest.py keeps tests/verl out of `make test`). torch from the

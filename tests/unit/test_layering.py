@@ -6,6 +6,7 @@ by all. Relative imports and ``from rllm import …`` count as the modules they 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import rllm
@@ -64,7 +65,9 @@ def _targets(root: Path, path: Path, node: ast.AST) -> list[str]:
     return targets
 
 
-def _imports() -> set[tuple[str, str, str]]:
+@functools.cache
+def _imports() -> frozenset[tuple[str, str, str]]:
+    """Every (module, its area, imported area) in the package, parsed once per run."""
     found = set()
     root = Path(rllm.__file__).parent
     for path in root.rglob("*.py"):
@@ -74,7 +77,7 @@ def _imports() -> set[tuple[str, str, str]]:
             for target in _targets(root, path, node):
                 if target.startswith("rllm."):
                     found.add((module, _area(module), _area(target)))
-    return found
+    return frozenset(found)
 
 
 def test_relative_and_root_imports_are_seen() -> None:
