@@ -134,6 +134,19 @@ def tiny_tokenizer(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def start_sglang_gateway(
+    start_gateway: Callable[..., ThreadedServer], tiny_tokenizer: Path
+) -> Callable[..., ThreadedServer]:
+    """``start_gateway`` for an sglang upstream (``/generate``) that tokenizes with
+    ``tiny_tokenizer``; the fake upstream unless ``upstream_url`` says otherwise."""
+
+    def start(**overrides: Any) -> ThreadedServer:
+        return start_gateway(upstream_kind="sglang", tokenizer=str(tiny_tokenizer), **overrides)
+
+    return start
+
+
+@pytest.fixture
 def session_events(kafka: KafkaSettings) -> Callable[[], list[tuple[str, SessionEvent]]]:
     """Read this test's session topic: ``(key, event)`` in partition then offset order."""
     codec = AvroCodec()

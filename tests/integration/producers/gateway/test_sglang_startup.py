@@ -33,9 +33,11 @@ def _steps(events: Events, sid: str) -> list[StepCaptured]:
 
 
 def test_the_tokenizer_is_loaded_at_start_not_on_the_first_request(
-    start_gateway: Callable[..., ThreadedServer], upstream: RunningUpstream, tiny_tokenizer: Path
+    start_sglang_gateway: Callable[..., ThreadedServer],
+    upstream: RunningUpstream,
+    tiny_tokenizer: Path,
 ) -> None:
-    gw = start_gateway(upstream_kind="sglang", tokenizer=str(tiny_tokenizer))
+    gw = start_sglang_gateway()
     shutil.rmtree(tiny_tokenizer)  # gone before the first request: it was read at start
     with openai_client(gw.url, "first") as client:
         messages: Any = [{"role": "user", "content": "hello world"}]
@@ -72,12 +74,11 @@ def test_the_cli_takes_the_tokenizer_and_the_upstream_timeout(tmp_path: Path) ->
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_n_samples_from_generate_are_each_captured(
     stream: bool,
-    start_gateway: Callable[..., ThreadedServer],
+    start_sglang_gateway: Callable[..., ThreadedServer],
     session_events: Events,
     upstream: RunningUpstream,
-    tiny_tokenizer: Path,
 ) -> None:
-    gw = start_gateway(upstream_kind="sglang", tokenizer=str(tiny_tokenizer))
+    gw = start_sglang_gateway()
     messages: Any = [{"role": "user", "content": "hello world"}]
     with openai_client(gw.url, "n2") as client:
         made = client.chat.completions.create(model="m", messages=messages, n=2, stream=stream)

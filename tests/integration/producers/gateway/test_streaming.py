@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -134,16 +133,13 @@ def test_a_streamed_answer_is_captured_as_the_whole_answer(
 def test_a_streamed_generate_answer_is_captured_as_the_whole_answer(
     api: str,
     incremental: bool,
-    start_gateway: Callable[..., ThreadedServer],
+    start_sglang_gateway: Callable[..., ThreadedServer],
     session_events: Events,
-    tiny_tokenizer: Path,
 ) -> None:
     state = FakeUpstream(generate_incremental=incremental)
     sglang = start_fake_upstream(state=state)
     try:
-        gw = start_gateway(
-            upstream_url=sglang.url, upstream_kind="sglang", tokenizer=str(tiny_tokenizer)
-        )
+        gw = start_sglang_gateway(upstream_url=sglang.url)
         whole = call(gw.url, f"whole-{api}", api, stream=False)
         streamed = call(gw.url, f"stream-{api}", api, stream=True)
     finally:
@@ -213,14 +209,12 @@ def test_tool_calls_stream_as_function_call_and_tool_use_deltas(
 
 @pytest.mark.parametrize("api", ["chat", "anthropic"])
 def test_a_generate_stream_reaches_the_client_before_the_upstream_finished(
-    api: str, start_gateway: Callable[..., ThreadedServer], tiny_tokenizer: Path
+    api: str, start_sglang_gateway: Callable[..., ThreadedServer]
 ) -> None:
     state = FakeUpstream(chunk_delay_s=DRIP_DELAY_S)
     sglang = start_fake_upstream(state=state)
     try:
-        gw = start_gateway(
-            upstream_url=sglang.url, upstream_kind="sglang", tokenizer=str(tiny_tokenizer)
-        )
+        gw = start_sglang_gateway(upstream_url=sglang.url)
         got = call(gw.url, f"generate-{api}", api, stream=True)
     finally:
         sglang.stop()
