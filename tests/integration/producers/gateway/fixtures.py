@@ -39,6 +39,20 @@ def dripping() -> Iterator[RunningUpstream]:
     server.stop()
 
 
+@pytest.fixture
+def start_upstream() -> Iterator[Callable[[FakeUpstream], RunningUpstream]]:
+    """Start fake upstreams on states of the test's own; each is stopped at the end."""
+    started: list[RunningUpstream] = []
+
+    def start(state: FakeUpstream) -> RunningUpstream:
+        started.append(start_fake_upstream(state=state))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.stop()
+
+
 def session_steps(
     events: Callable[[], list[tuple[str, SessionEvent]]], sid: str
 ) -> list[StepCaptured]:
