@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from rllm.errors import ConfigError
+from rllm.producers.gateway.adapters.base import renamed
 
 if TYPE_CHECKING:
     from rllm.producers.gateway.upstreams import Upstream
@@ -51,9 +52,7 @@ _KEEP = (
 def sampling_for_generate(body: dict[str, Any]) -> dict[str, Any]:
     """SGLang ``sampling_params`` for an OpenAI request body."""
     out = {k: body[k] for k in _KEEP if body.get(k) is not None}
-    for src, dst in _RENAME.items():
-        if body.get(src) is not None:
-            out[dst] = body[src]
+    out.update(renamed(body, _RENAME))
     return out
 
 
