@@ -16,20 +16,13 @@ from click.testing import CliRunner
 from rllm.cli.main import cli
 from rllm.errors import ConfigError
 from rllm.producers.gateway import GatewaySettings, create_app
-from rllm.schemas.types import SessionEvent, StepCaptured
+from rllm.schemas.types import SessionEvent
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import RunningUpstream, ThreadedServer
 from tests.integration.producers.gateway.clients import openai_client
+from tests.integration.producers.gateway.fixtures import session_steps
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
-
-
-def _steps(events: Events, sid: str) -> list[StepCaptured]:
-    return [
-        e.payload
-        for _, e in events()
-        if e.session_id == sid and isinstance(e.payload, StepCaptured)
-    ]
 
 
 def test_the_tokenizer_is_loaded_at_start_not_on_the_first_request(
@@ -91,7 +84,7 @@ def test_n_samples_from_generate_are_each_captured(
             texts = [c.message.content or "" for c in made.choices]
     assert texts == ["ok done", "ok done"]
     assert upstream.state.requests[-1]["sampling_params"] == {"n": 2}
-    steps = _steps(session_events, "n2")
+    steps = session_steps(session_events, "n2")
     assert [s.step_index for s in steps] == [0, 1]
     # sample j answers the prompt's last ID (5: assistant) + 1 + j, + 2 + j, then 2
     assert [s.response_ids.tolist() for s in steps] == [[6, 7, 2], [7, 8, 2]]
