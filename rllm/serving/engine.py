@@ -277,7 +277,7 @@ class Engine:
         self,
         prompts: list[list[int]],
         params: list[SamplingParams],
-        stop: Sequence[threading.Event] | None = None,
+        stop: Sequence[threading.Event] | None,
     ) -> list[Completion]:
         b = len(prompts)
         pad = int(self.tokenizer.pad_token_id or 0)

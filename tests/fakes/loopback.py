@@ -6,6 +6,9 @@ The handler gets each request as an ``httpx.Request`` and returns an ``httpx.Res
 (or a coroutine of one). An ``httpx.TimeoutException`` it raises leaves the request
 unanswered (the client's read timeout ends it); any other ``httpx.TransportError``
 closes the connection without an answer (a refused or dropped connection).
+
+``scripted_socket`` is the raw counterpart, for tests of the stack itself: a script reads
+and writes the bytes of each connection, in the test's own event loop.
 """
 
 from __future__ import annotations
@@ -13,13 +16,16 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 
 import httpx
 
-__all__ = ["LoopbackServer", "MockHandler"]
+__all__ = ["LoopbackServer", "MockHandler", "Script", "scripted_socket"]
 
 MockHandler = Callable[[httpx.Request], "httpx.Response | Awaitable[httpx.Response]"]
+Script = Callable[[int, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+"""Serves one raw connection: ``script(n, reader, writer)`` for the server's ``n``-th."""
 
 
 async def _read(reader: asyncio.StreamReader, base: str) -> httpx.Request:
@@ -105,3 +111,30 @@ class LoopbackServer:
 
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
+
+
+@asynccontextmanager
+async def scripted_socket(script: Script) -> AsyncIterator[str]:
+    """A raw loopback server in the running loop; yields its base URL.
+
+    Each connection is served by ``script`` and closed after it; a connection the client
+    reset or closed under a read ends quietly.
+    """
+    count = 0
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal count
+        count += 1
+        try:
+            await script(count, reader, writer)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.close()

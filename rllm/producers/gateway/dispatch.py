@@ -244,6 +244,7 @@ async def _complete(
     answer: dict[str, str] = {}
     call.sent()
     if up.sglang is not None:
+        assert prompt_ids is not None  # _fit tokenizes every sglang call
         data = await up.sglang.complete(up, body, chat, headers, prompt_ids)
     elif chat:
         data = await up.post_json("/v1/chat/completions", prepare_chat(body, True), headers, answer)
@@ -317,7 +318,8 @@ async def _stream(
         chunks = each(as_chunks(data, chat))
     elif up.sglang is not None:
         call.sent()
-        resp, prompt_ids = await up.sglang.open_stream(up, body, chat, headers, prompt_ids)
+        assert prompt_ids is not None  # _fit tokenizes every sglang call
+        resp = await up.sglang.open_stream(up, body, headers, prompt_ids)
         chunks = GenerateStream(body, chat, prompt_ids).chunks(sse_json(resp))
     else:
         prepared = prepare_chat(body, True) if chat else prepare_completion(body, True)

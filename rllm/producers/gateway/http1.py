@@ -18,7 +18,11 @@ from urllib.parse import urlsplit
 import httptools
 import httpx
 
-__all__ = ["NO_RESPONSE", "Answer", "Http1Pool"]
+__all__ = ["KEEPALIVE_S", "NO_RESPONSE", "Answer", "Http1Pool"]
+
+KEEPALIVE_S = 4.0
+"""How long the upstream pools keep an idle connection: under uvicorn's 5 s, so the server
+is not the one to close it under a new request."""
 
 NO_RESPONSE = "Server disconnected without sending a response."
 """httpcore's words for a connection closed before any answer (``Upstream._retrying``
@@ -145,11 +149,10 @@ class Http1Pool:
 
     Args:
         max_connections: connections open at once (further requests wait for one).
-        keepalive_s: how long an idle connection is kept (under uvicorn's 5 s, so the
-            server is not the one to close it under a new request).
+        keepalive_s: how long an idle connection is kept (``KEEPALIVE_S``).
     """
 
-    def __init__(self, max_connections: int = 1000, keepalive_s: float = 4.0) -> None:
+    def __init__(self, max_connections: int = 1000, keepalive_s: float = KEEPALIVE_S) -> None:
         self._keepalive_s = keepalive_s
         self._slots = asyncio.Semaphore(max_connections)
         self._idle: dict[tuple[str, str, int], list[_Connection]] = {}

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from rllm.errors import ConfigError
+from rllm.producers.gateway.adapters.base import renamed
 
 if TYPE_CHECKING:
     from rllm.producers.gateway.upstreams import Upstream
@@ -51,9 +52,7 @@ _KEEP = (
 def sampling_for_generate(body: dict[str, Any]) -> dict[str, Any]:
     """SGLang ``sampling_params`` for an OpenAI request body."""
     out = {k: body[k] for k in _KEEP if body.get(k) is not None}
-    for src, dst in _RENAME.items():
-        if body.get(src) is not None:
-            out[dst] = body[src]
+    out.update(renamed(body, _RENAME))
     return out
 
 
@@ -168,12 +167,11 @@ class SglangGenerate:
         body: dict[str, Any],
         chat: bool,
         headers: dict[str, str],
-        prompt_ids: list[int] | None = None,
+        prompt_ids: list[int],
     ) -> dict[str, Any]:
-        """Call ``/generate`` (with ``prompt_ids`` when the caller tokenized already);
-        return a vLLM-shaped chat completion or completion (``n`` samples come back as a
-        list: one choice each, in order)."""
-        prompt_ids = self.prompt_ids(body, chat) if prompt_ids is None else prompt_ids
+        """Call ``/generate`` with the prompt's IDs (``prompt_ids(body, chat)``); return a
+        vLLM-shaped chat completion or completion (``n`` samples come back as a list: one
+        choice each, in order)."""
         data = await upstream.post_json("/generate", self.request(body, prompt_ids, False), headers)
         outs = data if isinstance(data, list) else [data]
         choices = [choice_of(out, k, chat) for k, out in enumerate(outs)]
@@ -191,17 +189,14 @@ class SglangGenerate:
         self,
         upstream: Upstream,
         body: dict[str, Any],
-        chat: bool,
         headers: dict[str, str],
-        prompt_ids: list[int] | None = None,
-    ) -> tuple[httpx.Response, list[int]]:
-        """Open a streamed ``/generate`` call; return the open response and the prompt IDs.
+        prompt_ids: list[int],
+    ) -> httpx.Response:
+        """Open a streamed ``/generate`` call with the prompt's IDs; return the open response.
 
         Raises:
             UpstreamFailure: non-2xx status, timeout or unreachable.
         """
-        prompt_ids = self.prompt_ids(body, chat) if prompt_ids is None else prompt_ids
-        resp = await upstream.open_stream(
+        return await upstream.open_stream(
             "/generate", self.request(body, prompt_ids, True), headers
         )
-        return resp, prompt_ids

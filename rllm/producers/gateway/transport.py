@@ -22,7 +22,7 @@ import aiohttp
 import httpx
 from yarl import URL
 
-from rllm.producers.gateway.http1 import NO_RESPONSE, Http1Pool
+from rllm.producers.gateway.http1 import KEEPALIVE_S, NO_RESPONSE, Http1Pool
 
 __all__ = ["AiohttpTransport", "UpstreamStack"]
 
@@ -84,11 +84,10 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
 
     Args:
         max_connections: connections open at once (further requests wait for one).
-        keepalive_s: how long an idle connection is kept (under uvicorn's 5 s, so the
-            server is not the one to close it under a new request).
+        keepalive_s: how long an idle connection is kept (``KEEPALIVE_S``).
     """
 
-    def __init__(self, max_connections: int = 1000, keepalive_s: float = 4.0) -> None:
+    def __init__(self, max_connections: int = 1000, keepalive_s: float = KEEPALIVE_S) -> None:
         self._limit = max_connections
         self._keepalive_s = keepalive_s
         self._session: aiohttp.ClientSession | None = None

@@ -91,19 +91,13 @@ class Upstream:
 
     def _failure(self, exc: httpx.HTTPError) -> UpstreamFailure:
         if isinstance(exc, httpx.TimeoutException):
+            kind, status = "upstream_timeout", 504
             msg = f"upstream {self.url} timed out ({type(exc).__name__})"
-            return UpstreamFailure(
-                "upstream_timeout",
-                504,
-                json.dumps(error_body(msg, "upstream_timeout", 504)).encode(),
-                msg,
-            )
-        msg = f"upstream {self.url} unreachable ({type(exc).__name__}: {exc})"
+        else:
+            kind, status = "upstream_unreachable", 502
+            msg = f"upstream {self.url} unreachable ({type(exc).__name__}: {exc})"
         return UpstreamFailure(
-            "upstream_unreachable",
-            502,
-            json.dumps(error_body(msg, "upstream_unreachable", 502)).encode(),
-            msg,
+            kind, status, json.dumps(error_body(msg, kind, status)).encode(), msg
         )
 
     def _headers(self, incoming: dict[str, str]) -> dict[str, str]:

@@ -7,12 +7,20 @@ import json
 import uuid
 from typing import Any
 
-from rllm.producers.gateway.adapters.base import Parsed
+from rllm.producers.gateway.adapters.base import Parsed, renamed
 from rllm.producers.gateway.errors import UnreadableRequestError
 
 __all__ = ["dropped", "from_chat", "to_chat"]
 
 _STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
+_SAMPLING = {
+    "max_tokens": "max_tokens",
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "stop_sequences": "stop",
+}
+"""The request's sampling fields, by their chat-completions names."""
 _SENT = frozenset(
     {
         "model",
@@ -125,15 +133,7 @@ def to_chat(body: dict[str, Any]) -> dict[str, Any]:
         chat["tool_choice"] = _tool_choice(body["tool_choice"])
         if body["tool_choice"].get("disable_parallel_tool_use"):
             chat["parallel_tool_calls"] = False
-    for src, dst in (
-        ("max_tokens", "max_tokens"),
-        ("temperature", "temperature"),
-        ("top_p", "top_p"),
-        ("top_k", "top_k"),
-        ("stop_sequences", "stop"),
-    ):
-        if body.get(src) is not None:
-            chat[dst] = body[src]
+    chat.update(renamed(body, _SAMPLING))
     return chat
 
 

@@ -4,7 +4,7 @@ the token IDs and logprobs the gateway asked for on its own behalf."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -20,6 +20,7 @@ __all__ = [
     "asked_logprobs",
     "capture_choices",
     "first_choice",
+    "renamed",
     "sse",
     "strip_capture",
     "usage_of",
@@ -188,6 +189,12 @@ def capture_choices(
     for c in data["choices"]:
         strip_capture(c, body, data if strip_top else None)
     return parsed
+
+
+def renamed(body: dict[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
+    """The fields of ``body`` that ``names`` maps and that are set (not None), under the
+    names it maps them to (a later one wins where two map to one name)."""
+    return {dst: body[src] for src, dst in names.items() if body.get(src) is not None}
 
 
 def sse(data: Any, event: str | None = None) -> bytes:

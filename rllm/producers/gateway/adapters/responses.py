@@ -8,10 +8,13 @@ import time
 import uuid
 from typing import Any
 
-from rllm.producers.gateway.adapters.base import Parsed
+from rllm.producers.gateway.adapters.base import Parsed, renamed
 from rllm.producers.gateway.errors import UnreadableRequestError
 
 __all__ = ["dropped", "from_chat", "to_chat"]
+
+_SAMPLING = {"max_output_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p"}
+"""The request's sampling fields, by their chat-completions names."""
 
 
 def _text(content: Any) -> str:
@@ -83,13 +86,7 @@ def to_chat(body: dict[str, Any]) -> dict[str, Any]:
     ]
     if tools:
         chat["tools"] = tools
-    for src, dst in (
-        ("max_output_tokens", "max_tokens"),
-        ("temperature", "temperature"),
-        ("top_p", "top_p"),
-    ):
-        if body.get(src) is not None:
-            chat[dst] = body[src]
+    chat.update(renamed(body, _SAMPLING))
     return chat
 
 

@@ -78,27 +78,19 @@ class ResponsesStream(TranslatedStream):
                     "response.output_item.added", output_index=len(self.items), item=self.open
                 )
             )
+            part = {"type": "output_text", "text": "", "annotations": []}
             out.append(
-                self._event(
-                    "response.content_part.added",
-                    item_id=self.open["id"],
-                    output_index=len(self.items),
-                    content_index=0,
-                    part={"type": "output_text", "text": "", "annotations": []},
-                )
+                self._event("response.content_part.added", **self._part(self.open), part=part)
             )
         self.text.append(text)
-        out.append(
-            self._event(
-                "response.output_text.delta",
-                item_id=self.open["id"],
-                output_index=len(self.items),
-                content_index=0,
-                delta=text,
-                logprobs=[],
-            )
-        )
+        ids = self._part(self.open)
+        out.append(self._event("response.output_text.delta", **ids, delta=text, logprobs=[]))
         return out
+
+    def _part(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Where the message's text (its one content part) stands: the fields that place
+        its part and text events."""
+        return {"item_id": message["id"], "output_index": len(self.items), "content_index": 0}
 
     def _call(self, call: dict[str, Any]) -> list[bytes]:
         out: list[bytes] = []
@@ -143,7 +135,7 @@ class ResponsesStream(TranslatedStream):
             text = "".join(self.text)
             part = {"type": "output_text", "text": text, "annotations": []}
             item = {**item, "status": "completed", "content": [part]}
-            ids = {"item_id": item["id"], "output_index": at, "content_index": 0}
+            ids = self._part(item)
             out.append(self._event("response.output_text.done", **ids, text=text, logprobs=[]))
             out.append(self._event("response.content_part.done", **ids, part=part))
         else:

@@ -39,6 +39,20 @@ def dripping() -> Iterator[RunningUpstream]:
     server.stop()
 
 
+@pytest.fixture
+def start_upstream() -> Iterator[Callable[[FakeUpstream], RunningUpstream]]:
+    """Start fake upstreams on states of the test's own; each is stopped at the end."""
+    started: list[RunningUpstream] = []
+
+    def start(state: FakeUpstream) -> RunningUpstream:
+        started.append(start_fake_upstream(state=state))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.stop()
+
+
 def session_steps(
     events: Callable[[], list[tuple[str, SessionEvent]]], sid: str
 ) -> list[StepCaptured]:
@@ -131,6 +145,19 @@ def tiny_tokenizer(tmp_path: Path) -> Path:
     fast.chat_template = TEMPLATE
     fast.save_pretrained(tmp_path / "tok")
     return tmp_path / "tok"
+
+
+@pytest.fixture
+def start_sglang_gateway(
+    start_gateway: Callable[..., ThreadedServer], tiny_tokenizer: Path
+) -> Callable[..., ThreadedServer]:
+    """``start_gateway`` for an sglang upstream (``/generate``) that tokenizes with
+    ``tiny_tokenizer``; the fake upstream unless ``upstream_url`` says otherwise."""
+
+    def start(**overrides: Any) -> ThreadedServer:
+        return start_gateway(upstream_kind="sglang", tokenizer=str(tiny_tokenizer), **overrides)
+
+    return start
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -116,14 +115,11 @@ def test_a_query_that_may_hold_a_secret_is_recorded_without_its_value(
 
 
 def test_an_sglang_upstream_fits_max_tokens_to_the_prompt_it_tokenized(
-    start_gateway: Callable[..., ThreadedServer],
+    start_sglang_gateway: Callable[..., ThreadedServer],
     small: RunningUpstream,
     session_events: Events,
-    tiny_tokenizer: Path,
 ) -> None:
-    gw = start_gateway(
-        upstream_url=small.url, upstream_kind="sglang", tokenizer=str(tiny_tokenizer)
-    )
+    gw = start_sglang_gateway(upstream_url=small.url)
     body = {"model": "m", "messages": [{"role": "user", "content": "hello world"}]}
     r = httpx.post(
         f"{gw.url}/sessions/sg/v1/chat/completions",

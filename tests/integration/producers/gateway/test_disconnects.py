@@ -46,13 +46,14 @@ class SlowEngine(EngineDouble):
         self,
         prompts: list[list[int]],
         params: list[SamplingParams],
-        stop: Sequence[threading.Event] | None = None,
+        stop: Sequence[threading.Event],
     ) -> list[Completion]:
+        """Called by the model server's batcher, which passes every row's stop event."""
         self.batches.append([list(p) for p in prompts])
         self.started.set()
         deadline = time.monotonic() + self.seconds
         while time.monotonic() < deadline:
-            if stop is not None and all(s.is_set() for s in stop):
+            if all(s.is_set() for s in stop):
                 self.stopped.set()
                 break
             time.sleep(0.01)

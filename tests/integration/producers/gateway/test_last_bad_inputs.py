@@ -23,9 +23,15 @@ def _steps(session_events: Events, sid: str) -> list[StepCaptured]:
     ]
 
 
-def _open(url: str, sid: str) -> dict[str, str]:
+def _open_chat(
+    start_gateway: Callable[..., ThreadedServer], sid: str
+) -> tuple[str, dict[str, str]]:
+    """Start a gateway and open session ``sid`` on it: the chat-completions URL, and the
+    headers that carry the session's key."""
+    url = start_gateway().url
     info = httpx.post(f"{url}/sessions", json={"session_id": sid}, headers=ADMIN).json()
-    return {"authorization": f"Bearer {info['api_key']}", "content-type": "application/json"}
+    key = {"authorization": f"Bearer {info['api_key']}", "content-type": "application/json"}
+    return f"{url}/v1/chat/completions", key
 
 
 def test_values_no_upstream_can_read_are_400s_that_take_no_step_index(
@@ -33,9 +39,7 @@ def test_values_no_upstream_can_read_are_400s_that_take_no_step_index(
     upstream: RunningUpstream,
     session_events: Events,
 ) -> None:
-    gw = start_gateway()
-    hdr = _open(gw.url, "unsendable")
-    url = f"{gw.url}/v1/chat/completions"
+    url, hdr = _open_chat(start_gateway, "unsendable")
     before = len(upstream.state.requests)
     assert httpx.post(url, content=HI + b"}", headers=hdr).status_code == 200
     refused = {
@@ -68,9 +72,7 @@ def test_an_n_not_every_choice_of_which_is_captured_is_refused_before_the_upstre
     upstream: RunningUpstream,
     session_events: Events,
 ) -> None:
-    gw = start_gateway()
-    hdr = _open(gw.url, "many")
-    url = f"{gw.url}/v1/chat/completions"
+    url, hdr = _open_chat(start_gateway, "many")
     before = len(upstream.state.requests)
     for n, got in ((b'"4"', "'4' (str)"), (b"129", "129 (int)")):
         r = httpx.post(url, content=HI + b',"n":' + n + b"}", headers=hdr)

@@ -68,13 +68,7 @@ def test_multi_turn_chat_sync_is_captured_with_prefix_delta(
     events = session_events()
     assert {k for k, _ in events} == {"run-1/task:7/0"}
     kinds = [type(e.payload).__name__ for _, e in events]
-    assert kinds == [
-        "SessionOpened",
-        "StepCaptured",
-        "StepCaptured",
-        "StepCaptured",
-        "SessionClosed",
-    ]
+    assert kinds == ["SessionOpened", *["StepCaptured"] * 3, "SessionClosed"]
     assert isinstance(events[0][1].payload, SessionOpened)
     assert events[0][1].payload.group_size == 2 and events[0][1].run_id == "run-1"
     steps = _steps(events, "run-1/task:7/0")

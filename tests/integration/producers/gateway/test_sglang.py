@@ -4,7 +4,6 @@ tokenizer, sampled IDs and logprobs from the upstream."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import openai
 import pytest
@@ -17,12 +16,11 @@ Events = Callable[[], list[tuple[str, SessionEvent]]]
 
 
 def test_chat_through_generate(
-    start_gateway: Callable[..., ThreadedServer],
+    start_sglang_gateway: Callable[..., ThreadedServer],
     session_events: Events,
     upstream: RunningUpstream,
-    tiny_tokenizer: Path,
 ) -> None:
-    gw = start_gateway(upstream_kind="sglang", tokenizer=str(tiny_tokenizer))
+    gw = start_sglang_gateway()
     client = openai.OpenAI(base_url=f"{gw.url}/sessions/sg/v1", api_key=ADMIN_KEY)
     msgs = [{"role": "user", "content": "hello world"}]
     reply = client.chat.completions.create(model="m", messages=msgs, max_tokens=8)  # type: ignore[arg-type]  # plain dicts, not the SDK's message TypedDicts

@@ -16,26 +16,21 @@ from click.testing import CliRunner
 from rllm.cli.main import cli
 from rllm.errors import ConfigError
 from rllm.producers.gateway import GatewaySettings, create_app
-from rllm.schemas.types import SessionEvent, StepCaptured
+from rllm.schemas.types import SessionEvent
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import RunningUpstream, ThreadedServer
 from tests.integration.producers.gateway.clients import openai_client
+from tests.integration.producers.gateway.fixtures import session_steps
 
 Events = Callable[[], list[tuple[str, SessionEvent]]]
 
 
-def _steps(events: Events, sid: str) -> list[StepCaptured]:
-    return [
-        e.payload
-        for _, e in events()
-        if e.session_id == sid and isinstance(e.payload, StepCaptured)
-    ]
-
-
 def test_the_tokenizer_is_loaded_at_start_not_on_the_first_request(
-    start_gateway: Callable[..., ThreadedServer], upstream: RunningUpstream, tiny_tokenizer: Path
+    start_sglang_gateway: Callable[..., ThreadedServer],
+    upstream: RunningUpstream,
+    tiny_tokenizer: Path,
 ) -> None:
-    gw = start_gateway(upstream_kind="sglang", tokenizer=str(tiny_tokenizer))
+    gw = start_sglang_gateway()
     shutil.rmtree(tiny_tokenizer)  # gone before the first request: it was read at start
     with openai_client(gw.url, "first") as client:
         messages: Any = [{"role": "user", "content": "hello world"}]
@@ -72,12 +67,11 @@ def test_the_cli_takes_the_tokenizer_and_the_upstream_timeout(tmp_path: Path) ->
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_n_samples_from_generate_are_each_captured(
     stream: bool,
-    start_gateway: Callable[..., ThreadedServer],
+    start_sglang_gateway: Callable[..., ThreadedServer],
     session_events: Events,
     upstream: RunningUpstream,
-    tiny_tokenizer: Path,
 ) -> None:
-    gw = start_gateway(upstream_kind="sglang", tokenizer=str(tiny_tokenizer))
+    gw = start_sglang_gateway()
     messages: Any = [{"role": "user", "content": "hello world"}]
     with openai_client(gw.url, "n2") as client:
         made = client.chat.completions.create(model="m", messages=messages, n=2, stream=stream)
@@ -90,7 +84,7 @@ def test_n_samples_from_generate_are_each_captured(
             texts = [c.message.content or "" for c in made.choices]
     assert texts == ["ok done", "ok done"]
     assert upstream.state.requests[-1]["sampling_params"] == {"n": 2}
-    steps = _steps(session_events, "n2")
+    steps = session_steps(session_events, "n2")
     assert [s.step_index for s in steps] == [0, 1]
     # sample j answers the prompt's last ID (5: assistant) + 1 + j, + 2 + j, then 2
     assert [s.response_ids.tolist() for s in steps] == [[6, 7, 2], [7, 8, 2]]

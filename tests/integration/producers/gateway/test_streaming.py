@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +17,6 @@ from tests.fakes.upstream import (
     ThreadedServer,
     answer_text,
     chat_prompt_text,
-    start_fake_upstream,
 )
 from tests.integration.producers.gateway.clients import APIS, Streamed, call
 from tests.integration.producers.gateway.fixtures import DRIP_DELAY_S, session_steps
@@ -134,20 +132,14 @@ def test_a_streamed_answer_is_captured_as_the_whole_answer(
 def test_a_streamed_generate_answer_is_captured_as_the_whole_answer(
     api: str,
     incremental: bool,
-    start_gateway: Callable[..., ThreadedServer],
+    start_sglang_gateway: Callable[..., ThreadedServer],
+    start_upstream: Callable[[FakeUpstream], RunningUpstream],
     session_events: Events,
-    tiny_tokenizer: Path,
 ) -> None:
     state = FakeUpstream(generate_incremental=incremental)
-    sglang = start_fake_upstream(state=state)
-    try:
-        gw = start_gateway(
-            upstream_url=sglang.url, upstream_kind="sglang", tokenizer=str(tiny_tokenizer)
-        )
-        whole = call(gw.url, f"whole-{api}", api, stream=False)
-        streamed = call(gw.url, f"stream-{api}", api, stream=True)
-    finally:
-        sglang.stop()
+    gw = start_sglang_gateway(upstream_url=start_upstream(state).url)
+    whole = call(gw.url, f"whole-{api}", api, stream=False)
+    streamed = call(gw.url, f"stream-{api}", api, stream=True)
     assert isinstance(streamed, Streamed)
     assert streamed.text == "ok done" and streamed.deltas == 3  # one delta per token
     assert [r["stream"] for r in state.requests] == [False, True]
@@ -213,17 +205,13 @@ def test_tool_calls_stream_as_function_call_and_tool_use_deltas(
 
 @pytest.mark.parametrize("api", ["chat", "anthropic"])
 def test_a_generate_stream_reaches_the_client_before_the_upstream_finished(
-    api: str, start_gateway: Callable[..., ThreadedServer], tiny_tokenizer: Path
+    api: str,
+    start_sglang_gateway: Callable[..., ThreadedServer],
+    start_upstream: Callable[[FakeUpstream], RunningUpstream],
 ) -> None:
     state = FakeUpstream(chunk_delay_s=DRIP_DELAY_S)
-    sglang = start_fake_upstream(state=state)
-    try:
-        gw = start_gateway(
-            upstream_url=sglang.url, upstream_kind="sglang", tokenizer=str(tiny_tokenizer)
-        )
-        got = call(gw.url, f"generate-{api}", api, stream=True)
-    finally:
-        sglang.stop()
+    gw = start_sglang_gateway(upstream_url=start_upstream(state).url)
+    got = call(gw.url, f"generate-{api}", api, stream=True)
     assert isinstance(got, Streamed) and got.text == "ok done" and got.deltas == 3
     (ended,) = state.stream_ends
     assert got.first_at is not None and got.first_at < ended, (got.first_at, ended)

@@ -5,7 +5,7 @@ are kept, a cancelled call closing its connection, broken answers, and uvloop.""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx
@@ -13,8 +13,8 @@ import pytest
 import uvloop
 
 from rllm.producers.gateway.http1 import Http1Pool
+from tests.fakes.loopback import Script, scripted_socket
 
-Serve = Callable[[int, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 TIMEOUT = {"pool": 5.0, "connect": 5.0, "read": 5.0}
 
 
@@ -30,31 +30,21 @@ async def _head(reader: asyncio.StreamReader) -> bytes:
 
 
 @asynccontextmanager
-async def _server(serve: Serve) -> AsyncIterator[tuple[str, list[int]]]:
+async def _server(serve: Script) -> AsyncIterator[tuple[str, list[int]]]:
     """A loopback server; ``serve(n, reader, writer)`` serves its ``n``-th connection.
     Yields its URL and the numbers of the connections that were closed by the client."""
-    count = 0
     ended: list[int] = []
 
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal count
-        count += 1
-        n = count
+    async def watched(n: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             await serve(n, reader, writer)
             if await reader.read() == b"":
                 ended.append(n)
         except (asyncio.IncompleteReadError, ConnectionError):
             ended.append(n)
-        finally:
-            writer.close()
 
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}/v1/x", ended
-    finally:
-        server.close()
+    async with scripted_socket(watched) as url:
+        yield f"{url}/v1/x", ended
 
 
 async def _post(pool: Http1Pool, url: str, body: bytes = b"{}") -> tuple[int, bytes]:

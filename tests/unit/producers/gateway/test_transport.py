@@ -18,6 +18,7 @@ from rllm.producers.gateway import jsonio
 from rllm.producers.gateway.settings import GatewaySettings
 from rllm.producers.gateway.streaming import sse_json
 from rllm.producers.gateway.upstreams import FORWARD_HEADERS, Upstream, UpstreamFailure
+from tests.fakes.loopback import scripted_socket
 
 Seen = dict[str, Any]
 """One request the server read: ``line``, ``headers`` (lower-case names), ``body``."""
@@ -41,24 +42,12 @@ def _answer(status: int, body: bytes, *extra: str) -> bytes:
 async def _server(handle: Handler) -> AsyncIterator[tuple[str, list[Seen]]]:
     """A loopback server; ``handle(n, reader, writer, seen)`` serves connection ``n``."""
     seen: list[Seen] = []
-    count = 0
 
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal count
-        count += 1
-        try:
-            await handle(count, reader, writer, seen)
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
+    async def serve(n: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await handle(n, reader, writer, seen)
 
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}", seen
-    finally:
-        server.close()
+    async with scripted_socket(serve) as url:
+        yield url, seen
 
 
 async def _json_answers(
