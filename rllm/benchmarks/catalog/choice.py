@@ -25,6 +25,11 @@ _labeled = _mcq.variant(
     adapter="labeled_choices",
     id_field="id",
 )
+# Choices as a list and the answer as its letter.
+_lettered = _mcq.variant(adapter="letter_choices")
+# One column per option (``A`` to ``D``) and the answer as its letter.
+_columns = _mcq.variant(adapter="column_choices")
+_ABCD = {"A": "A", "B": "B", "C": "C", "D": "D"}
 
 register_benchmarks(
     _indexed(
@@ -35,12 +40,11 @@ register_benchmarks(
         meta=("subject",),
         description="57-subject knowledge exam (14k test questions).",
     ),
-    _mcq(
+    _lettered(
         "mmlu_pro",
         "MMLU-Pro",
         "TIGER-Lab/MMLU-Pro",
         {"question": "question", "choices": "options", "answer": "answer"},
-        adapter="letter_choices",
         id_field="question_id",
         meta=("category",),
         aliases=("mmlupro",),
@@ -73,35 +77,32 @@ register_benchmarks(
         aliases=("gpqa",),
         description="198 graduate-level science questions (options shuffled per row, gated).",
     ),
-    _mcq(
+    _lettered(
         "supergpqa",
         "SuperGPQA",
         "m-a-p/SuperGPQA",
         {"question": "question", "choices": "options", "answer": "answer_letter"},
-        adapter="letter_choices",
         split="train",
         id_field="uuid",
         meta=("discipline", "difficulty"),
         description="26k questions over 285 disciplines.",
     ),
-    _mcq(
+    _columns(
         "ceval",
         "C-Eval",
         "ceval/ceval-exam",
-        {"question": "question", "A": "A", "B": "B", "C": "C", "D": "D", "answer": "answer"},
-        adapter="column_choices",
+        {"question": "question", **_ABCD, "answer": "answer"},
         config="computer_network",
         split="val",
         id_field="id",
         aliases=("c-eval",),
         description="Chinese exam questions; test answers are hidden.",
     ),
-    _mcq(
+    _columns(
         "cmmlu",
         "CMMLU",
         "haonan-li/cmmlu",
-        {"question": "Question", "A": "A", "B": "B", "C": "C", "D": "D", "answer": "Answer"},
-        adapter="column_choices",
+        {"question": "Question", **_ABCD, "answer": "Answer"},
         config="agronomy",
         description="Chinese massive multitask language.",
     ),

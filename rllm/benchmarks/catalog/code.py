@@ -26,7 +26,14 @@ _humaneval = _code.variant(
     adapter="humaneval",
     prompt=_COMPLETE,
 )
-_mbpp = _code.variant(id_field="task_id", adapter="mbpp", prompt=_MBPP)
+# The sanitized columns (``prompt``, ``test_imports``), which MBPP+ keeps too.
+_mbpp = _code.variant(
+    id_field="task_id",
+    fields={"question": "prompt", "tests": "test_list"},
+    optional={"imports": "test_imports"},
+    adapter="mbpp",
+    prompt=_MBPP,
+)
 
 register_benchmarks(
     _humaneval(
@@ -57,9 +64,7 @@ register_benchmarks(
         "mbpp_sanitized",
         "MBPP (sanitized)",
         "google-research-datasets/mbpp",
-        {"question": "prompt", "tests": "test_list"},
         config="sanitized",
-        optional={"imports": "test_imports"},
         description="Hand-verified 427-task subset of MBPP.",
     ),
     _mbpp(
@@ -67,7 +72,6 @@ register_benchmarks(
         "MBPP+",
         "evalplus/mbppplus",
         {"question": "prompt", "tests": "test_list", "test": "test"},
-        optional={"imports": "test_imports"},
         adapter="mbpp_plus",
         aliases=("mbppplus",),
         description="MBPP with EvalPlus's extended tests.",

@@ -30,6 +30,8 @@ def _math(
 
 # Competition sets: one training split of problems with a numeric final answer.
 _contest = partial(_math, split="train", adapter="number_answer")
+# MathArena's curated contests, their problems numbered in ``problem_idx``.
+_matharena = partial(_contest, id_field="problem_idx")
 
 
 register_benchmarks(
@@ -73,11 +75,10 @@ register_benchmarks(
         aliases=("aime2024", "aime_2024"),
         description="American Invitational Mathematics Examination 2024 (I and II).",
     ),
-    _contest(
+    _matharena(
         "aime25",
         "AIME 2025",
         "MathArena/aime_2025",
-        id_field="problem_idx",
         aliases=("aime2025", "aime_2025"),
         description="AIME 2025 I and II, as curated by MathArena.",
     ),
@@ -98,27 +99,24 @@ register_benchmarks(
         aliases=("amc22", "amc23"),
         description="AMC 12 2022-2023 problems with integer answers.",
     ),
-    _contest(
+    _matharena(
         "hmmt25",
         "HMMT February 2025",
         "MathArena/hmmt_feb_2025",
-        id_field="problem_idx",
         aliases=("hmmt", "hmmt_feb_2025"),
         description="Harvard-MIT Mathematics Tournament, February 2025.",
     ),
-    _contest(
+    _matharena(
         "brumo25",
         "BRUMO 2025",
         "MathArena/brumo_2025",
-        id_field="problem_idx",
         aliases=("brumo",),
         description="Brown University Math Olympiad 2025.",
     ),
-    _contest(
+    _matharena(
         "cmimc25",
         "CMIMC 2025",
         "MathArena/cmimc_2025",
-        id_field="problem_idx",
         aliases=("cmimc",),
         description="Carnegie Mellon Informatics and Mathematics Competition 2025.",
     ),

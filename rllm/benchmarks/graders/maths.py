@@ -26,11 +26,10 @@ _TIMEOUT_S = 30
 set-up) can pass; a runaway expression still stops."""
 
 
-def _timeouts() -> dict[str, Any]:
-    """math-verify times out with SIGALRM, which only the main thread may use."""
-    if threading.current_thread() is threading.main_thread():
-        return {"parsing_timeout": _TIMEOUT_S}
-    return {"parsing_timeout": None}
+def _timeout_s() -> int | None:
+    """The timeout for math-verify's ``parse`` and ``verify``: it times out with SIGALRM,
+    which only the main thread may use, so off the main thread there is none."""
+    return _TIMEOUT_S if threading.current_thread() is threading.main_thread() else None
 
 
 def _parse_gold(text: str) -> list[Any]:
@@ -38,8 +37,8 @@ def _parse_gold(text: str) -> list[Any]:
 
     text = text.strip()
     wrapped = text if "$" in text or "\\boxed" in text else f"${text}$"
-    parsed = parse(wrapped, **_timeouts())
-    return list(parsed) if parsed else list(parse(text, **_timeouts()))
+    parsed = parse(wrapped, parsing_timeout=_timeout_s())
+    return list(parsed) if parsed else list(parse(text, parsing_timeout=_timeout_s()))
 
 
 def math_equal(gold: str, answer: str) -> tuple[bool, str]:
@@ -47,14 +46,12 @@ def math_equal(gold: str, answer: str) -> tuple[bool, str]:
     from math_verify import parse, verify  # type: ignore[import-untyped,unused-ignore]  # no stubs
 
     gold_parsed = _parse_gold(gold)
-    pred = parse(answer, **_timeouts())
+    pred = parse(answer, parsing_timeout=_timeout_s())
     extracted = str(pred[-1]) if pred else ""
     if not gold_parsed or not pred:
         same = bool(gold.strip()) and _plain(gold) == _plain(extracted or answer)
         return same, extracted
-    main = threading.current_thread() is threading.main_thread()
-    kw: dict[str, Any] = {"timeout_seconds": _TIMEOUT_S if main else None}
-    return bool(verify(gold_parsed, pred, **kw)), extracted
+    return bool(verify(gold_parsed, pred, timeout_seconds=_timeout_s())), extracted
 
 
 def _plain(text: str) -> str:

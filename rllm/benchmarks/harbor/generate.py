@@ -130,12 +130,25 @@ def _write_value(kind: str, noun: str, value: str, name: str) -> GeneratedTask:
     """A task of writing ``value`` into ``/app/<name>.txt``."""
     path = f"/app/{name}.txt"
     command = f"echo {value} > {path}"
+    return _file_holds(kind, f"write the {noun} {value} into {path}", command, path, value)
+
+
+def _file_holds(
+    kind: str,
+    what: str,
+    command: str,
+    path: str,
+    value: object,
+    files: dict[str, str] | None = None,
+) -> GeneratedTask:
+    """A task checked by the file at ``path`` holding ``value`` (whitespace aside)."""
     return GeneratedTask(
         kind,
-        _instruction(f"write the {noun} {value} into {path}", command),
+        _instruction(what, command),
         command,
         f'[ "{FILE_TEXT.format(path=path)}" = "{value}" ]',
         f"{path} holds {value}",
+        files or {},
     )
 
 
@@ -146,14 +159,7 @@ def _count_files(rng: random.Random) -> GeneratedTask:
     path = f"/app/{out}.txt"
     command = f"ls /app/{folder} | wc -l > {path}"
     what = f"count the files in /app/{folder} and write the count into {path}"
-    return GeneratedTask(
-        "count-files",
-        _instruction(what, command),
-        command,
-        f'[ "{FILE_TEXT.format(path=path)}" = "{count}" ]',
-        f"{path} holds {count}",
-        files,
-    )
+    return _file_holds("count-files", what, command, path, count, files)
 
 
 def _rename_file(rng: random.Random) -> GeneratedTask:
@@ -181,14 +187,8 @@ def _csv_field(rng: random.Random) -> GeneratedTask:
     path = f"/app/{out}.txt"
     command = f"grep {pick} /app/prices.csv | cut -d, -f2 > {path}"
     what = f"write the price of {pick} from /app/prices.csv into {path}"
-    return GeneratedTask(
-        "csv-field",
-        _instruction(what, command),
-        command,
-        f'[ "{FILE_TEXT.format(path=path)}" = "{prices[pick]}" ]',
-        f"{path} holds {prices[pick]}",
-        {"prices.csv": f"name,price\n{rows}"},
-    )
+    files = {"prices.csv": f"name,price\n{rows}"}
+    return _file_holds("csv-field", what, command, path, prices[pick], files)
 
 
 def _fix_word(rng: random.Random) -> GeneratedTask:
