@@ -54,18 +54,7 @@ class KilocodeHarness(OpencodeHarness):
         "KILO_PURE": "1",
         "KILO_SESSION_RETRY_LIMIT": "1",
     }
-    disabled = (
-        "MODELS_FETCH",
-        "AUTOUPDATE",
-        "SHARE",
-        "SESSION_INGEST",
-        "DEFAULT_PLUGINS",
-        "LSP_DOWNLOAD",
-        "PROJECT_CONFIG",
-        "CLAUDE_CODE",
-        "EXTERNAL_SKILLS",
-        "TERMINAL_TITLE",
-    )
+    disabled = (*OpencodeHarness.disabled, "SESSION_INGEST")  # kilo also uploads sessions
     extra_config = {
         "enabled_providers": [PROVIDER],
         "snapshot": False,  # no workspace snapshots: nothing to undo in a run
