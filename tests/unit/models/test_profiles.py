@@ -10,24 +10,14 @@ import pytest
 from click.testing import CliRunner
 
 from rllm.cli.main import cli
-from rllm.models import (
-    ModelConfigError,
-    ModelProfile,
-    Provider,
-    UserConfig,
-    config_path,
-    load_config,
-    mask_key,
-    resolve_api_key,
-    save_config,
-)
-from rllm.models.profiles import PROVIDERS
+from rllm.models import profiles
+from rllm.models.profiles import PROVIDERS, ModelConfigError, ModelProfile, Provider, UserConfig
 
 SECRET = "sk-proj-abcdefghijklmnop1234"
 
 
 def test_config_path_follows_env(config_dir: Path) -> None:
-    assert config_path() == config_dir / "models.json"
+    assert profiles.config_path() == config_dir / "models.json"
 
 
 def test_save_writes_0600_and_round_trips_with_the_key(config_dir: Path) -> None:
@@ -39,10 +29,10 @@ def test_save_writes_0600_and_round_trips_with_the_key(config_dir: Path) -> None
         api_key_env="OPENAI_API_KEY",
         api_key=SECRET,
     )
-    path = save_config(UserConfig(active="o", profiles={"o": profile}))
+    path = profiles.save_config(UserConfig(active="o", profiles={"o": profile}))
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    loaded = load_config()
+    loaded = profiles.load_config()
     assert loaded.get().api_key is not None
     assert loaded.get().api_key.get_secret_value() == SECRET  # type: ignore[union-attr]  # the line above: it is not None
     assert SECRET not in repr(loaded)
@@ -57,23 +47,23 @@ def test_env_key_wins_over_file_key(monkeypatch: pytest.MonkeyPatch) -> None:
         api_key_env="OPENAI_API_KEY",
         api_key="sk-file-key-000000",
     )
-    assert resolve_api_key(profile) == ("sk-file-key-000000", "file")
+    assert profiles.resolve_api_key(profile) == ("sk-file-key-000000", "file")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env-key-1111111")
-    assert resolve_api_key(profile) == ("sk-env-key-1111111", "env OPENAI_API_KEY")
+    assert profiles.resolve_api_key(profile) == ("sk-env-key-1111111", "env OPENAI_API_KEY")
 
 
 def test_mask_key() -> None:
-    assert mask_key(SECRET) == "sk-…1234"
-    assert mask_key("short") == "****" and mask_key(None) == "-"
+    assert profiles.mask_key(SECRET) == "sk-…1234"
+    assert profiles.mask_key("short") == "****" and profiles.mask_key(None) == "-"
 
 
 def test_unknown_profile_and_bad_file(config_dir: Path) -> None:
     with pytest.raises(ModelConfigError, match="model setup"):
-        load_config().get()
+        profiles.load_config().get()
     config_dir.mkdir(parents=True)
     (config_dir / "models.json").write_text("{not json")
     with pytest.raises(ModelConfigError, match="not a valid model configuration"):
-        load_config()
+        profiles.load_config()
 
 
 def test_every_provider_has_defaults() -> None:
@@ -117,7 +107,7 @@ def test_cli_setup_with_flags_show_masks_and_swap(config_dir: Path) -> None:
     table = runner.invoke(cli, ["model", "show"])
     assert table.exit_code == 0 and SECRET not in table.output and "gpt-4o" in table.output
     swapped = runner.invoke(cli, ["model", "swap", "local"])
-    assert swapped.exit_code == 0 and load_config().active == "local"
+    assert swapped.exit_code == 0 and profiles.load_config().active == "local"
     missing = runner.invoke(cli, ["model", "swap", "nope"])
     assert missing.exit_code == 1 and "known: local, openai" in missing.output
 
@@ -129,7 +119,7 @@ def test_cli_setup_interactive_prompts() -> None:
     )
     assert "Provider" in result.output and "Base URL" in result.output
     assert result.exit_code == 0, result.output
-    profile = load_config().get("mine")
+    profile = profiles.load_config().get("mine")
     assert (profile.provider, profile.base_url, profile.model) == (
         Provider.OPENAI_COMPATIBLE,
         "http://127.0.0.1:9999/v1",
@@ -150,8 +140,8 @@ def test_cli_setup_interactive_hidden_key_is_stored_but_never_shown() -> None:
     result = CliRunner().invoke(cli, ["model", "setup", "--interactive"], input=answers)
     assert result.exit_code == 0, result.output
     assert SECRET not in result.output  # typed with hidden input, never echoed
-    profile = load_config().get("anthropic")
+    profile = profiles.load_config().get("anthropic")
     assert profile.api == "anthropic" and profile.base_url == "https://api.anthropic.com/v1"
-    assert resolve_api_key(profile) == (SECRET, "file")
+    assert profiles.resolve_api_key(profile) == (SECRET, "file")
     shown = CliRunner().invoke(cli, ["model", "show"])
     assert SECRET not in shown.output and "sk-…1234" in shown.output
