@@ -28,7 +28,16 @@ from rllm.sandboxes.remote import (
 )
 from rllm.sandboxes.settings import SandboxSettings
 from rllm.sandboxes.snapshots import RegistrySnapshots, SnapshotRegistry, snapshot_key
-from rllm.sandboxes.types import ExecResult, Sandbox, SandboxInfo, SandboxSpec, SnapshotInfo
+from rllm.sandboxes.types import (
+    BACKEND_LABEL,
+    IMAGE_LABEL,
+    ExecResult,
+    Sandbox,
+    SandboxInfo,
+    SandboxSpec,
+    SnapshotInfo,
+    labels_match,
+)
 
 __all__ = ["HostedBackend", "HostedSandbox", "HostedSnapshots", "abnormal"]
 
@@ -201,6 +210,20 @@ class HostedBackend(ABC):
     def snapshots(self) -> HostedSnapshots:
         """Its snapshots."""
         return self._snapshots
+
+    def _new_labels(self, spec: SandboxSpec) -> dict[str, str]:
+        """The labels a new sandbox carries: the spec's, this backend's mark and the image."""
+        return {**spec.labels, BACKEND_LABEL: self.name, IMAGE_LABEL: spec.image}
+
+    def _wanted(self, labels: Mapping[str, str] | None) -> dict[str, str]:
+        """What ``sandboxes(labels)`` lists: ``labels`` and this backend's mark."""
+        return {**(labels or {}), BACKEND_LABEL: self.name}
+
+    @staticmethod
+    def _ours(found: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
+        """Whether a listed sandbox's labels hold all of ``wanted`` (the service's filter
+        is not trusted to have applied every one)."""
+        return labels_match(found, wanted)
 
     # --- what each service supplies ---------------------------------------------------
     @abstractmethod

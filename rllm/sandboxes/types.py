@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "BACKEND_LABEL",
+    "CREATED_LABEL",
+    "IMAGE_LABEL",
     "OWNER_LABEL",
     "ExecResult",
     "ImageInfo",
@@ -39,6 +41,12 @@ OWNER_LABEL = "rllm.owner"
 
 BACKEND_LABEL = "rllm.backend"
 """Set by every backend on what it creates, next to the user's labels."""
+
+IMAGE_LABEL = "rllm.image"
+"""The image a sandbox was created from, set beside ``BACKEND_LABEL``."""
+
+CREATED_LABEL = "rllm.created"
+"""Unix time a sandbox was created (where the service's listing does not say)."""
 
 
 class NetworkMode(StrEnum):

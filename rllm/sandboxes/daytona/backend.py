@@ -42,19 +42,15 @@ from rllm.sandboxes.hosted import HostedBackend
 from rllm.sandboxes.remote import check_spec, whole_units
 from rllm.sandboxes.settings import SandboxSettings
 from rllm.sandboxes.types import (
-    BACKEND_LABEL,
+    IMAGE_LABEL,
     ImageInfo,
     NetworkMode,
     SandboxInfo,
     SandboxSpec,
     SnapshotInfo,
-    labels_match,
 )
 
 __all__ = ["DaytonaBackend"]
-
-IMAGE_LABEL = "rllm.image"
-"""Label holding the spec's image, so ``sandboxes`` can say what each was made from."""
 
 
 class DaytonaBackend(HostedBackend):
@@ -108,7 +104,7 @@ class DaytonaBackend(HostedBackend):
         common: dict[str, Any] = {
             "name": f"rllm-{uuid.uuid4().hex[:20]}",
             "env_vars": dict(spec.env),
-            "labels": {**spec.labels, BACKEND_LABEL: NAME, IMAGE_LABEL: spec.image},
+            "labels": self._new_labels(spec),
             "network_block_all": spec.network == NetworkMode.NONE,
             "auto_delete_interval": 0,
         }
@@ -193,11 +189,11 @@ class DaytonaBackend(HostedBackend):
     async def sandboxes(self, labels: Mapping[str, str] | None = None) -> list[SandboxInfo]:
         """Daytona sandboxes labelled ``rllm.backend=daytona`` (and ``labels``)."""
         client = await self.client()
-        wanted = {**(labels or {}), BACKEND_LABEL: NAME}
+        wanted = self._wanted(labels)
         found: list[SandboxInfo] = []
         with daytona_errors("listing daytona sandboxes"):
             async for remote in client.list(ListSandboxesQuery(labels=wanted)):
-                if labels_match(remote.labels, wanted) and remote.state != SandboxState.DESTROYED:
+                if self._ours(remote.labels, wanted) and remote.state != SandboxState.DESTROYED:
                     found.append(_info(remote))
         return found
 

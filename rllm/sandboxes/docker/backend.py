@@ -27,6 +27,8 @@ from rllm.sandboxes.settings import SandboxSettings
 from rllm.sandboxes.snapshots import RegistrySnapshots, SnapshotRegistry
 from rllm.sandboxes.types import (
     BACKEND_LABEL,
+    CREATED_LABEL,
+    IMAGE_LABEL,
     ImageInfo,
     NetworkMode,
     SandboxInfo,
@@ -43,13 +45,9 @@ __all__ = [
     "DockerSnapshots",
 ]
 
-CREATED_LABEL = "rllm.created"
-"""Unix time the sandbox was created."""
 LABELS_LABEL = "rllm.labels"
 """The spec's own labels as JSON: a container also inherits its image's labels (a
 snapshot's carry its source's owner), so matching reads this one."""
-IMAGE_LABEL = "rllm.image"
-"""The image name the spec asked for."""
 SNAPSHOT_REPOSITORY = "rllm-snapshot"
 """Repository of committed snapshots: ``rllm-snapshot:<name>``."""
 

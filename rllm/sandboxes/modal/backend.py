@@ -25,13 +25,13 @@ from rllm.sandboxes.modal.sandbox import ModalSandbox
 from rllm.sandboxes.remote import check_spec
 from rllm.sandboxes.settings import SandboxSettings
 from rllm.sandboxes.types import (
-    BACKEND_LABEL,
+    CREATED_LABEL,
+    IMAGE_LABEL,
     ImageInfo,
     NetworkMode,
     SandboxInfo,
     SandboxSpec,
     SnapshotInfo,
-    labels_match,
 )
 
 __all__ = ["MAX_LIFETIME_S", "ModalBackend", "ModalSnapshots"]
@@ -39,9 +39,6 @@ __all__ = ["MAX_LIFETIME_S", "ModalBackend", "ModalSnapshots"]
 NAME = "modal"
 MAX_LIFETIME_S = 24 * 3600
 """Modal's longest sandbox ``timeout``."""
-IMAGE_LABEL = "rllm.image"
-CREATED_LABEL = "rllm.created"
-"""Tag holding the Unix time of creation (Modal's listing does not say)."""
 
 
 class ModalSnapshots(HostedSnapshots):
@@ -123,12 +120,7 @@ class ModalBackend(HostedBackend):
             )
         client, app = await self._context()
         image = await self._image(spec.image, client)
-        tags = {
-            **spec.labels,
-            BACKEND_LABEL: NAME,
-            IMAGE_LABEL: spec.image,
-            CREATED_LABEL: f"{time.time():.3f}",
-        }
+        tags = {**self._new_labels(spec), CREATED_LABEL: f"{time.time():.3f}"}
         try:
             remote = await self.sdk.Sandbox.create.aio(
                 app=app,
@@ -175,14 +167,14 @@ class ModalBackend(HostedBackend):
     async def sandboxes(self, labels: Mapping[str, str] | None = None) -> list[SandboxInfo]:
         """Running sandboxes of the app tagged ``rllm.backend=modal`` (and ``labels``)."""
         client, app = await self._context()
-        wanted = {**(labels or {}), BACKEND_LABEL: NAME}
+        wanted = self._wanted(labels)
         found: list[SandboxInfo] = []
         with modal_errors(self.sdk, "listing modal sandboxes"):
             async for remote in self.sdk.Sandbox.list.aio(
                 app_id=app.app_id, tags=wanted, client=client
             ):
                 tags = dict(await remote.get_tags.aio())
-                if labels_match(tags, wanted):
+                if self._ours(tags, wanted):
                     found.append(_info(remote, tags))
         return found
 
