@@ -15,9 +15,7 @@ from typing import Any
 from starlette.responses import JSONResponse, Response
 
 from rllm.errors import MessageTooLargeError
-from rllm.producers.gateway.adapters.base import Parsed
 from rllm.producers.gateway.capture import (
-    Capture,
     choice_capture,
     choices_asked,
     missing_choice,
@@ -32,6 +30,7 @@ from rllm.producers.gateway.replicas import Replica
 from rllm.producers.gateway.sessions import Session
 from rllm.producers.gateway.settings import UpstreamKind
 from rllm.producers.gateway.state import GatewayState
+from rllm.producers.gateway.types import Capture, Parsed
 from rllm.producers.gateway.upstreams import UpstreamFailure
 from rllm.schemas.lineage import POLICY_HEADER
 from rllm.schemas.topics import SESSION_EVENTS

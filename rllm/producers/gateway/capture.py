@@ -9,19 +9,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import uuid
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from rllm.producers.gateway.adapters.base import MAX_CHOICES, Sample, Sampled
 from rllm.producers.gateway.sessions import DeltaState, Session
+from rllm.producers.gateway.types import MAX_CHOICES, Capture, Sample
 from rllm.schemas.delta import common_prefix_len, delta_prompt  # the one delta rule
 from rllm.schemas.envelope import envelope
 from rllm.schemas.tokens import pack_logprobs, pack_tokens
 from rllm.schemas.types import (
-    ApiKind,
     SessionEvent,
     StepCaptured,
     StepError,
@@ -30,9 +27,7 @@ from rllm.schemas.types import (
 )
 
 __all__ = [
-    "MAX_CHOICES",
     "SAMPLING_KEYS",
-    "Capture",
     "choice_capture",
     "choices_asked",
     "common_prefix_len",
@@ -65,25 +60,6 @@ SAMPLING_KEYS = (
 def sampling_params(body: dict[str, Any]) -> dict[str, Any]:
     """The sampling parameters of a request body."""
     return {k: body[k] for k in SAMPLING_KEYS if k in body}
-
-
-@dataclass
-class Capture(Sampled):
-    """What the gateway learned from one call: its request and timing here, what the model
-    sampled in the fields it shares with the adapter's ``Parsed`` answer."""
-
-    api: ApiKind
-    model: str
-    request: dict[str, Any] | None
-    started_at: datetime
-    upstream: str
-    policy_version: int
-    sampling: dict[str, Any] = field(default_factory=dict)
-    response: Any = None
-    error: StepError | None = None
-    latency_ms: float = 0.0
-    ttft_ms: float | None = None
-    overhead_ms: float = 0.0
 
 
 def choices_asked(body: dict[str, Any]) -> int:

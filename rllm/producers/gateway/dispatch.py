@@ -15,7 +15,6 @@ from starlette.responses import Response, StreamingResponse
 from rllm.errors import RllmError
 from rllm.producers.gateway.adapters import anthropic, responses
 from rllm.producers.gateway.adapters.anthropic_stream import AnthropicStream
-from rllm.producers.gateway.adapters.base import Parsed
 from rllm.producers.gateway.adapters.chat import ChatStream, parse_chat, prepare_chat
 from rllm.producers.gateway.adapters.completions import (
     CompletionStream,
@@ -34,6 +33,7 @@ from rllm.producers.gateway.settings import UpstreamKind
 from rllm.producers.gateway.sglang_stream import GenerateStream
 from rllm.producers.gateway.state import GatewayState
 from rllm.producers.gateway.streaming import each, relay, sse_json
+from rllm.producers.gateway.types import Parsed
 from rllm.producers.gateway.upstreams import UpstreamFailure
 from rllm.schemas.types import ApiKind, StepError, Usage
 

@@ -8,9 +8,9 @@ from typing import Any
 from starlette.requests import ClientDisconnect, Request
 
 from rllm.producers.gateway import jsonio
-from rllm.producers.gateway.adapters.base import MAX_CHOICES
 from rllm.producers.gateway.errors import GatewayError
 from rllm.producers.gateway.settings import GatewaySettings
+from rllm.producers.gateway.types import MAX_CHOICES
 from rllm.schemas.types import ApiKind
 
 __all__ = ["TOO_DEEP", "read_json", "validate_call"]

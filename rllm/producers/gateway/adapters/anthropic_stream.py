@@ -9,10 +9,11 @@ import uuid
 from typing import Any
 
 from rllm.producers.gateway.adapters.anthropic import from_chat
-from rllm.producers.gateway.adapters.base import Parsed, sse
+from rllm.producers.gateway.adapters.base import sse
 from rllm.producers.gateway.adapters.chat import ChatStream
 from rllm.producers.gateway.adapters.stream import TranslatedStream
 from rllm.producers.gateway.errors import anthropic_error
+from rllm.producers.gateway.types import Parsed
 
 __all__ = ["AnthropicStream"]
 

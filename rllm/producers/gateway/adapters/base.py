@@ -1,21 +1,17 @@
-"""What every API adapter returns (the parsed upstream answer, ready to capture) and the
-token capture the OpenAI-shaped adapters share: what the client asked for, and stripping
-the token IDs and logprobs the gateway asked for on its own behalf."""
+"""The token capture the OpenAI-shaped adapters share: what the client asked for, and
+stripping the token IDs and logprobs the gateway asked for on its own behalf. What every
+adapter returns, ``Parsed``, is in ``rllm.producers.gateway.types``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
 from typing import Any
 
 from rllm.errors import RllmError
+from rllm.producers.gateway.types import Parsed, Sample
 from rllm.schemas.types import Usage
 
 __all__ = [
-    "MAX_CHOICES",
-    "Parsed",
-    "Sample",
-    "Sampled",
     "asked_ids",
     "asked_logprobs",
     "capture_choices",
@@ -26,56 +22,6 @@ __all__ = [
     "usage_of",
     "with_capture",
 ]
-
-
-MAX_CHOICES = 128
-"""Most choices (``n``) of one call that are captured, each as its own step."""
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One more choice of a call with ``n > 1``: what its own step captures."""
-
-    choice: dict[str, Any]
-    """The choice as the client got it (its ``index`` says which)."""
-    response_ids: list[int] | None
-    """Its sampled token IDs."""
-    logprobs: list[float] | None
-    """Their logprobs."""
-    finish_reason: str | None
-    """Why it stopped."""
-
-
-@dataclass(kw_only=True)
-class Sampled:
-    """What a call's first choice sampled: the fields an adapter's ``Parsed`` answer and the
-    step's ``Capture`` share (the one hands them to the other, ``take_sampled``)."""
-
-    prompt_ids: list[int] | None = None
-    response_ids: list[int] | None = None
-    logprobs: list[float] | None = None
-    finish_reason: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    more: list[Sample] = field(default_factory=list)
-    """Choices 1..n-1 of a call with ``n > 1``, in order (each becomes its own step)."""
-
-    def take_sampled(self, other: Sampled) -> None:
-        """Set this one's sampled fields to ``other``'s (the token lists shared, as the
-        answer is not changed after; ``more`` copied, as the capture splits it off)."""
-        for f in fields(Sampled):
-            setattr(self, f.name, getattr(other, f.name))
-        self.more = list(other.more)
-
-
-@dataclass
-class Parsed(Sampled):
-    """An upstream answer: what the client gets and what the step captures (the first
-    choice; the others, of a call with ``n > 1``, in ``more``)."""
-
-    client: Any
-    """The response body for the client (capture-only fields stripped)."""
-    text: str = ""
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 def usage_of(data: Any, prompt_ids: list[int] | None, response_ids: list[int] | None) -> Usage:

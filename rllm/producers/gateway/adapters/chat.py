@@ -6,15 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from rllm.producers.gateway.adapters.base import (
-    MAX_CHOICES,
-    Parsed,
-    Sample,
     capture_choices,
     first_choice,
     strip_capture,
     usage_of,
     with_capture,
 )
+from rllm.producers.gateway.types import MAX_CHOICES, Parsed, Sample
 
 __all__ = ["ChatStream", "parse_chat", "prepare_chat"]
 

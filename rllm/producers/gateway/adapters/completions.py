@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from rllm.producers.gateway.adapters.base import (
-    Parsed,
     asked_logprobs,
     capture_choices,
     first_choice,
     with_capture,
 )
 from rllm.producers.gateway.adapters.chat import ChatStream
+from rllm.producers.gateway.types import Parsed
 
 __all__ = ["CompletionStream", "parse_completion", "prepare_completion"]
 

@@ -8,8 +8,9 @@ import time
 import uuid
 from typing import Any
 
-from rllm.producers.gateway.adapters.base import Parsed, renamed
+from rllm.producers.gateway.adapters.base import renamed
 from rllm.producers.gateway.errors import UnreadableRequestError
+from rllm.producers.gateway.types import Parsed
 
 __all__ = ["dropped", "from_chat", "to_chat"]
 

@@ -8,9 +8,10 @@ import time
 import uuid
 from typing import Any
 
-from rllm.producers.gateway.adapters.base import Parsed, sse
+from rllm.producers.gateway.adapters.base import sse
 from rllm.producers.gateway.adapters.responses import from_chat
 from rllm.producers.gateway.adapters.stream import TranslatedStream
+from rllm.producers.gateway.types import Parsed
 
 __all__ = ["ResponsesStream"]
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Protocol
 
-from rllm.producers.gateway.adapters.base import Parsed, sse
+from rllm.producers.gateway.adapters.base import sse
+from rllm.producers.gateway.types import Parsed
 
 __all__ = [
     "DONE",

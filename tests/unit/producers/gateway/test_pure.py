@@ -8,12 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rllm.producers.gateway.capture import Capture, common_prefix_len, delta_prompt, step_event
+from rllm.producers.gateway.capture import common_prefix_len, delta_prompt, step_event
 from rllm.producers.gateway.metrics import Metrics
 from rllm.producers.gateway.routing import parse_session_path, request_key, unaddressable
 from rllm.producers.gateway.sessions import Session, SessionRegistry
 from rllm.producers.gateway.settings import GatewaySettings
 from rllm.producers.gateway.spool import Spool
+from rllm.producers.gateway.types import Capture
 from rllm.schemas.types import ApiKind, SessionEvent, StepCaptured, StepError, Task, TokenStatus
 
 

@@ -15,10 +15,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from rllm.producers.gateway.capture import Capture, step_event, too_large
+from rllm.producers.gateway.capture import step_event, too_large
 from rllm.producers.gateway.errors import GatewayError, anthropic_error
 from rllm.producers.gateway.sessions import SessionRegistry
 from rllm.producers.gateway.settings import GatewaySettings
+from rllm.producers.gateway.types import Capture
 from rllm.producers.gateway.validation import read_json, validate_call
 from rllm.schemas.types import ApiKind, StepCaptured, StepError, Task, TokenStatus, Usage
 
