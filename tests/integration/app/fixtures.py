@@ -50,10 +50,15 @@ class LoopStack:
 
 @pytest.fixture
 def loop_stack(
-    kafka: KafkaSettings, tiny_model: Path, tmp_path: Path
+    kafka: KafkaSettings,
+    make_topics: Callable[..., list[str]],
+    tiny_model: Path,
+    tmp_path: Path,
 ) -> Iterator[Callable[..., LoopStack]]:
     """``loop_stack(admin_key, run_id=None)``: start the services (the server follows only
-    ``run_id``'s policies when given, every run's otherwise) on the test's topics."""
+    ``run_id``'s policies when given, every run's otherwise) on the test's topics, created
+    here with two partitions each."""
+    make_topics(partitions=2)
     started: list[LoopStack] = []
 
     def start(admin_key: str, run_id: str | None = None) -> LoopStack:

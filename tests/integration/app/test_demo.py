@@ -28,13 +28,11 @@ RUN = "demo-test"
 
 def test_demo_trains_on_train_tasks_and_evaluates_the_trained_policy_on_held_out_ones(
     kafka: KafkaSettings,
-    make_topics: Callable[..., list[str]],
     tiny_model: Path,
     loop_stack: Callable[..., LoopStack],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    make_topics(partitions=2)
     # the demo loads the trainer's model once (it built a second TrainerCore to serve v0)
     loaded: list[str] = []
     real_make_backend = backends.make_backend

@@ -43,14 +43,12 @@ def tiny_model(tmp_path: Path) -> Path:
 @pytest.mark.timeout(300)
 def test_agent_demo_updates_twice_and_evaluates_the_adopted_version(
     kafka: KafkaSettings,
-    make_topics: Callable[..., list[str]],
     tiny_model: Path,
     loop_stack: Callable[..., LoopStack],
     sandbox_settings: SandboxSettings,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    make_topics(partitions=2)
     monkeypatch.setenv("RLLM_SANDBOX_HOME", str(sandbox_settings.home))
     monkeypatch.setenv("RLLM_SANDBOX_BACKEND", "local")
     stack = loop_stack("demo-admin-key", run_id=RUN)
