@@ -18,12 +18,13 @@ import pytest
 from rllm.settings import KafkaSettings
 
 if TYPE_CHECKING:  # imported when a test asks: torch would load for every test collected
+    from rllm.app.demo import DemoConfig
     from rllm.serving.engine import Engine
     from rllm.serving.updates import PolicyFollower
     from tests.fakes.upstream import ThreadedServer
     from tests.integration.processors.helpers import Workers
 
-__all__ = ["LoopStack", "loop_stack"]
+__all__ = ["LoopStack", "loop_stack", "short_demo_config"]
 
 
 @dataclass
@@ -50,10 +51,15 @@ class LoopStack:
 
 @pytest.fixture
 def loop_stack(
-    kafka: KafkaSettings, tiny_model: Path, tmp_path: Path
+    kafka: KafkaSettings,
+    make_topics: Callable[..., list[str]],
+    tiny_model: Path,
+    tmp_path: Path,
 ) -> Iterator[Callable[..., LoopStack]]:
     """``loop_stack(admin_key, run_id=None)``: start the services (the server follows only
-    ``run_id``'s policies when given, every run's otherwise) on the test's topics."""
+    ``run_id``'s policies when given, every run's otherwise) on the test's topics, created
+    here with two partitions each."""
+    make_topics(partitions=2)
     started: list[LoopStack] = []
 
     def start(admin_key: str, run_id: str | None = None) -> LoopStack:
@@ -84,3 +90,28 @@ def loop_stack(
     yield start
     for stack in started:
         stack.close()
+
+
+def short_demo_config(
+    run_id: str, gateway_url: str, tiny_model: Path, tmp_path: Path, **fields: object
+) -> DemoConfig:
+    """A two-update demo of the tiny model through ``gateway_url`` (``demo-admin-key``),
+    keeping groups of uniform reward (the random model's are all 0); ``fields`` add or
+    override."""
+    from rllm.app.demo import DemoConfig
+
+    defaults: dict[str, object] = {
+        "admin_key": "demo-admin-key",
+        "model": "tiny",
+        "trainer_model": str(tiny_model),
+        "max_updates": 2,
+        "target_reward": 0,
+        "group_size": 2,
+        "max_tokens": 4,
+        "lr": 0.05,
+        "checkpoint_dir": tmp_path / "ckpt",
+        "plot": tmp_path / "curve.png",
+        "update_timeout_s": 120,
+        "trainer": {"uniform_reward": "keep"},
+    }
+    return DemoConfig(run_id=run_id, gateway_url=gateway_url, **{**defaults, **fields})  # type: ignore[arg-type]  # each field checked by DemoConfig

@@ -37,12 +37,10 @@ async def completer(task: Task, config: RolloutConfig) -> str:
 
 def test_agent_trainer_closes_the_loop(
     kafka: KafkaSettings,
-    make_topics: Callable[..., list[str]],
     tiny_model: Path,
     loop_stack: Callable[..., LoopStack],
     tmp_path: Path,
 ) -> None:
-    make_topics(partitions=2)
     stack = loop_stack("loop-admin-key", run_id=RUN)
     engine, follower, server, gateway = stack.engine, stack.follower, stack.server, stack.gateway
     with EventPublisher(kafka) as pub:  # episodes of another run on the same topic

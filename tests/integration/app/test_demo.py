@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from rllm.app.demo import DemoConfig, held_out_split, run_demo
+from rllm.app.demo import held_out_split, run_demo
 from rllm.consumers import backends
 from rllm.kafka import EventPublisher
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.policy import PolicyUpdated
 from rllm.schemas.topics import EPISODES, POLICY_UPDATES
 from rllm.settings import KafkaSettings
-from tests.integration.app.fixtures import LoopStack
+from tests.integration.app.fixtures import LoopStack, short_demo_config
 from tests.integration.helpers import read_all
 
 RUN = "demo-test"
@@ -28,13 +28,11 @@ RUN = "demo-test"
 
 def test_demo_trains_on_train_tasks_and_evaluates_the_trained_policy_on_held_out_ones(
     kafka: KafkaSettings,
-    make_topics: Callable[..., list[str]],
     tiny_model: Path,
     loop_stack: Callable[..., LoopStack],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    make_topics(partitions=2)
     # the demo loads the trainer's model once (it built a second TrainerCore to serve v0)
     loaded: list[str] = []
     real_make_backend = backends.make_backend
@@ -66,24 +64,7 @@ def test_demo_trains_on_train_tasks_and_evaluates_the_trained_policy_on_held_out
     lines: list[str] = []
     try:
         report = run_demo(
-            DemoConfig(
-                run_id=RUN,
-                gateway_url=gateway.url,
-                admin_key="demo-admin-key",
-                model="tiny",
-                trainer_model=str(tiny_model),
-                held_out=3,
-                max_updates=2,
-                target_reward=0,
-                group_size=2,
-                batch_size=2,
-                max_tokens=4,
-                lr=0.05,
-                checkpoint_dir=tmp_path / "ckpt",
-                plot=tmp_path / "curve.png",
-                update_timeout_s=120,
-                trainer={"uniform_reward": "keep"},  # the random model's groups are all 0
-            ),
+            short_demo_config(RUN, gateway.url, tiny_model, tmp_path, held_out=3, batch_size=2),
             kafka,
             say=lines.append,
         )

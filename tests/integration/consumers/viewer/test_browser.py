@@ -162,12 +162,10 @@ def _no_console_errors(browser: WebDriver) -> None:
 
 def test_the_viewer_in_chromium_over_a_real_training_run(
     kafka: KafkaSettings,
-    make_topics: Callable[..., list[str]],
     tiny_model: Path,
     loop_stack: Callable[..., LoopStack],
     tmp_path: Path,
 ) -> None:
-    make_topics(partitions=2)
     shots = tmp_path / "screenshots"
     shots.mkdir()
     stack = loop_stack(ADMIN, run_id=RUN)

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from rllm.app.demo import DemoConfig, run_demo
+from rllm.app.demo import run_demo
 from rllm.sandboxes import SandboxSettings
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.policy import PolicyUpdated
 from rllm.schemas.topics import EPISODES, POLICY_UPDATES
 from rllm.schemas.types import EpisodeAssembled
 from rllm.settings import KafkaSettings
-from tests.integration.app.fixtures import LoopStack
+from tests.integration.app.fixtures import LoopStack, short_demo_config
 from tests.integration.helpers import read_all
 from tests.integration.producers.harnesses.helpers import needs_local_sandbox
 
@@ -43,40 +43,28 @@ def tiny_model(tmp_path: Path) -> Path:
 @pytest.mark.timeout(300)
 def test_agent_demo_updates_twice_and_evaluates_the_adopted_version(
     kafka: KafkaSettings,
-    make_topics: Callable[..., list[str]],
     tiny_model: Path,
     loop_stack: Callable[..., LoopStack],
     sandbox_settings: SandboxSettings,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    make_topics(partitions=2)
     monkeypatch.setenv("RLLM_SANDBOX_HOME", str(sandbox_settings.home))
     monkeypatch.setenv("RLLM_SANDBOX_BACKEND", "local")
     stack = loop_stack("demo-admin-key", run_id=RUN)
     lines: list[str] = []
     try:
         report = run_demo(
-            DemoConfig(
-                run_id=RUN,
+            short_demo_config(
+                RUN,
+                stack.gateway.url,
+                tiny_model,
+                tmp_path,
                 agent="bash",
-                gateway_url=stack.gateway.url,
-                admin_key="demo-admin-key",
-                model="tiny",
-                trainer_model=str(tiny_model),
                 tasks=8,
                 held_out=2,
                 max_turns=2,
-                max_updates=2,
-                target_reward=0,
-                group_size=2,
                 batch_size=1,
-                max_tokens=4,
-                lr=0.05,
-                checkpoint_dir=tmp_path / "ckpt",
-                plot=tmp_path / "curve.png",
-                update_timeout_s=120,
-                trainer={"uniform_reward": "keep"},  # the random model solves nothing
             ),
             kafka,
             say=lines.append,
