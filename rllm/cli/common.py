@@ -27,6 +27,7 @@ __all__ = [
     "is_terminal",
     "kafka_options",
     "kafka_settings",
+    "listen_options",
     "print_rows",
     "print_table",
     "reports_errors",
@@ -143,6 +144,22 @@ def kafka_options(func: F) -> F:
         help="Kafka host:port list [default: 127.0.0.1:9092].",
     )(func)
     return func
+
+
+def listen_options(service: str, port: int) -> Callable[[F], F]:
+    """``--host`` and ``--port`` of a server command, the same fields as ``RLLM_<SERVICE>_HOST``
+    and ``RLLM_<SERVICE>_PORT`` (``service``: ``GATEWAY``, ``VIEW``); ``port`` is the help's
+    default, the settings class holds the real one."""
+
+    def add(func: F) -> F:
+        func = click.option(
+            "--port", type=int, default=None, envvar=f"RLLM_{service}_PORT", help=f"Port [{port}]."
+        )(func)
+        return click.option(
+            "--host", default=None, envvar=f"RLLM_{service}_HOST", help="Interface [127.0.0.1]."
+        )(func)
+
+    return add
 
 
 def harbor_options(tasks_dir_help: str, sandbox_help: str) -> Callable[[F], F]:

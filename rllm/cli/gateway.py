@@ -7,14 +7,20 @@ from typing import Any
 
 import click
 
-from rllm.cli.common import console, err_console, kafka_options, kafka_settings, reports_errors
+from rllm.cli.common import (
+    console,
+    err_console,
+    kafka_options,
+    kafka_settings,
+    listen_options,
+    reports_errors,
+)
 
 __all__ = ["gateway"]
 
 
 @click.command()
-@click.option("--host", default=None, envvar="RLLM_GATEWAY_HOST", help="Interface [127.0.0.1].")
-@click.option("--port", type=int, default=None, envvar="RLLM_GATEWAY_PORT", help="Port [8400].")
+@listen_options("GATEWAY", 8400)
 @click.option(
     "--upstream",
     "upstreams",

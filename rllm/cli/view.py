@@ -12,6 +12,7 @@ from rllm.cli.common import (
     err_console,
     history_settings,
     history_store_options,
+    listen_options,
     reports_errors,
 )
 
@@ -19,8 +20,7 @@ __all__ = ["view"]
 
 
 @click.command()
-@click.option("--host", default=None, envvar="RLLM_VIEW_HOST", help="Interface [127.0.0.1].")
-@click.option("--port", type=int, default=None, envvar="RLLM_VIEW_PORT", help="Port [8500].")
+@listen_options("VIEW", 8500)
 @click.option(
     "--insecure",
     is_flag=True,
