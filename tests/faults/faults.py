@@ -14,7 +14,7 @@ from rllm.errors import InfraError
 from rllm.infra.broker import LocalBroker, LocalCluster
 from rllm.schemas.topics import TRAJECTORIES
 from tests.faults.drive import Load, Progress
-from tests.faults.stack import PROCESSORS_GROUP, Stack, count, members
+from tests.faults.stack import PROCESSORS_GROUP, Service, Stack, count, members
 
 __all__ = ["FAULTS", "Fault", "FaultRun"]
 
@@ -119,20 +119,24 @@ def _marker(run: FaultRun, name: str) -> Path:
     return run.root / f"{name}.paused"
 
 
+def _kill_when_paused(run: FaultRun, service: Service, what: str) -> str:
+    """Wait until ``service`` pauses (its marker file appears), SIGKILL it and start it
+    again; returns the marker's text, where it paused."""
+    marker = _marker(run, service.name)
+    _until(marker.is_file, 300, f"{what} to pause ({marker})")
+    service.kill()
+    service.start()
+    return marker.read_text().strip()
+
+
 def _trainer_kill(run: FaultRun) -> str:
-    marker = _marker(run, "trainer")
-    _until(marker.is_file, 300, f"the trainer to pause ({marker})")
-    run.stack.trainer.kill()
-    run.stack.trainer.start()
-    return f"trainer SIGKILLed at {marker.read_text().strip()} (before its commit), restarted"
+    where = _kill_when_paused(run, run.stack.trainer, "the trainer")
+    return f"trainer SIGKILLed at {where} (before its commit), restarted"
 
 
 def _history_kill(run: FaultRun) -> str:
-    marker = _marker(run, "history")
-    _until(marker.is_file, 300, f"the history sink to pause ({marker})")
-    run.stack.history.kill()
-    run.stack.history.start()
-    return f"history sink SIGKILLed after it {marker.read_text().strip()}; restarted"
+    where = _kill_when_paused(run, run.stack.history, "the history sink")
+    return f"history sink SIGKILLed after it {where}; restarted"
 
 
 def _gateway_between(run: FaultRun, wave: int) -> None:
