@@ -127,6 +127,19 @@ def _until(what: str, ready: Callable[[], bool], timeout_s: float = 60.0) -> Non
         time.sleep(0.005)
 
 
+def _stub_checkpoints(tmp: Path, marker: str) -> Callable[[int], Path]:
+    """``checkpoint(version)`` for a fake server: a new folder ``r/v<version>`` under
+    ``tmp`` holding only ``marker`` (``{}``), the file that names its kind of weights."""
+
+    def checkpoint(version: int) -> Path:
+        folder = tmp / "r" / f"v{version:06d}"
+        folder.mkdir(parents=True)
+        (folder / marker).write_text("{}")
+        return folder
+
+    return checkpoint
+
+
 @contextmanager
 def _server(kind: str, kafka: KafkaSettings, tmp: Path) -> Iterator[dict[str, Any]]:
     """The upstream of ``kind``: ``url``, ``model``, ``checkpoint(version) -> Path`` and the
@@ -137,12 +150,7 @@ def _server(kind: str, kafka: KafkaSettings, tmp: Path) -> Iterator[dict[str, An
     if kind == "vllm":
         from tests.fakes_training.vllm import FakeVllm
 
-        def adapter(version: int) -> Path:
-            folder = tmp / "r" / f"v{version:06d}"
-            folder.mkdir(parents=True)
-            (folder / "adapter_config.json").write_text("{}")
-            return folder
-
+        adapter = _stub_checkpoints(tmp, "adapter_config.json")
         server = FakeVllm().serve()
         try:
             yield {"url": server.url, "model": "fake-model", "checkpoint": adapter}
@@ -156,12 +164,7 @@ def _server(kind: str, kafka: KafkaSettings, tmp: Path) -> Iterator[dict[str, An
     if kind == "sglang":
         from tests.fakes_training.sglang import FakeSGLang
 
-        def folder(version: int) -> Path:
-            path = tmp / "r" / f"v{version:06d}"
-            path.mkdir(parents=True)
-            (path / "config.json").write_text("{}")
-            return path
-
+        folder = _stub_checkpoints(tmp, "config.json")
         server = ThreadedServer(FakeSGLang(engine=engine).app)
         extra = {"upstream_kind": "sglang", "tokenizer": str(tiny)}
         try:
