@@ -20,6 +20,7 @@ import asyncio
 import logging
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -228,28 +229,24 @@ class Processors:
 
     def on_session_message(self, view: MessageView) -> list[Emit]:
         """Handle one record of rllm.session-events (or a session tick)."""
-        self.last_activity = time.monotonic()
-        marks = [_enter(store, view.partition_) for store in self.session_stores]
-        if view.value_ == TICK:
-            return self.sessions.on_tick((view.key_ or b"").decode(), time.time())
-        try:
-            name, event = self.codec.decode_dict(view.value_ or b"")
-            if name != SessionEvent.avro_name:
-                raise ValueError(
-                    f"expected a SessionEvent on {view.topic_}, got {name.rpartition('.')[2]}"
-                )
-            if view.key_ is not None and view.key_ != event["session_id"].encode():
-                raise ValueError(
-                    f"key {view.key_!r} is not the event's session_id "
-                    f"{event['session_id']!r}; events of a session must share it"
-                )
-            return self.sessions.on_event_dict(
-                event, view.value_ or b"", view.partition_, view.offset_, time.time()
+        return self._on_record(
+            view, self.session_stores, self.sessions.on_tick, self._on_session_event, "assemble"
+        )
+
+    def _on_session_event(self, view: MessageView) -> list[Emit]:
+        name, event = self.codec.decode_dict(view.value_ or b"")
+        if name != SessionEvent.avro_name:
+            raise ValueError(
+                f"expected a SessionEvent on {view.topic_}, got {name.rpartition('.')[2]}"
             )
-        except Exception as exc:  # any refused record goes to the dead letters
-            for store, mark in zip(self.session_stores, marks, strict=True):
-                store.rollback(mark)
-            return [refused(view, exc, "assemble")]
+        if view.key_ is not None and view.key_ != event["session_id"].encode():
+            raise ValueError(
+                f"key {view.key_!r} is not the event's session_id "
+                f"{event['session_id']!r}; events of a session must share it"
+            )
+        return self.sessions.on_event_dict(
+            event, view.value_ or b"", view.partition_, view.offset_, time.time()
+        )
 
     async def on_scoring(self, value: bytes) -> list[Emit]:
         """Score one assembled trajectory and route it to rllm.trajectories (Avro dicts
@@ -271,21 +268,39 @@ class Processors:
 
     def on_trajectory_message(self, view: MessageView) -> list[Emit]:
         """Handle one record of rllm.trajectories (or a group tick)."""
+        return self._on_record(
+            view, self.group_stores, self.groups.on_tick, self._on_trajectory, "group"
+        )
+
+    def _on_trajectory(self, view: MessageView) -> list[Emit]:
+        name, traj = self.codec.decode_dict(view.value_ or b"")
+        if name != TrajectoryAssembled.avro_name:
+            raise ValueError(f"expected a TrajectoryAssembled, got {name}")
+        return self.groups.on_trajectory_dict(
+            traj, view.value_ or b"", view.partition_, view.offset_, time.time()
+        )
+
+    def _on_record(
+        self,
+        view: MessageView,
+        stores: tuple[StagedStore, ...],
+        on_tick: Callable[[str, float], list[Emit]],
+        handle: Callable[[MessageView], list[Emit]],
+        stage: str,
+    ) -> list[Emit]:
+        """What both books' handlers share: ``stores`` write to the record's partition; a
+        tick goes to ``on_tick``, a record to ``handle``; a record it refuses (any error)
+        rolls ``stores`` back and goes to the dead letters as refused at ``stage``."""
         self.last_activity = time.monotonic()
-        marks = [_enter(store, view.partition_) for store in self.group_stores]
+        marks = [_enter(store, view.partition_) for store in stores]
         if view.value_ == TICK:
-            return self.groups.on_tick((view.key_ or b"").decode(), time.time())
+            return on_tick((view.key_ or b"").decode(), time.time())
         try:
-            name, traj = self.codec.decode_dict(view.value_ or b"")
-            if name != TrajectoryAssembled.avro_name:
-                raise ValueError(f"expected a TrajectoryAssembled, got {name}")
-            return self.groups.on_trajectory_dict(
-                traj, view.value_ or b"", view.partition_, view.offset_, time.time()
-            )
+            return handle(view)
         except Exception as exc:  # any refused record goes to the dead letters
-            for store, mark in zip(self.group_stores, marks, strict=True):
+            for store, mark in zip(stores, marks, strict=True):
                 store.rollback(mark)
-            return [refused(view, exc, "group")]
+            return [refused(view, exc, stage)]
 
     # timers --------------------------------------------------------------------------
 
