@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import httpx
+import pytest
 
 from rllm.app.served import ASK_S, GatewayServes
 from rllm.kafka import EventPublisher
@@ -40,54 +41,51 @@ def _until(done: Callable[[], bool], timeout_s: float = 30) -> None:
     assert done()
 
 
-def test_the_wait_ends_on_its_gateways_record_for_the_version(
-    kafka: KafkaSettings, make_topics: Callable[..., list[str]]
-) -> None:
+@pytest.fixture
+def served(kafka: KafkaSettings, make_topics: Callable[..., list[str]]) -> Iterator[GatewayServes]:
+    """Run ``r``'s ``GatewayServes`` on the test's topics, started, its gateway ``gw-a`` (as
+    GET /admin/policy names it) at NOWHERE; closed at the test's end."""
     make_topics()
-    trainer: Any = SimpleNamespace(failure=None)
-    served = GatewayServes(NOWHERE, "r", kafka).start()
-    served.gateway_id = "gw-a"  # as GET /admin/policy names it
-    try:
-        with EventPublisher(kafka) as pub:
-            update = PolicyUpdated(event_id="r/v1", run_id="r", version=1, checkpoint_uri="x")
-            for record in (update, _served("gw-b", 1), _served("gw-a", 0), _served("gw-a", 1, "s")):
-                pub.publish_sync(POLICY_UPDATES, record.run_id, record)
-            _until(lambda: len(served.acks) == 3)
-            # another gateway's, an older version's and another run's records end nothing
-            assert [(a.gateway_id, a.run_id, a.version) for a in served.acks] == [
-                ("gw-b", "r", 1),
-                ("gw-a", "r", 0),
-                ("gw-a", "s", 1),
-            ]
-            assert not served.acknowledged(1) and not served.acknowledged(0)
-            assert not served.wait(1, time.monotonic() + 0.3, trainer)
-            late = threading.Timer(0.5, pub.publish_sync, (POLICY_UPDATES, "r", _served("gw-a", 1)))
-            late.start()
-            began, asked = time.monotonic(), served.asked
-            assert served.wait(1, time.monotonic() + 30, trainer)
-            waited = time.monotonic() - began
-            late.join()
-        assert served.acknowledged(1)
-        assert 0.4 < waited < 0.5 + 10 * ASK_S, waited
-        assert served.asked - asked <= waited / ASK_S + 1  # a question a second at most
-    finally:
-        served.close()
-
-
-def test_a_failed_trainer_ends_the_wait(
-    kafka: KafkaSettings, make_topics: Callable[..., list[str]]
-) -> None:
-    make_topics()
-    trainer: Any = SimpleNamespace(failure=None)
     served = GatewayServes(NOWHERE, "r", kafka).start()
     served.gateway_id = "gw-a"
-    try:
-        threading.Timer(0.3, setattr, (trainer, "failure", RuntimeError("boom"))).start()
-        began = time.monotonic()
-        assert not served.wait(3, time.monotonic() + 60, trainer)
-        assert time.monotonic() - began < 3 * ASK_S
-    finally:
-        served.close()
+    yield served
+    served.close()
+
+
+def test_the_wait_ends_on_its_gateways_record_for_the_version(
+    kafka: KafkaSettings, served: GatewayServes
+) -> None:
+    trainer: Any = SimpleNamespace(failure=None)
+    with EventPublisher(kafka) as pub:
+        update = PolicyUpdated(event_id="r/v1", run_id="r", version=1, checkpoint_uri="x")
+        for record in (update, _served("gw-b", 1), _served("gw-a", 0), _served("gw-a", 1, "s")):
+            pub.publish_sync(POLICY_UPDATES, record.run_id, record)
+        _until(lambda: len(served.acks) == 3)
+        # another gateway's, an older version's and another run's records end nothing
+        assert [(a.gateway_id, a.run_id, a.version) for a in served.acks] == [
+            ("gw-b", "r", 1),
+            ("gw-a", "r", 0),
+            ("gw-a", "s", 1),
+        ]
+        assert not served.acknowledged(1) and not served.acknowledged(0)
+        assert not served.wait(1, time.monotonic() + 0.3, trainer)
+        late = threading.Timer(0.5, pub.publish_sync, (POLICY_UPDATES, "r", _served("gw-a", 1)))
+        late.start()
+        began, asked = time.monotonic(), served.asked
+        assert served.wait(1, time.monotonic() + 30, trainer)
+        waited = time.monotonic() - began
+        late.join()
+    assert served.acknowledged(1)
+    assert 0.4 < waited < 0.5 + 10 * ASK_S, waited
+    assert served.asked - asked <= waited / ASK_S + 1  # a question a second at most
+
+
+def test_a_failed_trainer_ends_the_wait(served: GatewayServes) -> None:
+    trainer: Any = SimpleNamespace(failure=None)
+    threading.Timer(0.3, setattr, (trainer, "failure", RuntimeError("boom"))).start()
+    began = time.monotonic()
+    assert not served.wait(3, time.monotonic() + 60, trainer)
+    assert time.monotonic() - began < 3 * ASK_S
 
 
 def test_a_gateway_acknowledges_each_version_of_a_run_it_adopts(
