@@ -10,14 +10,14 @@ bytes grow with its sessions' tokens, not with their steps times their contexts.
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rllm.errors import ConfigError
 from rllm.processors.advantages import compute_advantages, is_uniform
+from rllm.processors.book import Book, Store
 from rllm.processors.deadletter import report
-from rllm.processors.deadlines import DeadlineIndex
 from rllm.processors.settings import ProcessorSettings
 from rllm.processors.types import Emit, GroupHeader, Output
 from rllm.schemas.codec import AvroCodec
@@ -34,8 +34,6 @@ __all__ = [
     "episode_dict",
     "episode_estimator",
 ]
-
-Store = MutableMapping[bytes, bytes]
 
 
 def episode_estimator(
@@ -98,9 +96,11 @@ def _member_key(gkey: str, session_id: str) -> bytes:
     return f"{gkey}\x00{session_id}".encode()
 
 
-class GroupBook:
+class GroupBook(Book[GroupHeader]):
     """Collects trajectories per group and emits episodes (a "book": keyed state over a
     faust table, as ``SessionBook``)."""
+
+    header_type = GroupHeader
 
     def __init__(
         self,
@@ -110,19 +110,9 @@ class GroupBook:
         codec: AvroCodec,
         source_topic: str,
     ) -> None:
-        self.settings = settings
-        self.headers = headers
+        super().__init__(settings, headers, codec, source_topic)
         self.members = members
-        self.codec = codec
-        self.source_topic = source_topic
         self.stats = GroupStats()
-        self.index = DeadlineIndex(
-            headers, self._due_of, retick_s=max(5 * settings.tick_interval_s, 2.0)
-        )
-
-    def _due_of(self, raw: bytes) -> tuple[float, int]:
-        h = GroupHeader.model_validate_json(raw)
-        return self.next_due(h), h.partition
 
     def next_due(self, h: GroupHeader) -> float:
         """Wall time at which a tick would change this group."""
@@ -130,19 +120,9 @@ class GroupBook:
             return h.first_at + self.settings.group_timeout_s
         return (h.done_at or 0.0) + self.settings.closed_retention_s
 
-    def due_keys(self, now: float) -> list[tuple[str, int]]:
-        """Groups a timer should tick now, with their partitions."""
-        return list(self.index.due(now))
-
-    def header(self, gkey: str) -> GroupHeader | None:
-        """The stored header of a group."""
-        raw = self.headers.get(gkey.encode())
-        return None if raw is None else GroupHeader.model_validate_json(raw)
-
-    def _save(self, h: GroupHeader) -> None:
-        gkey = group_key(h.run_id, h.task_id)
-        self.headers[gkey.encode()] = h.model_dump_json().encode()
-        self.index.set(gkey, self.next_due(h), h.partition)
+    def key_of(self, h: GroupHeader) -> str:
+        """The header's key."""
+        return group_key(h.run_id, h.task_id)
 
     def on_trajectory(
         self, traj: TrajectoryAssembled, raw: bytes, partition: int, offset: int, now: float

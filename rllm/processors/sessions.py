@@ -9,13 +9,12 @@ letters, never merged into a trajectory that was already emitted.
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from rllm.processors.assemble_dicts import assemble_trajectory_dict
+from rllm.processors.book import Book, Store
 from rllm.processors.deadletter import report
-from rllm.processors.deadlines import DeadlineIndex
 from rllm.processors.errors import AssemblyError
 from rllm.processors.settings import ProcessorSettings
 from rllm.processors.types import Emit, Output, SessionHeader, SessionPhase
@@ -31,7 +30,6 @@ from rllm.schemas.types import (
 
 __all__ = ["SessionBook", "SessionStats"]
 
-Store = MutableMapping[bytes, bytes]
 _OPENED, _REWARD, _CLOSED = (
     SessionOpened.avro_name,
     RewardAssigned.avro_name,
@@ -56,9 +54,11 @@ def _blob_key(session_id: str, event_id: str) -> bytes:
     return f"{session_id}\x00{event_id}".encode()
 
 
-class SessionBook:
+class SessionBook(Book[SessionHeader]):
     """Accepts session events and decides when a trajectory is complete (a "book": the
     processors' keyed state over a faust table, ``GroupBook`` is the other)."""
+
+    header_type = SessionHeader
 
     def __init__(
         self,
@@ -68,19 +68,9 @@ class SessionBook:
         codec: AvroCodec,
         source_topic: str,
     ) -> None:
-        self.settings = settings
-        self.headers = headers
+        super().__init__(settings, headers, codec, source_topic)
         self.events = events
-        self.codec = codec
-        self.source_topic = source_topic
         self.stats = SessionStats()
-        self.index = DeadlineIndex(
-            headers, self._due_of, retick_s=max(5 * settings.tick_interval_s, 2.0)
-        )
-
-    def _due_of(self, raw: bytes) -> tuple[float, int]:
-        h = SessionHeader.model_validate_json(raw)
-        return self.next_due(h), h.partition
 
     def next_due(self, h: SessionHeader) -> float:
         """Wall time at which a tick would change this session."""
@@ -90,18 +80,9 @@ class SessionBook:
             return h.reward_deadline or 0.0
         return (h.done_at or 0.0) + self.settings.closed_retention_s
 
-    def due_keys(self, now: float) -> list[tuple[str, int]]:
-        """Sessions a timer should tick now, with their partitions."""
-        return list(self.index.due(now))
-
-    def header(self, session_id: str) -> SessionHeader | None:
-        """The stored header of a session."""
-        raw = self.headers.get(session_id.encode())
-        return None if raw is None else SessionHeader.model_validate_json(raw)
-
-    def _save(self, h: SessionHeader) -> None:
-        self.headers[h.session_id.encode()] = h.model_dump_json().encode()
-        self.index.set(h.session_id, self.next_due(h), h.partition)
+    def key_of(self, h: SessionHeader) -> str:
+        """The header's key."""
+        return h.session_id
 
     def on_event(
         self, event: SessionEvent, raw: bytes, partition: int, offset: int, now: float
