@@ -11,15 +11,12 @@ sampled; a screenshot of each page is written under the test's tmp dir (``screen
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -36,6 +33,7 @@ from tests.fakes.server import free_port
 from tests.integration.app.agents import by_index, post, short_run_config
 from tests.integration.app.fixtures import LoopStack
 from tests.integration.consumers.viewer.browser import chromium, wait_for
+from tests.integration.consumers.viewer.process import view_process
 from tests.unit.consumers.history.shared import fresh_chdb
 
 RUN = "view-run"
@@ -92,29 +90,8 @@ def _viewer(store: HistoryStore, sock: Path, tmp: Path) -> Iterator[str]:
         "RLLM_VIEW_IDLE_REFRESH_S": "2",
     }
     env.pop("RLLM_CLICKHOUSE_URL", None)
-    log = open(tmp / "view.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rllm.cli", "view", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-
-        def up() -> bool:
-            assert proc.poll() is None, (tmp / "view.log").read_text()
-            try:
-                return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_for("rllm-cli view to answer", up, 60)
+    with view_process(port, env, tmp / "view.log") as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
 
 
 def _cells(browser: WebDriver, css: str) -> dict[str, str]:

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from rllm.cli.main import cli
 from tests.fakes.server import free_port
-from tests.integration.consumers.viewer.browser import wait_for
+from tests.integration.consumers.viewer.process import view_process
 
 
 def test_view_reads_a_chdb_directory_it_does_not_hold(tmp_path: Path) -> None:
@@ -23,33 +23,8 @@ def test_view_reads_a_chdb_directory_it_does_not_hold(tmp_path: Path) -> None:
     env = {**os.environ, "RLLM_HOME": str(tmp_path / "home")}
     env.pop("RLLM_CLICKHOUSE_URL", None)
     history = tmp_path / "history"
-    log = open(tmp_path / "view.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rllm.cli",
-            "view",
-            "--port",
-            str(port),
-            "--history-dir",
-            str(history),
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-
-        def answers() -> bool:
-            assert proc.poll() is None, (tmp_path / "view.log").read_text()
-            try:
-                return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_for("rllm-cli view to answer", answers, 60)
+    view = view_process(port, env, tmp_path / "view.log", "--history-dir", str(history))
+    with view as url:
         for _ in range(2):
             page = httpx.get(url + "/", timeout=60)
             assert page.status_code == 200
@@ -81,10 +56,6 @@ def test_view_reads_a_chdb_directory_it_does_not_hold(tmp_path: Path) -> None:
             cli, ["view", "--port", str(port), "--history-dir", str(history)]
         )
         assert (again.exit_code, again.output) == (0, f"view: the viewer is already at {url}\n")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
     said = (tmp_path / "view.log").read_text()
     assert f"view: {url} over the history in {history} (read-only)" in said
 
