@@ -36,7 +36,6 @@ from rllm.sandboxes.types import (
     SandboxInfo,
     SandboxSpec,
     SnapshotInfo,
-    labels_match,
 )
 
 __all__ = ["HostedBackend", "HostedSandbox", "HostedSnapshots", "abnormal"]
@@ -218,12 +217,6 @@ class HostedBackend(ABC):
     def _wanted(self, labels: Mapping[str, str] | None) -> dict[str, str]:
         """What ``sandboxes(labels)`` lists: ``labels`` and this backend's mark."""
         return {**(labels or {}), BACKEND_LABEL: self.name}
-
-    @staticmethod
-    def _ours(found: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
-        """Whether a listed sandbox's labels hold all of ``wanted`` (the service's filter
-        is not trusted to have applied every one)."""
-        return labels_match(found, wanted)
 
     # --- what each service supplies ---------------------------------------------------
     @abstractmethod

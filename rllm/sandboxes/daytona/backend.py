@@ -48,6 +48,7 @@ from rllm.sandboxes.types import (
     SandboxInfo,
     SandboxSpec,
     SnapshotInfo,
+    labels_match,
 )
 
 __all__ = ["DaytonaBackend"]
@@ -193,7 +194,7 @@ class DaytonaBackend(HostedBackend):
         found: list[SandboxInfo] = []
         with daytona_errors("listing daytona sandboxes"):
             async for remote in client.list(ListSandboxesQuery(labels=wanted)):
-                if self._ours(remote.labels, wanted) and remote.state != SandboxState.DESTROYED:
+                if labels_match(remote.labels, wanted) and remote.state != SandboxState.DESTROYED:
                     found.append(_info(remote))
         return found
 

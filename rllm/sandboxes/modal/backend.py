@@ -32,6 +32,7 @@ from rllm.sandboxes.types import (
     SandboxInfo,
     SandboxSpec,
     SnapshotInfo,
+    labels_match,
 )
 
 __all__ = ["MAX_LIFETIME_S", "ModalBackend", "ModalSnapshots"]
@@ -174,7 +175,7 @@ class ModalBackend(HostedBackend):
                 app_id=app.app_id, tags=wanted, client=client
             ):
                 tags = dict(await remote.get_tags.aio())
-                if self._ours(tags, wanted):
+                if labels_match(tags, wanted):
                     found.append(_info(remote, tags))
         return found
 
