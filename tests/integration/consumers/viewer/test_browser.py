@@ -111,6 +111,16 @@ def _live_state(browser: WebDriver) -> tuple[str, str]:
     return str(got[0]), str(got[1]).strip()
 
 
+def _live_attr(browser: WebDriver, name: str) -> str | None:
+    """One attribute of the run page's ``#live`` element, read in one script for the same
+    reason as ``_live_state``: a ``find_element`` then ``get_attribute`` pair can hold an
+    element htmx has just replaced (a stale element reference)."""
+    got = browser.execute_script(
+        "return document.getElementById('live').getAttribute(arguments[0]);", name
+    )
+    return None if got is None else str(got)
+
+
 def _summary(browser: WebDriver, key: str) -> str:
     return browser.find_element(By.CSS_SELECTOR, f'dd[data-k="{key}"]').text
 
@@ -175,18 +185,15 @@ def test_the_viewer_in_chromium_over_a_real_training_run(
                     "the run in the history", lambda: run_named(store, "runs", run=RUN).rows, 120
                 )
                 browser.get(f"{url}/runs/{RUN}")
-                live = browser.find_element(By.ID, "live")
-                assert live.get_attribute("data-state") == "running"
-                assert (
-                    "This run is still being written"
-                    in browser.find_element(By.ID, "live-note").text
+                assert _live_attr(browser, "data-state") == "running"
+                note = browser.execute_script(
+                    "return document.getElementById('live-note').textContent;"
                 )
-                first = live.get_attribute("data-refreshed")
+                assert "This run is still being written" in note
+                first = _live_attr(browser, "data-refreshed")
                 wait_for(
                     "htmx to refresh the run's page",
-                    lambda: (
-                        browser.find_element(By.ID, "live").get_attribute("data-refreshed") != first
-                    ),
+                    lambda: _live_attr(browser, "data-refreshed") != first,
                     30,
                 )
                 _shot(browser, shots / "run-live.png")
@@ -210,9 +217,7 @@ def test_the_viewer_in_chromium_over_a_real_training_run(
                     lambda: _live_state(browser) == ("finished", "8"),
                     60,
                 )
-                assert browser.find_element(By.ID, "live").get_attribute("hx-trigger") == (
-                    "every 2.0s"
-                )
+                assert _live_attr(browser, "hx-trigger") == "every 2.0s"
                 # the reads below compare one DOM: cancel the page's further polls
                 browser.execute_script(
                     "document.body.addEventListener('htmx:beforeRequest', e => e.preventDefault());"
