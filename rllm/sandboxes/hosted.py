@@ -5,13 +5,14 @@ killed on timeout, the user switched, stdin uploaded first), copy directories as
 each way and make the spec's workdir at start. Its backend keeps the sandboxes it made
 (closed by ``aclose``, by ``reap`` when they match) and its snapshots in the shared
 registry. A service's classes supply only its calls: create, upload a file, execute a
-script, read a file, take a snapshot, delete a sandbox by id, close the client."""
+script, read a file, take a snapshot, list sandboxes by label, delete one by id, close the
+client."""
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,6 +37,7 @@ from rllm.sandboxes.types import (
     SandboxInfo,
     SandboxSpec,
     SnapshotInfo,
+    labels_match,
 )
 
 __all__ = ["HostedBackend", "HostedSandbox", "HostedSnapshots", "abnormal"]
@@ -218,10 +220,30 @@ class HostedBackend(ABC):
         """What ``sandboxes(labels)`` lists: ``labels`` and this backend's mark."""
         return {**(labels or {}), BACKEND_LABEL: self.name}
 
+    def _info(
+        self,
+        sandbox_id: str,
+        labels: Mapping[str, str],
+        created_at: float,
+        image: str = "",
+        alive: bool = True,
+    ) -> SandboxInfo:
+        """What ``sandboxes`` says of one of its sandboxes: its image is the label
+        ``_new_labels`` put on it, else ``image``."""
+        return SandboxInfo(
+            id=sandbox_id,
+            backend=self.name,
+            image=labels.get(IMAGE_LABEL) or image,
+            labels=dict(labels),
+            created_at=created_at,
+            alive=alive,
+        )
+
     # --- what each service supplies ---------------------------------------------------
     @abstractmethod
-    async def sandboxes(self, labels: Mapping[str, str] | None = None) -> list[SandboxInfo]:
-        """The service's sandboxes of this backend (and ``labels``)."""
+    def _listed(self, wanted: dict[str, str]) -> AsyncIterator[SandboxInfo]:
+        """The service's live sandboxes, asked for by ``wanted`` labels; the service's own
+        filter may be looser, ``sandboxes`` matches each again."""
 
     @abstractmethod
     async def _delete(self, sandbox_id: str) -> None:
@@ -232,6 +254,11 @@ class HostedBackend(ABC):
         """Close the SDK's client, if one was made."""
 
     # --- the same everywhere ---------------------------------------------------------
+    async def sandboxes(self, labels: Mapping[str, str] | None = None) -> list[SandboxInfo]:
+        """The service's sandboxes of this backend (and ``labels``)."""
+        wanted = self._wanted(labels)
+        return [info async for info in self._listed(wanted) if labels_match(info.labels, wanted)]
+
     async def _started(self, sandbox: S) -> S:
         """``sandbox``, just created, kept for ``aclose`` and prepared (closed on failure)."""
         self._open[sandbox.id] = sandbox

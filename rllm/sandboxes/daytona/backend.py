@@ -13,7 +13,7 @@ import contextlib
 import math
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,15 +41,7 @@ from rllm.sandboxes.errors import ImageError, SandboxError
 from rllm.sandboxes.hosted import HostedBackend
 from rllm.sandboxes.remote import check_spec, whole_units
 from rllm.sandboxes.settings import SandboxSettings
-from rllm.sandboxes.types import (
-    IMAGE_LABEL,
-    ImageInfo,
-    NetworkMode,
-    SandboxInfo,
-    SandboxSpec,
-    SnapshotInfo,
-    labels_match,
-)
+from rllm.sandboxes.types import ImageInfo, NetworkMode, SandboxInfo, SandboxSpec, SnapshotInfo
 
 __all__ = ["DaytonaBackend"]
 
@@ -187,16 +179,19 @@ class DaytonaBackend(HostedBackend):
             for s in page.items
         ]
 
-    async def sandboxes(self, labels: Mapping[str, str] | None = None) -> list[SandboxInfo]:
-        """Daytona sandboxes labelled ``rllm.backend=daytona`` (and ``labels``)."""
+    async def _listed(self, wanted: dict[str, str]) -> AsyncIterator[SandboxInfo]:
+        """Daytona sandboxes with the ``wanted`` labels, the destroyed ones left out."""
         client = await self.client()
-        wanted = self._wanted(labels)
-        found: list[SandboxInfo] = []
         with daytona_errors("listing daytona sandboxes"):
             async for remote in client.list(ListSandboxesQuery(labels=wanted)):
-                if labels_match(remote.labels, wanted) and remote.state != SandboxState.DESTROYED:
-                    found.append(_info(remote))
-        return found
+                if remote.state != SandboxState.DESTROYED:
+                    yield self._info(
+                        remote.id,
+                        remote.labels or {},
+                        _created_at(remote),
+                        image=remote.snapshot or "",
+                        alive=remote.state == SandboxState.STARTED,
+                    )
 
     async def _delete(self, sandbox_id: str) -> None:
         client = await self.client()
@@ -212,16 +207,7 @@ class DaytonaBackend(HostedBackend):
             self._client = None
 
 
-def _info(remote: AsyncSandbox) -> SandboxInfo:
-    created = time.time()
-    if remote.created_at:
-        created = datetime.fromisoformat(remote.created_at.replace("Z", "+00:00")).timestamp()
-    labels = dict(remote.labels or {})
-    return SandboxInfo(
-        id=remote.id,
-        backend=NAME,
-        image=labels.get(IMAGE_LABEL) or remote.snapshot or "",
-        labels=labels,
-        created_at=created,
-        alive=remote.state == SandboxState.STARTED,
-    )
+def _created_at(remote: AsyncSandbox) -> float:
+    if not remote.created_at:
+        return time.time()
+    return datetime.fromisoformat(remote.created_at.replace("Z", "+00:00")).timestamp()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +26,11 @@ from rllm.sandboxes.remote import check_spec
 from rllm.sandboxes.settings import SandboxSettings
 from rllm.sandboxes.types import (
     CREATED_LABEL,
-    IMAGE_LABEL,
     ImageInfo,
     NetworkMode,
     SandboxInfo,
     SandboxSpec,
     SnapshotInfo,
-    labels_match,
 )
 
 __all__ = ["MAX_LIFETIME_S", "ModalBackend", "ModalSnapshots"]
@@ -165,19 +163,15 @@ class ModalBackend(HostedBackend):
             if not i.expired
         ]
 
-    async def sandboxes(self, labels: Mapping[str, str] | None = None) -> list[SandboxInfo]:
-        """Running sandboxes of the app tagged ``rllm.backend=modal`` (and ``labels``)."""
+    async def _listed(self, wanted: dict[str, str]) -> AsyncIterator[SandboxInfo]:
+        """Running sandboxes of the app tagged with the ``wanted`` labels."""
         client, app = await self._context()
-        wanted = self._wanted(labels)
-        found: list[SandboxInfo] = []
         with modal_errors(self.sdk, "listing modal sandboxes"):
             async for remote in self.sdk.Sandbox.list.aio(
                 app_id=app.app_id, tags=wanted, client=client
             ):
                 tags = dict(await remote.get_tags.aio())
-                if labels_match(tags, wanted):
-                    found.append(_info(remote, tags))
-        return found
+                yield self._info(str(remote.object_id), tags, _created_at(tags))
 
     async def _delete(self, sandbox_id: str) -> None:
         client, _app = await self._context()
@@ -195,15 +189,8 @@ class ModalBackend(HostedBackend):
             self._app = None
 
 
-def _info(remote: Any, tags: Mapping[str, str]) -> SandboxInfo:
+def _created_at(tags: Mapping[str, str]) -> float:
     try:
-        created = float(tags.get(CREATED_LABEL, ""))
+        return float(tags.get(CREATED_LABEL, ""))
     except ValueError:
-        created = time.time()
-    return SandboxInfo(
-        id=str(remote.object_id),
-        backend=NAME,
-        image=tags.get(IMAGE_LABEL, ""),
-        labels=dict(tags),
-        created_at=created,
-    )
+        return time.time()
