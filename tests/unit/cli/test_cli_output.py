@@ -8,13 +8,14 @@ import pytest
 from click.testing import CliRunner
 from rich.table import Table
 
-from rllm.app import TrainReport, UpdateRecord, describe_drops
+from rllm.app import TrainReport, describe_drops
 from rllm.cli.common import table_lines
 from rllm.cli.main import cli
 from rllm.cli.stack import _print
 from rllm.infra.stack import ComponentStatus
 from rllm.producers.evaluation.summary import EvalSummary
 from tests.paths import ROOT
+from tests.unit.app.factory import update_record
 
 
 def test_bench_list_in_a_pipe_is_one_whole_line_per_benchmark() -> None:
@@ -76,25 +77,23 @@ def test_drops_read_as_words() -> None:
     assert describe_drops({"dropped_stale_episodes": 0.0}) == "nothing dropped or refused"
 
 
-def _update(version: int, rollout_version: int) -> UpdateRecord:
-    return UpdateRecord(
-        version=version,
-        rollout_version=rollout_version,
-        reward_mean=0.225,
-        accuracy=0.22,
-        rollouts=32,
-        seconds=9.5,
-        rollout_s=3.1,
-        update_s=6.4,
-        train_s=2.0,
-        elapsed_s=30.0,
-    )
+# the figures of every batch in the report below
+BATCH = {
+    "reward_mean": 0.225,
+    "accuracy": 0.22,
+    "rollouts": 32,
+    "seconds": 9.5,
+    "rollout_s": 3.1,
+    "update_s": 6.4,
+    "train_s": 2.0,
+    "elapsed_s": 30.0,
+}
 
 
 def test_a_train_report_prints_a_line_per_batch_and_its_drops() -> None:
     report = TrainReport(
         run_id="r1",
-        updates=[_update(1, 0), _update(1, 1)],
+        updates=[update_record(1, 0, **BATCH), update_record(1, 1, **BATCH)],
         version=1,
         drops={"dropped_uniform_episodes": 4.0},
     )

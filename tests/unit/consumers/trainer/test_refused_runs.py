@@ -23,6 +23,7 @@ from rllm.schemas.sampling import sampling_problem
 from rllm.schemas.types import Task
 from rllm.serving.errors import RequestError
 from rllm.serving.protocol import sampling_params
+from tests.unit.app.factory import update_record
 
 
 @rllm.rollout
@@ -95,16 +96,7 @@ def test_the_local_server_refuses_logit_bias() -> None:
 
 
 def _record(failed: int, first_error: str | None = None) -> UpdateRecord:
-    return UpdateRecord(
-        version=0,
-        rollout_version=0,
-        reward_mean=0.0,
-        accuracy=0.0,
-        rollouts=4,
-        seconds=0.0,
-        failed=failed,
-        first_error=first_error,
-    )
+    return update_record(rollouts=4, failed=failed, first_error=first_error)
 
 
 def test_a_run_fails_only_when_every_rollout_failed() -> None:

@@ -19,6 +19,7 @@ from rllm.consumers.trainer.settings import TrainerSettings, UniformPolicy
 from rllm.consumers.trainer.types import TrainBatch, UpdateResult
 from rllm.producers.sdk import RolloutConfig
 from rllm.schemas.types import Task
+from tests.unit.app.factory import update_record
 from tests.unit.consumers.trainer.factory import episode
 
 
@@ -66,17 +67,6 @@ def agent(task: Task, config: RolloutConfig) -> str:
     return "x"
 
 
-def _record(version: int, rollout_version: int) -> UpdateRecord:
-    return UpdateRecord(
-        version=version,
-        rollout_version=rollout_version,
-        reward_mean=0.0,
-        accuracy=0.0,
-        rollouts=1,
-        seconds=0.0,
-    )
-
-
 def test_max_updates_counts_updates_made_not_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     tasks = [Task(task_id=f"t{i}") for i in range(6)]
     config = {"batch_size": 1, "max_updates": 2, "mode": "async"}
@@ -95,7 +85,7 @@ def test_max_updates_counts_updates_made_not_batches(monkeypatch: pytest.MonkeyP
     def one_batch(run: Any, batch: list[Task]) -> UpdateRecord:
         batches.append([t.task_id for t in batch])
         rollout_version, fake.version = next(versions)
-        return _record(fake.version, rollout_version)
+        return update_record(fake.version, rollout_version)
 
     monkeypatch.setattr(trainer, "_start", lambda progress=False: running)
     monkeypatch.setattr(trainer, "_one_batch", one_batch)
