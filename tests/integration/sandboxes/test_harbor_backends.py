@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from rllm.benchmarks.harbor import HarborTask, load_task, run_oracle, run_verifier
+from rllm.benchmarks.harbor import HarborTask, load_task
 from rllm.sandboxes import OWNER_LABEL, SandboxSettings
 from tests.integration.sandboxes.backends import open_backend
+from tests.integration.sandboxes.oracle import oracle_verified
 from tests.paths import FIXTURES
 
 SHIPPED = sorted(p.name for p in (FIXTURES / "harbor_tasks").iterdir() if p.is_dir())
@@ -46,13 +47,7 @@ async def oracle_outcome(
         spec = task.sandbox_spec(image.name, labels=owner)
         if backend_name == "docker":  # this daemon's overlay2 is not on xfs: no size limits
             spec = spec.model_copy(update={"disk_mb": None})
-        sandbox = await backend.create(spec)
-        try:
-            solved = await run_oracle(sandbox, task)
-            assert solved.ok, f"{backend_name}: solve.sh failed: {solved.stdout}{solved.stderr}"
-            result = await run_verifier(sandbox, task)
-        finally:
-            await sandbox.close()
+        result = await oracle_verified(await backend.create(spec), task, backend_name)
     return result.ok, result.reward, result.exit_code, result.error
 
 

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from rllm.benchmarks.harbor import HarborTask, load_dataset, run_oracle, run_verifier
+from rllm.benchmarks.harbor import HarborTask, load_dataset, run_verifier
 from rllm.benchmarks.harbor.generate import KINDS, generate_family
 from rllm.sandboxes import OWNER_LABEL, Sandbox, SandboxBackend
 from tests.integration.producers.harnesses.helpers import needs_local_sandbox
+from tests.integration.sandboxes.oracle import oracle_verified
 
 pytestmark = needs_local_sandbox
 
@@ -36,13 +37,7 @@ async def test_the_oracle_solves_every_kind_and_an_idle_agent_solves_none(
     owner = f"gen-{uuid.uuid4().hex[:8]}"
     rewards: dict[str, tuple[float | None, float | None]] = {}
     for task in tasks:
-        sandbox = await _sandbox(backend, task, owner)
-        try:
-            solved = await run_oracle(sandbox, task)
-            assert solved.ok, f"{task.name}: {solved.stdout}{solved.stderr}{solved.error}"
-            oracle = await run_verifier(sandbox, task)
-        finally:
-            await sandbox.close()
+        oracle = await oracle_verified(await _sandbox(backend, task, owner), task, task.name)
         idle = await _sandbox(backend, task, owner)
         try:
             nothing = await run_verifier(idle, task)
