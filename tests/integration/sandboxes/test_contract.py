@@ -22,6 +22,7 @@ from rllm.sandboxes import (
 )
 from rllm.sandboxes.pool import WarmPool
 from tests.integration.sandboxes.backends import open_backend
+from tests.integration.sandboxes.trees import write_tree
 
 BACKENDS = ["local", "docker", "daytona", "modal"]
 
@@ -122,10 +123,7 @@ async def test_files_in_and_out(
         with pytest.raises(FileNotFoundError):
             await sandbox.read_file("/workspace/nope.txt")
 
-        source = tmp_path / "src"
-        (source / "sub").mkdir(parents=True)
-        (source / "one.txt").write_text("1")
-        (source / "sub" / "two.bin").write_bytes(bytes(range(256)))
+        source = write_tree(tmp_path / "src", {"one.txt": "1", "sub/two.bin": bytes(range(256))})
         await sandbox.upload_dir(source, "/data/in")
         listing = await sandbox.exec("cd /data/in && find . -type f | sort && cat one.txt")
         assert listing.stdout == "./one.txt\n./sub/two.bin\n1"

@@ -27,6 +27,7 @@ from tests.integration.sandboxes.hosted_checks import (
     exec_env_and_cwd,
     refuse,
 )
+from tests.integration.sandboxes.trees import write_tree
 
 Pair = tuple[DaytonaBackend, FakeDaytona]
 
@@ -103,10 +104,7 @@ async def test_files_in_and_out(daytona: Pair, tmp_path: Path) -> None:
     assert (await sandbox.exec("stat -c %a deep/er/blob.bin")).stdout == "600\n"
     with pytest.raises(FileNotFoundError):
         await sandbox.read_file("/workspace/absent")
-    source = tmp_path / "src"
-    (source / "sub").mkdir(parents=True)
-    (source / "a.txt").write_text("alpha")
-    (source / "sub" / "b.txt").write_text("beta")
+    source = write_tree(tmp_path / "src", {"a.txt": "alpha", "sub/b.txt": "beta"})
     await sandbox.upload_dir(source, "/data/in")
     listing = await sandbox.exec("find /data/in -type f | sort; cat /data/in/sub/b.txt")
     assert listing.stdout == "/data/in/a.txt\n/data/in/sub/b.txt\nbeta"

@@ -37,6 +37,7 @@ from rllm.sandboxes.registry import get_backend
 from rllm.sandboxes.settings import SandboxSettings
 from rllm.sandboxes.types import OWNER_LABEL, NetworkMode, SandboxSpec
 from tests.integration.sandboxes.docker_fixtures import docker_backend_settings, docker_url
+from tests.integration.sandboxes.trees import write_tree
 
 __all__ = ["docker_backend_settings", "docker_url"]  # fixtures, re-exported for pytest
 
@@ -229,10 +230,7 @@ async def test_files_in_and_out(backend: DockerBackend, owner: str, tmp_path: Pa
     assert await sandbox.read_file("/workspace/deep/dir/a.sh") == b"echo run\n"
     with pytest.raises(FileNotFoundError, match="nope"):
         await sandbox.read_file("nope")
-    src = tmp_path / "src"
-    (src / "sub").mkdir(parents=True)
-    (src / "sub" / "f.txt").write_text("in sub")
-    (src / "top.bin").write_bytes(bytes(range(256)))
+    src = write_tree(tmp_path / "src", {"sub/f.txt": "in sub", "top.bin": bytes(range(256))})
     await sandbox.upload_dir(src, "/data/up")
     assert (await sandbox.exec("cat /data/up/sub/f.txt")).stdout == "in sub"
     await sandbox.exec(

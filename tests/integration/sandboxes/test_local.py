@@ -30,6 +30,7 @@ from rllm.sandboxes.local.state import process_start
 from rllm.sandboxes.settings import SandboxSettings
 from rllm.sandboxes.types import OWNER_LABEL, Mount, NetworkMode, SandboxSpec
 from tests.integration.sandboxes.backends import local_backend
+from tests.integration.sandboxes.trees import write_tree
 
 
 @pytest.fixture
@@ -208,10 +209,7 @@ async def test_files_in_and_out(sandbox: LocalSandbox, tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         await sandbox.read_file("/workspace/missing")
 
-    source = tmp_path / "src"
-    (source / "sub").mkdir(parents=True)
-    (source / "top.txt").write_text("top")
-    (source / "sub" / "run.sh").write_text("#!/bin/sh\necho ran\n")
+    source = write_tree(tmp_path / "src", {"top.txt": "top", "sub/run.sh": "#!/bin/sh\necho ran\n"})
     (source / "sub" / "run.sh").chmod(0o755)
     await sandbox.upload_dir(source, "/workspace/project")
     assert (await sandbox.exec("/workspace/project/sub/run.sh")).stdout == "ran\n"

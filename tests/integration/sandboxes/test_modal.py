@@ -30,6 +30,7 @@ from tests.integration.sandboxes.hosted_checks import (
     exec_env_and_cwd,
     refuse,
 )
+from tests.integration.sandboxes.trees import write_tree
 
 Pair = tuple[ModalBackend, FakeModal]
 
@@ -67,9 +68,8 @@ async def test_files_in_and_out(modal: Pair, tmp_path: Path) -> None:
     assert await sandbox.read_file("/opt/tool/run.sh") == b"#!/bin/sh\necho ran\n"
     with pytest.raises(FileNotFoundError):
         await sandbox.read_file("/opt/none")
-    (tmp_path / "src" / "sub").mkdir(parents=True)
-    (tmp_path / "src" / "sub" / "c.txt").write_bytes(b"\x00\x01gamma")
-    await sandbox.upload_dir(tmp_path / "src", "/workspace/in")
+    source = write_tree(tmp_path / "src", {"sub/c.txt": b"\x00\x01gamma"})
+    await sandbox.upload_dir(source, "/workspace/in")
     assert await sandbox.read_file("/workspace/in/sub/c.txt") == b"\x00\x01gamma"
     await sandbox.download_dir("/workspace/in", tmp_path / "back")
     assert (tmp_path / "back" / "sub" / "c.txt").read_bytes() == b"\x00\x01gamma"
