@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from rllm.schemas import policy
@@ -157,9 +158,13 @@ SAMPLES: dict[str, t.AvroRecord] = {
 }
 
 
-def session_events(session_id: str = "s-1", run_id: str = "run-1") -> list[t.SessionEvent]:
-    """Open, two steps, a reward and a close: one envelope per payload type."""
-    payloads: list[t.SessionPayload] = [OPENED, STEP, FAILED_STEP, REWARD, CLOSED]
+def session_events(
+    session_id: str = "s-1",
+    run_id: str = "run-1",
+    payloads: Sequence[t.SessionPayload] = (OPENED, STEP, FAILED_STEP, REWARD, CLOSED),
+) -> list[t.SessionEvent]:
+    """The session's ``payloads`` in their envelopes, event ``{session_id}-e{i}``; by default
+    open, two steps, a reward and a close: one envelope per payload type."""
     return [
         t.SessionEvent(
             event_id=f"{session_id}-e{i}",

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 
 from rllm.schemas import types as t
 from rllm.schemas.tokens import pack_logprobs, pack_tokens
 
-__all__ = ["T0", "chat_response", "make_session", "task"]
+__all__ = ["T0", "chat_response", "envelopes", "make_session", "task"]
 
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 
@@ -93,14 +94,20 @@ def make_session(
                 num_steps=num_steps if reported_steps is None else reported_steps,
             )
         )
-    return [
-        t.SessionEvent(
+    return list(envelopes(payloads, session_id, run_id))
+
+
+def envelopes(
+    payloads: Iterable[t.SessionPayload], session_id: str, run_id: str, producer: str = "unit"
+) -> Iterator[t.SessionEvent]:
+    """Each payload in its session's envelope, in order (as the payloads come): event
+    ``{session_id}/e{i}``, emitted ``i`` seconds after ``T0``."""
+    for i, payload in enumerate(payloads):
+        yield t.SessionEvent(
             event_id=f"{session_id}/e{i}",
             session_id=session_id,
             run_id=run_id,
             emitted_at=T0 + timedelta(seconds=i),
-            producer="unit",
-            payload=p,
+            producer=producer,
+            payload=payload,
         )
-        for i, p in enumerate(payloads)
-    ]

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from rllm.schemas import types as t
 from rllm.schemas.tokens import pack_logprobs, pack_tokens
-from tests.unit.processors.factory import T0, chat_response
+from tests.unit.processors.factory import T0, chat_response, envelopes
 
 __all__ = ["CliSession", "Reference"]
 
@@ -102,16 +102,7 @@ class CliSession:
 
     def events(self) -> Iterator[t.SessionEvent]:
         """Open, the steps, close: each step delta-encoded against the previous one."""
-        payloads = self._payloads()
-        for i, payload in enumerate(payloads):
-            yield t.SessionEvent(
-                event_id=f"{self.session_id}/e{i}",
-                session_id=self.session_id,
-                run_id=self.run_id,
-                emitted_at=T0 + timedelta(seconds=i),
-                producer="long-session",
-                payload=payload,
-            )
+        yield from envelopes(self._payloads(), self.session_id, self.run_id, "long-session")
 
     def _payloads(self) -> Iterator[t.SessionPayload]:
         yield t.SessionOpened(

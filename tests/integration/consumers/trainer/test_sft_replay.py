@@ -17,7 +17,7 @@ from rllm.schemas.tokens import pack_logprobs, pack_tokens
 from rllm.schemas.topics import POLICY_UPDATES, SESSION_EVENTS
 from rllm.settings import KafkaSettings
 from tests.integration.helpers import read_all
-from tests.samples import CLOSED, OPENED, REWARD, STEP, T0
+from tests.samples import CLOSED, OPENED, REWARD, STEP, session_events
 
 
 def _step(sid: str, i: int, prompt: list[int], resp: list[int], prefix: int = 0) -> t.StepCaptured:
@@ -41,17 +41,7 @@ def _session(sid: str, reward: float, steps: list[t.StepCaptured]) -> list[t.Ses
         REWARD.model_copy(update={"reward": reward, "is_correct": reward >= 1.0}),
         CLOSED,
     ]
-    return [
-        t.SessionEvent(
-            event_id=f"{sid}-e{i}",
-            session_id=sid,
-            run_id="rollouts",
-            emitted_at=T0,
-            producer="test",
-            payload=p,
-        )
-        for i, p in enumerate(payloads)
-    ]
+    return session_events(sid, "rollouts", payloads)
 
 
 def test_replayed_sessions_train_and_publish_policy_versions(
