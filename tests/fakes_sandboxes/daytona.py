@@ -202,17 +202,17 @@ class FakeDaytona(ToolboxRoutes):
         return JSONResponse(found.dto)
 
     async def start(self, request: Request) -> Response:
-        found = self._sandbox(request)
-        if found is None:
-            return error(404, "Sandbox not found")
-        found.dto["state"] = "started"
-        return JSONResponse(found.dto)
+        return self._put_in_state(request, "started")
 
     async def stop(self, request: Request) -> Response:
+        return self._put_in_state(request, "stopped")
+
+    def _put_in_state(self, request: Request, state: str) -> Response:
+        """The sandbox the request names, now in ``state``; a 404 where there is none."""
         found = self._sandbox(request)
         if found is None:
             return error(404, "Sandbox not found")
-        found.dto["state"] = "stopped"
+        found.dto["state"] = state
         return JSONResponse(found.dto)
 
     async def proxy_url(self, request: Request) -> Response:
