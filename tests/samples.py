@@ -162,15 +162,17 @@ def session_events(
     session_id: str = "s-1",
     run_id: str = "run-1",
     payloads: Sequence[t.SessionPayload] = (OPENED, STEP, FAILED_STEP, REWARD, CLOSED),
+    emitted_at: datetime = T0,
 ) -> list[t.SessionEvent]:
-    """The session's ``payloads`` in their envelopes, event ``{session_id}-e{i}``; by default
-    open, two steps, a reward and a close: one envelope per payload type."""
+    """The session's ``payloads`` in their envelopes, event ``{session_id}-e{i}``, all
+    emitted at ``emitted_at``; by default open, two steps, a reward and a close: one
+    envelope per payload type."""
     return [
         t.SessionEvent(
             event_id=f"{session_id}-e{i}",
             session_id=session_id,
             run_id=run_id,
-            emitted_at=T0,
+            emitted_at=emitted_at,
             producer="test",
             payload=p,
         )

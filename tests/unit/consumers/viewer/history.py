@@ -19,6 +19,7 @@ from rllm.consumers.history.types import HistoryStore
 from rllm.schemas import types as t
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.tokens import pack_logprobs, pack_tokens
+from tests.samples import session_events
 from tests.unit.consumers.history.synthetic import synthetic_events
 
 __all__ = ["AGENT_RUN", "CHAT_SESSION", "HARNESS_SESSION", "OPEN_SESSION", "fill"]
@@ -60,17 +61,6 @@ def _chat(
     return json.dumps({"choices": [choice]})
 
 
-def _env(session: str, i: int, at: datetime, payload: t.SessionPayload) -> t.SessionEvent:
-    return t.SessionEvent(
-        event_id=f"{session}:e{i}",
-        session_id=session,
-        run_id=AGENT_RUN,
-        emitted_at=at,
-        producer="test",
-        payload=payload,
-    )
-
-
 def _step(
     index: int, at: datetime, request: dict[str, Any], response: str, version: int
 ) -> t.StepCaptured:
@@ -103,7 +93,6 @@ def agent_events(now: datetime) -> list[t.SessionEvent]:
     """The three sessions of ``AGENT_RUN``; the open one's last event is ``now``."""
     task = t.Task(task_id="calc", instruction="What is 7 times 8?", benchmark="calc")
     t0 = now - timedelta(minutes=5)
-    out: list[t.SessionEvent] = []
 
     def opened(index: int) -> t.SessionOpened:
         return t.SessionOpened(
@@ -127,12 +116,12 @@ def agent_events(now: datetime) -> list[t.SessionEvent]:
         reward=1.0, is_correct=True, signals={"exact": 1.0}, evaluator="exact_match"
     )
     ok = t.SessionStatus.OK
-    out += [
-        _env(CHAT_SESSION, 0, t0, opened(0)),
-        _env(CHAT_SESSION, 1, t0, _step(0, t0, first, call, 2)),
-        _env(CHAT_SESSION, 2, t0, _step(1, t0, second, said, 3)),
-        _env(CHAT_SESSION, 3, t0, rewarded),
-        _env(CHAT_SESSION, 4, t0, t.SessionClosed(status=ok, output_json='"56"', num_steps=2)),
+    chat = [
+        opened(0),
+        _step(0, t0, first, call, 2),
+        _step(1, t0, second, said, 3),
+        rewarded,
+        t.SessionClosed(status=ok, output_json='"56"', num_steps=2),
     ]
     harness_out = {
         "harness": "bash",
@@ -150,13 +139,11 @@ def agent_events(now: datetime) -> list[t.SessionEvent]:
     }
     verified = t.RewardAssigned(reward=0.0, is_correct=False, evaluator="harbor-verifier")
     harness_closed = t.SessionClosed(status=ok, output_json=json.dumps(harness_out), num_steps=0)
-    out += [
-        _env(HARNESS_SESSION, 0, t0, opened(1)),
-        _env(HARNESS_SESSION, 1, t0, verified),
-        _env(HARNESS_SESSION, 2, t0, harness_closed),
-        _env(OPEN_SESSION, 0, now, opened(2)),
+    return [
+        *session_events(CHAT_SESSION, AGENT_RUN, chat, t0),
+        *session_events(HARNESS_SESSION, AGENT_RUN, [opened(1), verified, harness_closed], t0),
+        *session_events(OPEN_SESSION, AGENT_RUN, [opened(2)], now),
     ]
-    return out
 
 
 def fill(store: HistoryStore, synthetic_steps: int, now: datetime | None = None) -> None:
