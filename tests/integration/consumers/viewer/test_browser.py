@@ -35,6 +35,7 @@ from tests.integration.app.fixtures import LoopStack
 from tests.integration.consumers.viewer.browser import chromium, wait_for
 from tests.integration.consumers.viewer.process import view_process
 from tests.unit.consumers.history.shared import fresh_chdb
+from tests.unit.consumers.viewer.page import reward_rows
 
 RUN = "view-run"
 ADMIN = "view-admin-key"
@@ -229,15 +230,7 @@ def test_the_viewer_in_chromium_over_a_real_training_run(
                 assert _summary(browser, "updates") == "3"  # v0 (the base weights), v1, v2
                 rewards = run_named(store, "rewards", run=RUN).records()
                 assert [r["policy_version"] for r in rewards] == [0, 1]
-                assert _table(browser, "rewards") == [
-                    {
-                        "policy_version": str(r["policy_version"]),
-                        "sessions": str(r["sessions"]),
-                        "mean_reward": _fmt(r["mean_reward"]),
-                        "accuracy": _fmt(r["accuracy"]),
-                    }
-                    for r in rewards
-                ]
+                assert _table(browser, "rewards") == reward_rows(rewards)
                 tokens = run_named(store, "tokens", run=RUN).records()
                 assert [t["completion_tokens"] for t in _table(browser, "tokens")] == [
                     str(t["completion_tokens"]) for t in tokens

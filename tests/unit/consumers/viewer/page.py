@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import html
 import re
+from typing import Any
 
-__all__ = ["cell", "cells", "rows", "text"]
+from rllm.consumers.viewer.app import _fmt
+
+__all__ = ["cell", "cells", "reward_rows", "rows", "table", "text"]
 
 
 def text(fragment: str) -> str:
@@ -38,3 +41,17 @@ def table(page: str, table_id: str) -> list[dict[str, str]]:
     assert match, f"no table {table_id!r}"
     body = match.group(1).split("<tbody>", 1)[-1]
     return [cells(r) for r in re.findall(r"<tr>(.*?)</tr>", body, flags=re.S)]
+
+
+def reward_rows(rewards: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The rewards table as the viewer shows ``run_named(..., "rewards")``'s records: one
+    row a policy version, each figure formatted as the page formats it."""
+    return [
+        {
+            "policy_version": str(r["policy_version"]),
+            "sessions": str(r["sessions"]),
+            "mean_reward": _fmt(r["mean_reward"]),
+            "accuracy": _fmt(r["accuracy"]),
+        }
+        for r in rewards
+    ]

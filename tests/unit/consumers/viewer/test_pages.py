@@ -22,7 +22,7 @@ from tests.unit.consumers.viewer.history import (
     HARNESS_SESSION,
     OPEN_SESSION,
 )
-from tests.unit.consumers.viewer.page import cell, cells, rows, table, text
+from tests.unit.consumers.viewer.page import cell, cells, reward_rows, rows, table, text
 
 TRAINING = ("run-1", "run-3")
 
@@ -127,15 +127,7 @@ def test_run_page_equals_the_analytics_queries(client: TestClient, history: Hist
 
     rewards = run_named(history, "rewards", run="run-1").records()
     assert len(rewards) == 13  # v0 … v12
-    assert table(page, "rewards") == [
-        {
-            "policy_version": str(r["policy_version"]),
-            "sessions": str(r["sessions"]),
-            "mean_reward": _fmt(r["mean_reward"]),
-            "accuracy": _fmt(r["accuracy"]),
-        }
-        for r in rewards
-    ]
+    assert table(page, "rewards") == reward_rows(rewards)
     chart = json.loads(
         re.search(r"data-chart='([^']*)'", page).group(1).replace("&#34;", '"')  # type: ignore[union-attr]  # a page without it fails the test here anyway
     )
