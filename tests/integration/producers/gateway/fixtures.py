@@ -18,6 +18,9 @@ from tests.fakes.loopback import LoopbackServer, MockHandler
 from tests.fakes.upstream import FakeUpstream, RunningUpstream, ThreadedServer, start_fake_upstream
 from tests.integration.helpers import read_all
 
+Events = Callable[[], list[tuple[str, SessionEvent]]]
+"""The ``session_events`` fixture: every ``(key, event)`` on the session topic so far."""
+
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[RunningUpstream]:
@@ -53,9 +56,7 @@ def start_upstream() -> Iterator[Callable[[FakeUpstream], RunningUpstream]]:
         server.stop()
 
 
-def session_steps(
-    events: Callable[[], list[tuple[str, SessionEvent]]], sid: str
-) -> list[StepCaptured]:
+def session_steps(events: Events, sid: str) -> list[StepCaptured]:
     """The steps session ``sid`` captured, in topic order."""
     return [
         e.payload
@@ -161,7 +162,7 @@ def start_sglang_gateway(
 
 
 @pytest.fixture
-def session_events(kafka: KafkaSettings) -> Callable[[], list[tuple[str, SessionEvent]]]:
+def session_events(kafka: KafkaSettings) -> Events:
     """Read this test's session topic: ``(key, event)`` in partition then offset order."""
     codec = AvroCodec()
 

@@ -19,9 +19,9 @@ from rllm.settings import KafkaSettings
 from tests.fakes.upstream import RunningUpstream, ThreadedServer
 from tests.integration.helpers import read_all
 from tests.integration.producers.gateway.fixtures import ADMIN as DEFAULT_ADMIN
+from tests.integration.producers.gateway.fixtures import Events
 from tests.samples import session_events as sample_session_events
 
-Events = Callable[[], list[tuple[str, SessionEvent]]]
 ADMIN = {"authorization": "Bearer admin-secret"}
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
 CODEC = AvroCodec()

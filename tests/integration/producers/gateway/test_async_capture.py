@@ -11,9 +11,7 @@ import httpx
 
 from rllm.schemas.types import SessionClosed, SessionEvent, StepCaptured
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.producers.gateway.fixtures import ADMIN
-
-Events = Callable[[], list[tuple[str, SessionEvent]]]
+from tests.integration.producers.gateway.fixtures import ADMIN, Events
 
 _DELAY_MS = 1000.0
 """Longer than the calls and the close take here, so every check below runs while the

@@ -14,11 +14,10 @@ import numpy as np
 
 from rllm.processors.assemble import order_steps
 from rllm.schemas.delta import restore_steps
-from rllm.schemas.types import SessionClosed, SessionEvent, TokenStatus
+from rllm.schemas.types import SessionClosed, TokenStatus
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.producers.gateway.fixtures import ADMIN, session_steps
+from tests.integration.producers.gateway.fixtures import ADMIN, Events, session_steps
 
-Events = Callable[[], list[tuple[str, SessionEvent]]]
 PROMPT = [1, 2, 3]
 
 

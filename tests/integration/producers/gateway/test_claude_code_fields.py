@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from rllm.schemas.types import SessionEvent, StepCaptured
+from rllm.schemas.types import StepCaptured
 from tests.fakes.upstream import (
     FakeUpstream,
     RunningUpstream,
@@ -22,9 +22,8 @@ from tests.fakes.upstream import (
     start_fake_upstream,
     tokenize,
 )
-from tests.integration.producers.gateway.fixtures import ADMIN
+from tests.integration.producers.gateway.fixtures import ADMIN, Events
 
-Events = Callable[[], list[tuple[str, SessionEvent]]]
 CONTEXT = 512
 
 CLAUDE_CODE = {

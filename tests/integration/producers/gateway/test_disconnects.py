@@ -15,15 +15,13 @@ from typing import Any
 import httpx
 import pytest
 
-from rllm.schemas.types import SessionClosed, SessionEvent, SessionStatus, StepCaptured
+from rllm.schemas.types import SessionClosed, SessionStatus, StepCaptured
 from rllm.serving.app import create_app as serving_app
 from rllm.serving.engine import Completion
 from rllm.serving.sampling import SamplingParams
 from tests.fakes.engine import EngineDouble
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.producers.gateway.fixtures import ADMIN, ADMIN_KEY
-
-Events = Callable[[], list[tuple[str, SessionEvent]]]
+from tests.integration.producers.gateway.fixtures import ADMIN, ADMIN_KEY, Events
 
 
 class _Tokenizer:

@@ -23,16 +23,15 @@ from rllm.models.tiny import tiny_model_dir
 from rllm.producers.evaluation import EvalConfig
 from rllm.schemas.policy import PolicyUpdated
 from rllm.schemas.topics import POLICY_UPDATES
-from rllm.schemas.types import SessionEvent, SessionOpened, StepCaptured
+from rllm.schemas.types import SessionOpened, StepCaptured
 from rllm.serving.app import create_app as serving_app
 from rllm.serving.engine import Engine, SamplingParams
 from rllm.serving.updates import PolicyFollower
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
 from tests.integration.helpers import until
-from tests.integration.producers.gateway.fixtures import ADMIN, ADMIN_KEY
+from tests.integration.producers.gateway.fixtures import ADMIN, ADMIN_KEY, Events
 
-Events = Callable[[], list[tuple[str, SessionEvent]]]
 GREEDY = SamplingParams(temperature=0, max_tokens=6)
 
 

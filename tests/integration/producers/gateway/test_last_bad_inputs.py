@@ -7,11 +7,10 @@ from collections.abc import Callable
 
 import httpx
 
-from rllm.schemas.types import SessionEvent, StepCaptured
+from rllm.schemas.types import StepCaptured
 from tests.fakes.upstream import RunningUpstream, ThreadedServer
-from tests.integration.producers.gateway.fixtures import ADMIN
+from tests.integration.producers.gateway.fixtures import ADMIN, Events
 
-Events = Callable[[], list[tuple[str, SessionEvent]]]
 HI = b'{"model":"m","messages":[{"role":"user","content":"hi"}]'
 
 

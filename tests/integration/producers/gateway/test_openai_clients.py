@@ -17,9 +17,7 @@ from rllm.schemas.types import (
     TokenStatus,
 )
 from tests.fakes.upstream import ThreadedServer, answer_text, chat_prompt_text, tokenize
-from tests.integration.producers.gateway.fixtures import ADMIN, ADMIN_KEY
-
-Events = Callable[[], list[tuple[str, SessionEvent]]]
+from tests.integration.producers.gateway.fixtures import ADMIN, ADMIN_KEY, Events
 
 
 def _steps(events: list[tuple[str, SessionEvent]], sid: str) -> list[StepCaptured]:

@@ -15,15 +15,13 @@ from typing import Any
 import httpx
 
 from rllm.app.served import GatewayServes
-from rllm.schemas.types import SessionEvent, SessionOpened, StepCaptured
+from rllm.schemas.types import SessionOpened, StepCaptured
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
 from tests.fakes_training.vllm import FakeVllm
 from tests.integration.helpers import until
-from tests.integration.producers.gateway.fixtures import ADMIN
+from tests.integration.producers.gateway.fixtures import ADMIN, Events
 from tests.integration.producers.gateway.policy_steps import one_completion, publish_policy
-
-Events = Callable[[], list[tuple[str, SessionEvent]]]
 
 
 def _until(what: str, ready: Callable[[], bool], timeout_s: float = 30.0) -> None:

@@ -16,15 +16,13 @@ import pytest
 
 from rllm.schemas.types import (
     SessionClosed,
-    SessionEvent,
     StepCaptured,
     TokenStatus,
 )
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.producers.gateway.fixtures import ADMIN, ADMIN_KEY
+from tests.integration.producers.gateway.fixtures import ADMIN, ADMIN_KEY, Events
 
-Events = Callable[[], list[tuple[str, SessionEvent]]]
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
 MSG = {"model": "m", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
 DEEP = b"[" * 50_000

@@ -22,16 +22,14 @@ from rllm.models.tiny import tiny_model_dir
 from rllm.schemas.codec import AvroCodec
 from rllm.schemas.policy import PolicyServed, PolicyUpdated
 from rllm.schemas.topics import POLICY_UPDATES
-from rllm.schemas.types import SessionEvent, StepCaptured
+from rllm.schemas.types import StepCaptured
 from rllm.serving.app import create_app as serving_app
 from rllm.serving.engine import Engine
 from rllm.serving.updates import PolicyFollower
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
 from tests.integration.helpers import read_all, until
-from tests.integration.producers.gateway.fixtures import ADMIN
-
-Events = Callable[[], list[tuple[str, SessionEvent]]]
+from tests.integration.producers.gateway.fixtures import ADMIN, Events
 
 
 @pytest.fixture

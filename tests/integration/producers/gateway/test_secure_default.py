@@ -10,11 +10,10 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from rllm.schemas.types import SessionEvent, SessionOpened, StepCaptured
+from rllm.schemas.types import SessionOpened, StepCaptured
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.producers.gateway.fixtures import ADMIN
+from tests.integration.producers.gateway.fixtures import ADMIN, Events
 
-Events = Callable[[], list[tuple[str, SessionEvent]]]
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
 

@@ -15,17 +15,15 @@ import pytest
 
 from rllm.models.loading import load_model
 from rllm.models.tiny import tiny_model_dir
-from rllm.schemas.types import SessionEvent, SessionOpened, StepCaptured
+from rllm.schemas.types import SessionOpened, StepCaptured
 from rllm.serving.app import create_app as serving_app
 from rllm.serving.engine import Engine
 from rllm.serving.updates import PolicyFollower
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import ThreadedServer
 from tests.integration.helpers import until
-from tests.integration.producers.gateway.fixtures import ADMIN
+from tests.integration.producers.gateway.fixtures import ADMIN, Events
 from tests.integration.producers.gateway.policy_steps import one_completion, publish_policy
-
-Events = Callable[[], list[tuple[str, SessionEvent]]]
 
 
 @pytest.fixture

@@ -9,11 +9,9 @@ import httpx
 
 import rllm
 from rllm.producers.sdk import GatewayClient, RolloutConfig
-from rllm.schemas.types import SessionEvent, SessionStatus, StepCaptured, Task
+from rllm.schemas.types import SessionStatus, StepCaptured, Task
 from tests.fakes.upstream import ThreadedServer, answer_text, chat_prompt_text, tokenize
-from tests.integration.producers.gateway.fixtures import ADMIN
-
-Events = Callable[[], list[tuple[str, SessionEvent]]]
+from tests.integration.producers.gateway.fixtures import ADMIN, Events
 
 
 def _chat(text: str, max_tokens: int = 4) -> dict[str, object]:

@@ -8,11 +8,9 @@ from collections.abc import Callable
 import openai
 import pytest
 
-from rllm.schemas.types import SessionEvent, StepCaptured, TokenStatus
+from rllm.schemas.types import StepCaptured, TokenStatus
 from tests.fakes.upstream import RunningUpstream, ThreadedServer
-from tests.integration.producers.gateway.fixtures import ADMIN_KEY
-
-Events = Callable[[], list[tuple[str, SessionEvent]]]
+from tests.integration.producers.gateway.fixtures import ADMIN_KEY, Events
 
 
 def test_chat_through_generate(

@@ -16,13 +16,10 @@ from click.testing import CliRunner
 from rllm.cli.main import cli
 from rllm.errors import ConfigError
 from rllm.producers.gateway import GatewaySettings, create_app
-from rllm.schemas.types import SessionEvent
 from rllm.settings import KafkaSettings
 from tests.fakes.upstream import RunningUpstream, ThreadedServer
 from tests.integration.producers.gateway.clients import openai_client
-from tests.integration.producers.gateway.fixtures import session_steps
-
-Events = Callable[[], list[tuple[str, SessionEvent]]]
+from tests.integration.producers.gateway.fixtures import Events, session_steps
 
 
 def test_the_tokenizer_is_loaded_at_start_not_on_the_first_request(

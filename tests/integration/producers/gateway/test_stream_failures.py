@@ -15,7 +15,7 @@ import httpx
 import openai
 import pytest
 
-from rllm.schemas.types import SessionEvent, TokenStatus
+from rllm.schemas.types import TokenStatus
 from rllm.serving.app import create_app as serving_app
 from rllm.serving.engine import Completion
 from rllm.serving.sampling import SamplingParams
@@ -28,9 +28,7 @@ from tests.integration.producers.gateway.clients import (
     call,
     openai_client,
 )
-from tests.integration.producers.gateway.fixtures import session_steps
-
-Events = Callable[[], list[tuple[str, SessionEvent]]]
+from tests.integration.producers.gateway.fixtures import Events, session_steps
 
 
 def _wait(what: str, check: Callable[[], bool], timeout_s: float = 10.0) -> None:

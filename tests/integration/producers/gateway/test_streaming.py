@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from rllm.schemas.types import SessionEvent, StepCaptured, TokenStatus
+from rllm.schemas.types import StepCaptured, TokenStatus
 from tests.fakes.upstream import (
     FakeUpstream,
     RunningUpstream,
@@ -19,9 +19,7 @@ from tests.fakes.upstream import (
     chat_prompt_text,
 )
 from tests.integration.producers.gateway.clients import APIS, Streamed, call
-from tests.integration.producers.gateway.fixtures import DRIP_DELAY_S, session_steps
-
-Events = Callable[[], list[tuple[str, SessionEvent]]]
+from tests.integration.producers.gateway.fixtures import DRIP_DELAY_S, Events, session_steps
 
 
 def _expected(api: str, max_tokens: int | None) -> str:

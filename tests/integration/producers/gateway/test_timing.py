@@ -13,11 +13,10 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from rllm.schemas.types import SessionEvent, StepCaptured
+from rllm.schemas.types import StepCaptured
 from tests.fakes.upstream import ThreadedServer
-from tests.integration.producers.gateway.fixtures import ADMIN_KEY
+from tests.integration.producers.gateway.fixtures import ADMIN_KEY, Events
 
-Events = Callable[[], list[tuple[str, SessionEvent]]]
 PAUSE_S = 0.3
 
 

@@ -17,9 +17,8 @@ from tests.fakes.upstream import (
     chat_prompt_text,
     tokenize,
 )
-from tests.integration.producers.gateway.fixtures import ADMIN_KEY
+from tests.integration.producers.gateway.fixtures import ADMIN_KEY, Events
 
-Events = Callable[[], list[tuple[str, SessionEvent]]]
 TOOL = {
     "name": "get_weather",
     "description": "Weather in a city",

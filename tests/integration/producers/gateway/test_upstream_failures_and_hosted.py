@@ -10,9 +10,8 @@ import pytest
 
 from rllm.schemas.types import SessionEvent, StepCaptured, TokenStatus
 from tests.fakes.upstream import RunningUpstream, ThreadedServer, free_port
-from tests.integration.producers.gateway.fixtures import ADMIN_KEY
+from tests.integration.producers.gateway.fixtures import ADMIN_KEY, Events
 
-Events = Callable[[], list[tuple[str, SessionEvent]]]
 MSG = [{"role": "user", "content": "x"}]
 
 

@@ -4,7 +4,6 @@ backend, and what a test reads back (a session's payloads, the sandboxes left al
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,10 +12,8 @@ import pytest
 from rllm.producers.harnesses import Harness, HarnessRollout, get_harness
 from rllm.producers.sdk import GatewayClient
 from rllm.sandboxes import OWNER_LABEL, SandboxBackend
-from rllm.schemas.types import SessionEvent, SessionPayload
-
-Events = Callable[[], list[tuple[str, SessionEvent]]]
-"""The ``session_events`` fixture: this test's session topic, ``(key, event)``."""
+from rllm.schemas.types import SessionPayload
+from tests.integration.producers.gateway.fixtures import Events
 
 HELLO_SCRIPT = ["run: printf 'Hello, Harbor!\\n' > /app/hello.txt", "done"]
 """The bash harness's answers that solve ``hello-file``: one command, then done."""
