@@ -8,7 +8,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, NamedTuple
 
 from starlette.responses import Response, StreamingResponse
 
@@ -30,6 +30,7 @@ from rllm.producers.gateway.jsonio import JsonAnswer
 from rllm.producers.gateway.replicas import Replica
 from rllm.producers.gateway.sessions import Session
 from rllm.producers.gateway.settings import UpstreamKind
+from rllm.producers.gateway.sglang import SglangGenerate
 from rllm.producers.gateway.sglang_stream import GenerateStream
 from rllm.producers.gateway.state import GatewayState
 from rllm.producers.gateway.streaming import each, relay, sse_json
@@ -210,26 +211,36 @@ async def _attempt(
         return await _passthrough(call, path, headers)
     chat = call.api is not ApiKind.COMPLETIONS
     body = call.body
-    sent, prompt_ids = await _fit(call, chat, chat_body if chat_body is not None else body)
+    sent, tokenized = await _fit(call, chat, chat_body if chat_body is not None else body)
     if body.get("stream"):
-        return await _stream(call, chat, sent, headers, prompt_ids)
+        return await _stream(call, chat, sent, headers, tokenized)
     if chat_body is not None:
-        return await _translated(call, sent, headers, prompt_ids)
-    return await _native(call, sent, headers, prompt_ids)
+        return await _translated(call, sent, headers, tokenized)
+    return await _native(call, sent, headers, tokenized)
+
+
+class Tokenized(NamedTuple):
+    """An sglang call: the prompt's IDs, which the gateway tokenized itself, and the
+    ``/generate`` client that sends them."""
+
+    generate: SglangGenerate
+    prompt_ids: list[int]
 
 
 async def _fit(
     call: Call, chat: bool, body: dict[str, Any]
-) -> tuple[dict[str, Any], list[int] | None]:
+) -> tuple[dict[str, Any], Tokenized | None]:
     """The upstream request with its ``max_tokens`` fitted to the context, and the prompt's
     IDs when the gateway tokenizes (sglang)."""
     up = call.upstream
-    prompt_ids = up.sglang.prompt_ids(body, chat) if up.sglang is not None else None
-    known = len(prompt_ids) if prompt_ids is not None else None
+    tokenized = None
+    if up.sglang is not None:
+        tokenized = Tokenized(up.sglang, up.sglang.prompt_ids(body, chat))
+    known = len(tokenized.prompt_ids) if tokenized is not None else None
     sent, clamp = await up.context.fit(body, chat, known, len(call.session.last_full_ids))
     if clamp is not None:
         call.clamped(clamp)
-    return sent, prompt_ids
+    return sent, tokenized
 
 
 async def _complete(
@@ -237,15 +248,14 @@ async def _complete(
     chat: bool,
     body: dict[str, Any],
     headers: dict[str, str],
-    prompt_ids: list[int] | None = None,
+    tokenized: Tokenized | None = None,
 ) -> Any:
     """The upstream's chat completion or completion, in the vLLM shape."""
     up = call.upstream
     answer: dict[str, str] = {}
     call.sent()
-    if up.sglang is not None:
-        assert prompt_ids is not None  # _fit tokenizes every sglang call
-        data = await up.sglang.complete(up, body, chat, headers, prompt_ids)
+    if tokenized is not None:
+        data = await tokenized.generate.complete(up, body, chat, headers, tokenized.prompt_ids)
     elif chat:
         data = await up.post_json("/v1/chat/completions", prepare_chat(body, True), headers, answer)
     else:
@@ -268,19 +278,19 @@ def _parse(chat: bool, body: dict[str, Any], data: Any) -> Parsed:
 
 
 async def _native(
-    call: Call, sent: dict[str, Any], headers: dict[str, str], prompt_ids: list[int] | None
+    call: Call, sent: dict[str, Any], headers: dict[str, str], tokenized: Tokenized | None
 ) -> Response:
     chat = call.api is ApiKind.CHAT
-    parsed = _parse(chat, call.body, await _complete(call, chat, sent, headers, prompt_ids))
+    parsed = _parse(chat, call.body, await _complete(call, chat, sent, headers, tokenized))
     call.take(parsed, parsed.client)
     await call.record()
     return JsonAnswer(parsed.client)
 
 
 async def _translated(
-    call: Call, chat_body: dict[str, Any], headers: dict[str, str], prompt_ids: list[int] | None
+    call: Call, chat_body: dict[str, Any], headers: dict[str, str], tokenized: Tokenized | None
 ) -> Response:
-    data = await _complete(call, True, chat_body, headers, prompt_ids)
+    data = await _complete(call, True, chat_body, headers, tokenized)
     parsed = _parse(True, chat_body, data)
     answer = _TRANSLATED[call.api].from_chat(call.body, parsed)
     call.take(parsed, answer)
@@ -302,7 +312,7 @@ async def _stream(
     chat: bool,
     body: dict[str, Any],
     headers: dict[str, str],
-    prompt_ids: list[int] | None,
+    tokenized: Tokenized | None,
 ) -> Response:
     """Serve a streamed call as the upstream streams it (``body``: the upstream request):
     every chunk is translated to the client's API and sent at once. A model server that
@@ -314,13 +324,12 @@ async def _stream(
     resp = None
     if not up.streams:
         whole = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
-        data = await _complete(call, chat, whole, headers, prompt_ids)
+        data = await _complete(call, chat, whole, headers, tokenized)
         chunks = each(as_chunks(data, chat))
-    elif up.sglang is not None:
+    elif tokenized is not None:
         call.sent()
-        assert prompt_ids is not None  # _fit tokenizes every sglang call
-        resp = await up.sglang.open_stream(up, body, headers, prompt_ids)
-        chunks = GenerateStream(body, chat, prompt_ids).chunks(sse_json(resp))
+        resp = await tokenized.generate.open_stream(up, body, headers, tokenized.prompt_ids)
+        chunks = GenerateStream(body, chat, tokenized.prompt_ids).chunks(sse_json(resp))
     else:
         prepared = prepare_chat(body, True) if chat else prepare_completion(body, True)
         options = {**(body.get("stream_options") or {}), "include_usage": True}
