@@ -138,6 +138,30 @@ def _usage(prompt_len: int, outs: list[Completion]) -> dict[str, Any]:
     }
 
 
+def _answer(
+    id_prefix: str,
+    kind: str,
+    model: str,
+    choices: list[dict[str, Any]],
+    usage: dict[str, Any],
+    **extra: Any,
+) -> dict[str, Any]:
+    """The body vLLM wraps its ``choices`` in (``kind``: its ``object``), a fresh
+    ``<id_prefix>-<hex>`` id; ``extra`` fields follow ``usage``."""
+    return {
+        "id": f"{id_prefix}-{uuid.uuid4().hex}",
+        "object": kind,
+        "created": int(time.time()),
+        "model": model,
+        "choices": choices,
+        "service_tier": None,
+        "system_fingerprint": None,
+        "usage": usage,
+        **extra,
+        "kv_transfer_params": None,
+    }
+
+
 def _token_text(tokenizer: Any, tok: int) -> str:
     return str(tokenizer.decode([tok]))
 
@@ -194,19 +218,15 @@ def chat_response(
         }
         for i, o in enumerate(outs)
     ]
-    return {
-        "id": f"chatcmpl-{uuid.uuid4().hex}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": choices,
-        "service_tier": None,
-        "system_fingerprint": None,
-        "usage": _usage(len(prompt_ids), outs),
-        "prompt_logprobs": _prompt_logprobs_json(tokenizer, prompt_logprobs),
-        "prompt_token_ids": list(prompt_ids) if want_ids else None,
-        "kv_transfer_params": None,
-    }
+    return _answer(
+        "chatcmpl",
+        "chat.completion",
+        model,
+        choices,
+        _usage(len(prompt_ids), outs),
+        prompt_logprobs=_prompt_logprobs_json(tokenizer, prompt_logprobs),
+        prompt_token_ids=list(prompt_ids) if want_ids else None,
+    )
 
 
 def _completion_logprobs(tokenizer: Any, out: Completion) -> dict[str, Any]:
@@ -256,22 +276,5 @@ def completion_response(
                 }
             )
             index += 1
-    n_prompt = sum(len(p) for p in prompt_ids)
-    n_completion = sum(len(o.token_ids) for g in outs for o in g)
-    usage = {
-        "prompt_tokens": n_prompt,
-        "completion_tokens": n_completion,
-        "total_tokens": n_prompt + n_completion,
-        "prompt_tokens_details": None,
-    }
-    return {
-        "id": f"cmpl-{uuid.uuid4().hex}",
-        "object": "text_completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": choices,
-        "service_tier": None,
-        "system_fingerprint": None,
-        "usage": usage,
-        "kv_transfer_params": None,
-    }
+    usage = _usage(sum(len(p) for p in prompt_ids), [o for g in outs for o in g])
+    return _answer("cmpl", "text_completion", model, choices, usage)

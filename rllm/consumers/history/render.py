@@ -17,7 +17,16 @@ from rich.table import Table
 
 from rllm.consumers.history.types import QueryError, QueryResult
 
-__all__ = ["as_datetime", "plot_result", "short_cell", "to_csv", "to_json", "to_rich", "to_tsv"]
+__all__ = [
+    "as_datetime",
+    "jsonable",
+    "plot_result",
+    "short_cell",
+    "to_csv",
+    "to_json",
+    "to_rich",
+    "to_tsv",
+]
 
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?")
 
@@ -70,8 +79,8 @@ def _full_cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, default=lambda v: str(_json(v)))
-    text = str(_json(value))
+        return json.dumps(value, default=lambda v: str(jsonable(v)))
+    text = str(jsonable(value))
     return text.replace("\t", " ").replace("\n", " ")
 
 
@@ -95,7 +104,8 @@ def to_tsv(result: QueryResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _json(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """A result cell as JSON can hold it: dates and times in ISO 8601, bytes in hex."""
     if isinstance(value, (datetime, date)):
         return value.isoformat()
     if isinstance(value, bytes):
@@ -105,7 +115,7 @@ def _json(value: Any) -> Any:
 
 def to_json(result: QueryResult) -> str:
     """One JSON document: a list of row objects."""
-    return json.dumps([{k: _json(v) for k, v in r.items()} for r in result.records()], indent=1)
+    return json.dumps([{k: jsonable(v) for k, v in r.items()} for r in result.records()], indent=1)
 
 
 def to_csv(result: QueryResult) -> str:
@@ -114,7 +124,9 @@ def to_csv(result: QueryResult) -> str:
     writer = csv.writer(buf)
     writer.writerow(result.columns)
     for row in result.rows:
-        writer.writerow([json.dumps(v) if isinstance(v, (list, tuple)) else _json(v) for v in row])
+        writer.writerow(
+            [json.dumps(v) if isinstance(v, (list, tuple)) else jsonable(v) for v in row]
+        )
     return buf.getvalue()
 
 

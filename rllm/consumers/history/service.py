@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import socketserver
 import threading
-from datetime import date, datetime
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -20,18 +19,11 @@ import pyarrow as pa
 
 from rllm.consumers.history.engine_chdb import ChdbStore
 from rllm.consumers.history.engine_server import ServerStore
+from rllm.consumers.history.render import jsonable
 from rllm.consumers.history.settings import HistorySettings
 from rllm.consumers.history.types import HistoryError, HistoryStore, QueryError, QueryResult
 
 __all__ = ["QueryServer", "ServiceClient", "open_store", "run_service", "serve_queries"]
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
-    if isinstance(value, bytes):
-        return value.hex()
-    return value
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -52,7 +44,7 @@ class _Handler(BaseHTTPRequestHandler):
             payload, status = (
                 {
                     "columns": list(result.columns),
-                    "rows": [[_jsonable(v) for v in r] for r in result.rows],
+                    "rows": [[jsonable(v) for v in r] for r in result.rows],
                 },
                 200,
             )

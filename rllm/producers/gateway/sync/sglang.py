@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 
 from rllm.producers.gateway.sync.errors import PolicyLoadRefused
-from rllm.producers.gateway.sync.types import Checkpoint, Served, SyncKind
+from rllm.producers.gateway.sync.types import Checkpoint, Served, SyncKind, confirming
 from rllm.schemas.lineage import PolicyPointer
 
 __all__ = ["SglangSync"]
@@ -57,8 +57,8 @@ class SglangSync:
                 f"{said or resp.text.strip()[:500]}"
             )
         self.loaded[cp.path] = cp.pointer
-        answered, served = await self.serving()
-        if not answered or served is None or served.pointer != cp.pointer:
+        served = confirming(await self.serving(), cp.pointer)
+        if served is None:
             raise PolicyLoadRefused(
                 f"SGLang at {self.url} answered success loading {cp.path} but GET "
                 f"/get_model_info reports model_path {await self._model_path()!r}"

@@ -14,7 +14,7 @@ from typing import Protocol
 from rllm.producers.gateway.settings import SyncKind, WeightsKind
 from rllm.schemas.lineage import PolicyPointer
 
-__all__ = ["Checkpoint", "PolicySync", "Served", "SyncKind", "WeightsKind"]
+__all__ = ["Checkpoint", "PolicySync", "Served", "SyncKind", "WeightsKind", "confirming"]
 
 
 @dataclass(frozen=True)
@@ -70,3 +70,11 @@ class PolicySync(Protocol):
         """``(answered, served)``: the policy the server reports serving; None when it
         answered without one; not ``answered`` when it could not be asked."""
         ...
+
+
+def confirming(answer: tuple[bool, Served | None], pointer: PolicyPointer) -> Served | None:
+    """What ``answer`` (a ``serving()`` after a load) reports when that is ``pointer``, the
+    read-back that confirms the load; None when the server could not be asked, answered
+    without a policy, or reports another one."""
+    answered, served = answer
+    return served if answered and served is not None and served.pointer == pointer else None

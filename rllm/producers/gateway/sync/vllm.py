@@ -18,7 +18,7 @@ import logging
 import httpx
 
 from rllm.producers.gateway.sync.errors import PolicyLoadRefused
-from rllm.producers.gateway.sync.types import Checkpoint, Served, SyncKind
+from rllm.producers.gateway.sync.types import Checkpoint, Served, SyncKind, confirming
 from rllm.schemas.lineage import PolicyPointer
 
 __all__ = ["VllmSync"]
@@ -129,11 +129,13 @@ class VllmSync:
         )
         if tagged.status_code != 200:  # an older vLLM: the reload's 200 is the confirmation
             return Served(cp.pointer, reported=False)
-        answered, served = await self.serving()
-        if not answered or served is None or served.pointer != cp.pointer:
+        answer = await self.serving()
+        served = confirming(answer, cp.pointer)
+        if served is None:
+            _, other = answer
             raise PolicyLoadRefused(
                 f"vLLM at {self.url} reloaded {cp.path} but GET /weight_info reports "
-                f"{served.pointer if served else None}, not {_tag(cp.pointer)}"
+                f"{other.pointer if other else None}, not {_tag(cp.pointer)}"
             )
         return served
 
