@@ -3,6 +3,7 @@ faust table of JSON headers, and an index of when each key next needs a timer ti
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import MutableMapping
 from typing import Generic, TypeVar
 
@@ -17,7 +18,7 @@ Store = MutableMapping[bytes, bytes]
 H = TypeVar("H", SessionHeader, GroupHeader)
 
 
-class Book(Generic[H]):
+class Book(ABC, Generic[H]):
     """A header per key in ``headers`` and a ``DeadlineIndex`` over them; a book says which
     header it keeps (``header_type``), the header's key and when the key is next due."""
 
@@ -38,13 +39,13 @@ class Book(Generic[H]):
         h = self.header_type.model_validate_json(raw)
         return self.next_due(h), h.partition
 
+    @abstractmethod
     def next_due(self, h: H) -> float:
         """Wall time at which a tick would change ``h``'s key."""
-        raise NotImplementedError
 
+    @abstractmethod
     def key_of(self, h: H) -> str:
         """The key ``h`` is stored under."""
-        raise NotImplementedError
 
     def due_keys(self, now: float) -> list[tuple[str, int]]:
         """Keys a timer should tick now, with their partitions."""
