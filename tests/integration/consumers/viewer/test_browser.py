@@ -223,6 +223,13 @@ def test_the_viewer_in_chromium_over_a_real_training_run(
                 browser.execute_script(
                     "document.body.addEventListener('htmx:beforeRequest', e => e.preventDefault());"
                 )
+                # ... and let a poll sent before that land first (htmx marks its element
+                # with ``htmx-request`` until the answer is swapped in)
+                wait_for(
+                    "the last poll to be swapped in",
+                    lambda: not browser.find_elements(By.CSS_SELECTOR, ".htmx-request"),
+                    10,
+                )
                 (run,) = run_named(store, "runs", run=RUN).records()
                 assert _summary(browser, "sessions") == str(run["sessions"]) == "8"
                 assert _summary(browser, "mean_reward") == _fmt(run["mean_reward"]) == "0.5"
