@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -40,10 +40,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-Generated = list[list[Completion]]
-"""The completions of each prompt, in order."""
-Scored = list[PromptLogprobs] | None
-"""Each prompt's logprobs (None: not asked for)."""
 
 
 @dataclass(frozen=True)
@@ -157,23 +153,6 @@ def _gone() -> JSONResponse:
     return _error(499, "the client disconnected; its generation was dropped", "Cancelled")
 
 
-async def _generated(
-    request: Request,
-    served: ServedModel,
-    prompts: list[list[int]],
-    params: SamplingParams,
-    top_k: int | None,
-    answer: Callable[[Generated, Scored], tuple[dict[str, Any], list[Completion]]],
-) -> JSONResponse:
-    """Generate for ``prompts`` and respond with ``answer``'s body, stamped with the policy of
-    the completions it names; 499 when the client disconnects first."""
-    done = await _unless_gone(request, served.generate_and_score(prompts, params, top_k))
-    if done is None:
-        return _gone()
-    body, outs = answer(*done)
-    return served.respond(body, outs=outs)
-
-
 async def chat(request: Request) -> JSONResponse:
     """``POST /v1/chat/completions``: the messages through the chat template, then sampled."""
     served = _served(request)
@@ -196,9 +175,12 @@ async def chat(request: Request) -> JSONResponse:
         served.check_len(prompt)
     except RequestError as exc:
         return _error(400, str(exc))
-
-    def answer(groups: Generated, scored: Scored) -> tuple[dict[str, Any], list[Completion]]:
-        return chat_response(
+    done = await _unless_gone(request, served.generate_and_score([prompt], params, top_k))
+    if done is None:
+        return _gone()
+    groups, scored = done
+    return served.respond(
+        chat_response(
             body.get("model") or served.name,
             prompt,
             groups[0],
@@ -206,9 +188,9 @@ async def chat(request: Request) -> JSONResponse:
             bool(body.get("logprobs")),
             bool(body.get("return_token_ids")),
             None if scored is None else scored[0],
-        ), groups[0]
-
-    return await _generated(request, served, [prompt], params, top_k, answer)
+        ),
+        outs=groups[0],
+    )
 
 
 def _prompts(raw: Any, tok: Any) -> list[list[int]]:
@@ -245,9 +227,12 @@ async def completions(request: Request) -> JSONResponse:
             served.check_ids(p)
     except RequestError as exc:
         return _error(400, str(exc))
-
-    def answer(outs: Generated, scored: Scored) -> tuple[dict[str, Any], list[Completion]]:
-        return completion_response(
+    done = await _unless_gone(request, served.generate_and_score(prompts, params, top_k))
+    if done is None:
+        return _gone()
+    outs, scored = done
+    return served.respond(
+        completion_response(
             body.get("model") or served.name,
             prompts,
             outs,
@@ -255,9 +240,9 @@ async def completions(request: Request) -> JSONResponse:
             body.get("logprobs") is not None,
             bool(body.get("return_token_ids")),
             scored,
-        ), [o for row in outs for o in row]
-
-    return await _generated(request, served, prompts, params, top_k, answer)
+        ),
+        outs=[o for row in outs for o in row],
+    )
 
 
 async def tokenize(request: Request) -> JSONResponse:
